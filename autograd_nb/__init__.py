@@ -1,0 +1,49 @@
+"""autograd_nb: reverse-mode automatic differentiation with torch.autograd's semantics, over
+NumPy-named functions, compiled with numba.
+
+>>> import autograd_nb as anb
+>>> x = anb.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+>>> y = anb.outer(x, x)
+>>> anb.grad(y, x, grad_outputs=anb.ones_like(y))
+(tensor([20., 20., 20., 20.]),)
+"""
+
+from . import tensor as _tensor_module
+from .ops.registry import FUNCTIONS as _FUNCTIONS
+from .tensor import (  # noqa: F401
+    Tensor,
+    arange,
+    as_tensor,
+    empty,
+    empty_like,
+    eye,
+    full,
+    full_like,
+    linspace,
+    ones,
+    ones_like,
+    tensor,
+    zeros,
+    zeros_like,
+)
+
+globals().update({name: fn for name, fn in _FUNCTIONS.items() if not name.startswith("_")})
+
+from . import autograd  # noqa: E402
+from .autograd import (  # noqa: E402,F401
+    backward,
+    enable_grad,
+    grad,
+    is_grad_enabled,
+    no_grad,
+    set_grad_enabled,
+)
+
+__version__ = "0.1.0"
+
+__all__ = (
+    ["Tensor", "autograd", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled",
+     "is_grad_enabled"]
+    + list(_tensor_module.CREATION)
+    + sorted(name for name in _FUNCTIONS if not name.startswith("_"))
+)

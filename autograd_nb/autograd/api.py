@@ -1,0 +1,308 @@
+"""``grad`` and ``backward``: torch.autograd's two entry points, with its semantics.
+
+Vocabulary: for outputs ``y`` of inputs ``x``, ``grad_outputs`` holds one vector ``v`` per
+output, of that output's shape: the gradient dL/dy of whatever loss L comes after ``y``. The
+result is the vector-Jacobian product ``vᵀ · ∂y/∂x`` (summed over the outputs): dL/dx.
+"""
+
+import warnings
+
+import numpy as np
+
+from .. import engine
+from ..tensor import Tensor
+
+_NOT_GIVEN = object()
+
+VJP_HINT = (
+    " grad_outputs[i] is the vector v of the vector-Jacobian product vᵀ·J, i.e. dL/d(output[i])"
+    " for the loss L that comes after it, so it has the shape of output[i]."
+)
+
+
+def _as_tuple(value, what):
+    if isinstance(value, (Tensor, np.ndarray)):
+        return (value,)
+    if isinstance(value, (tuple, list)):
+        return tuple(value)
+    raise TypeError(f"{what} must be a Tensor or a sequence of Tensors, not {type(value).__name__}")
+
+
+def _edge_of(tensor):
+    return tensor._node if tensor._node is not None else tensor
+
+
+def _check_outputs(outputs):
+    for i, output in enumerate(outputs):
+        if not isinstance(output, Tensor):
+            raise TypeError(f"output[{i}] must be a Tensor, not {type(output).__name__}")
+        if not output.requires_grad:
+            raise RuntimeError(
+                f"element {i} of tensors does not require grad and does not have a grad_fn"
+            )
+
+
+def _make_seeds(outputs, grad_outputs, create_graph, is_grads_batched):
+    """Pair each output with its grad_output (checked, cast); a list of (edge, grad)."""
+    if grad_outputs is None:
+        grad_outputs = (None,) * len(outputs)
+    else:
+        grad_outputs = _as_tuple(grad_outputs, "grad_outputs")
+    if len(grad_outputs) != len(outputs):
+        raise RuntimeError(
+            f"Mismatch in number of grad_outputs: got {len(grad_outputs)} grad_outputs for "
+            f"{len(outputs)} outputs; pass one grad_output (the vector v) per output."
+        )
+    seeds = []
+    for i, (output, grad_output) in enumerate(zip(outputs, grad_outputs)):
+        if grad_output is None:
+            if output.size != 1:
+                raise RuntimeError(
+                    "grad can be implicitly created only for scalar outputs: output"
+                    f"[{i}] has shape {output.shape}; pass grad_outputs (the vector v of "
+                    "the vector-Jacobian product, dL/d output, of the output's shape)."
+                )
+            if is_grads_batched:
+                raise RuntimeError(
+                    "is_grads_batched=True needs an explicit batch of grad_outputs for "
+                    f"output[{i}]"
+                )
+            grad = np.ones(output.shape, dtype=output.dtype)
+            grad = Tensor._make(grad) if create_graph else grad
+        else:
+            grad = _check_grad_output(i, output, grad_output, create_graph, is_grads_batched)
+        seeds.append((output, grad))
+    return seeds
+
+
+def _check_grad_output(i, output, grad_output, create_graph, is_grads_batched):
+    if isinstance(grad_output, Tensor):
+        data = grad_output._data
+    else:
+        data = np.asarray(grad_output)
+    if data.dtype.kind not in "fiub":
+        raise TypeError(f"grad_output[{i}] must be numeric, not {data.dtype}")
+    shape = tuple(data.shape)
+    if is_grads_batched:
+        if len(shape) == 0 or shape[1:] != output.shape:
+            raise RuntimeError(
+                "If `is_grads_batched=True`, we interpret the first dimension of each "
+                "grad_output as the batch dimension. The sizes of the remaining dimensions "
+                "are expected to match the shape of corresponding output, but a mismatch was "
+                f"detected: grad_output[{i}] has a shape of {shape} and output[{i}] has a "
+                f"shape of {output.shape}."
+            )
+    elif shape != output.shape:
+        raise RuntimeError(
+            f"Mismatch in shape: grad_output[{i}] has a shape of {shape} and output[{i}] has "
+            f"a shape of {output.shape}." + VJP_HINT
+        )
+    if create_graph:
+        if isinstance(grad_output, Tensor):
+            return grad_output if grad_output.dtype == output.dtype else grad_output.astype(
+                output.dtype)
+        return Tensor._make(np.array(data, dtype=output.dtype))
+    return np.asarray(data, dtype=output.dtype)
+
+
+def _targets(inputs, what):
+    for i, tensor in enumerate(inputs):
+        if not isinstance(tensor, Tensor):
+            raise TypeError(f"{what}[{i}] must be a Tensor, not {type(tensor).__name__}")
+        if not tensor.requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    return [_edge_of(t) for t in inputs]
+
+
+def grad(
+    outputs,
+    inputs,
+    grad_outputs=None,
+    retain_graph=None,
+    create_graph=False,
+    only_inputs=_NOT_GIVEN,
+    allow_unused=None,
+    is_grads_batched=False,
+    materialize_grads=False,
+):
+    """Gradients of ``outputs`` with respect to ``inputs``: vector-Jacobian products.
+
+    Returns, for each input, ``sum_i grad_outputs[i]ᵀ · ∂outputs[i]/∂input``. Nothing is
+    accumulated into ``.grad``.
+
+    Parameters
+    ----------
+    outputs : Tensor or sequence of Tensor
+        What is differentiated.
+    inputs : Tensor or sequence of Tensor
+        With respect to what (leaves or intermediate tensors that require grad).
+    grad_outputs : Tensor, array or sequence of them, optional
+        The vector ``v`` of the vector-Jacobian product ``vᵀJ``, one per output and of its
+        shape: "dL/d output" for the loss L that comes after. ``None`` means ones, allowed
+        only for single-element outputs.
+    retain_graph : bool, optional
+        Keep the saved buffers so the graph can be differentiated again; defaults to
+        ``create_graph``.
+    create_graph : bool
+        Record the backward pass, so the results can be differentiated again.
+    only_inputs : bool
+        Deprecated and ignored (warns).
+    allow_unused : bool, optional
+        Return None (or zeros, with ``materialize_grads``) for inputs the outputs don't
+        depend on instead of raising; defaults to ``materialize_grads``.
+    is_grads_batched : bool
+        The first dimension of every grad_output is a batch of independent vectors ``v``;
+        each result gains that batch dimension in front.
+    materialize_grads : bool
+        Zeros instead of None for unused inputs.
+
+    Returns
+    -------
+    tuple of Tensor or None
+
+    Examples
+    --------
+    Each ``y[i, j] = x[i] * x[j]``; with ``v`` all ones, the result is ``dL/dx`` for
+    ``L = y.sum()``, i.e. ``2 * x.sum()`` in every entry:
+
+    >>> import autograd_nb as anb
+    >>> x = anb.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    >>> y = anb.outer(x, x)
+    >>> anb.grad(y, x, grad_outputs=anb.ones_like(y))
+    (tensor([20., 20., 20., 20.]),)
+    """
+    if only_inputs is not _NOT_GIVEN:
+        warnings.warn(
+            "only_inputs argument is deprecated and is ignored now (defaults to True). To "
+            "accumulate gradient for other parts of the graph, please use "
+            "autograd_nb.backward.",
+            UserWarning,
+            stacklevel=2,
+        )
+    if materialize_grads and allow_unused is False:
+        raise ValueError(
+            "Expected allow_unused to be True or not passed when materialize_grads=True, "
+            "but got: allow_unused=False."
+        )
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    if retain_graph is None:
+        retain_graph = create_graph
+    outputs = _as_tuple(outputs, "outputs")
+    inputs = _as_tuple(inputs, "inputs")
+    _check_outputs(outputs)
+    targets = _targets(inputs, "inputs")
+    seeds = _make_seeds(outputs, grad_outputs, create_graph, is_grads_batched)
+    if is_grads_batched:
+        from .batched import batched_grad
+
+        return batched_grad(
+            outputs, inputs, seeds, targets, retain_graph, create_graph, allow_unused,
+            materialize_grads,
+        )
+    return _grad(seeds, inputs, targets, retain_graph, create_graph, allow_unused,
+                 materialize_grads)
+
+
+def _grad(seeds, inputs, targets, retain_graph, create_graph, allow_unused, materialize_grads):
+    """One (unbatched) VJP: plan, check, run; results per input."""
+    root_edges = [_edge_of(output) for output, _ in seeds]
+    plan = engine.make_plan(root_edges, targets, all_leaves=False)
+    for i, edge in enumerate(targets):
+        if id(edge) not in plan.reachable and not allow_unused:
+            raise RuntimeError(
+                "One of the differentiated Tensors appears to not have been used in the graph. "
+                "Set allow_unused=True if this is the desired behavior."
+            )
+    target_keys = {id(e) for e in targets}
+    slots, _ = engine.run_plan(
+        plan, [(_edge_of(o), g) for o, g in seeds], target_keys, False, retain_graph,
+        create_graph,
+    )
+    results = []
+    for tensor, edge in zip(inputs, targets):
+        value = slots.get(id(edge))
+        if value is None:
+            if materialize_grads:
+                value = np.zeros(tensor.shape, dtype=tensor.dtype)
+            else:
+                results.append(None)
+                continue
+        results.append(value if isinstance(value, Tensor) else Tensor._make(value))
+    return tuple(results)
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate the gradients of ``tensors`` into ``.grad`` of the graph's leaves.
+
+    Leaves (and tensors that called ``retain_grad()``) receive ``.grad += dL/dleaf``, where
+    ``grad_tensors`` is the vector ``v`` (dL/d tensor) of the vector-Jacobian product, one per
+    tensor and of its shape; it may be omitted for single-element tensors. ``inputs``
+    restricts which tensors accumulate.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> x = anb.ones((2, 3), requires_grad=True)
+    >>> out = x @ anb.ones((3, 4))
+    >>> out.backward(anb.tensor([[1.0, 2, 3, 4], [5, 6, 7, 8]]))
+    >>> x.grad
+    tensor([[10., 10., 10.],
+            [26., 26., 26.]])
+    """
+    if retain_graph is None:
+        retain_graph = create_graph
+    tensors = _as_tuple(tensors, "tensors")
+    if grad_tensors is not None and not isinstance(grad_tensors, (tuple, list)):
+        grad_tensors = (grad_tensors,)
+    _check_outputs(tensors)
+    if inputs is not None:
+        inputs = _as_tuple(inputs, "inputs")
+        if not inputs:
+            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+        targets = _targets(inputs, "inputs")
+    else:
+        targets = []
+    seeds = _make_seeds(tensors, grad_tensors, create_graph, False)
+    root_edges = [_edge_of(t) for t in tensors]
+    all_leaves = inputs is None
+    plan = engine.make_plan(root_edges, targets, all_leaves=all_leaves)
+    target_keys = {id(e) for e in targets}
+    slots, leaves = engine.run_plan(
+        plan, [(_edge_of(t), g) for t, g in seeds], target_keys, all_leaves, retain_graph,
+        create_graph,
+    )
+    destinations = list(leaves.values()) if all_leaves else list(inputs)
+    for tensor in destinations:
+        value = slots.get(id(_edge_of(tensor)))
+        if value is not None:
+            _accumulate(tensor, value, create_graph)
+    if all_leaves:
+        _fill_retained(plan, slots, create_graph)
+
+
+def _fill_retained(plan, slots, create_graph):
+    for node in plan.nodes:
+        if not node.retained:
+            continue
+        value = slots.get(id(node))
+        if value is None:
+            continue
+        for reference in node.retained:
+            tensor = reference()
+            if tensor is not None and tensor._node is node:
+                _accumulate(tensor, value, create_graph)
+
+
+def _accumulate(tensor, value, create_graph):
+    """``tensor.grad += value`` with torch's rules: in place unless recording the graph."""
+    # Slots are fresh arrays of this run, owned by no other tensor: wrap, don't copy.
+    new = value if isinstance(value, Tensor) else Tensor._make(value)
+    current = tensor._grad
+    if current is None:
+        tensor._grad = new
+    elif create_graph or current.requires_grad:
+        tensor._grad = current + new
+    else:
+        current._data += new._data
+        current._version[0] += 1

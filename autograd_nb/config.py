@@ -1,0 +1,20 @@
+"""Tunables of autograd_nb, in one place so tests can patch them.
+
+Every value here may be changed at run time (``autograd_nb.config.NAME = ...``); the code reads
+the attribute when it needs it.
+"""
+
+import os
+
+#: Folder where generated kernel modules (and, beside them, numba's on-disk cache) are written.
+#: Override with the ``AUTOGRAD_NB_CACHE_DIR`` environment variable.
+KERNEL_DIR = os.environ.get(
+    "AUTOGRAD_NB_CACHE_DIR",
+    os.path.join(os.path.expanduser("~"), ".cache", "autograd_nb", "kernels"),
+)
+
+#: CUDA threads per block for one-dimensional launches.
+THREADS_PER_BLOCK = 256
+
+#: Elementwise chains at least this long are fused into one generated loop by the engine.
+FUSION_MIN_OPS = 2

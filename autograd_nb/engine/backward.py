@@ -1,0 +1,174 @@
+"""The backward pass: plan the reachable part of the tape, then run the VJPs in reverse order.
+
+A run has two phases, so that an error changes nothing:
+
+1. :func:`make_plan` walks the graph from the outputs, orders the nodes by descending tape
+   position, prunes them to those that lead to a requested target, and checks every saved
+   buffer (freed by an earlier backward? modified in place since?). Nothing is written.
+2. :func:`run_plan` seeds the gradient slots with the grad_outputs and visits the nodes. With
+   ``create_graph=False`` it calls each op's ``@njit`` VJP kernels, which *accumulate* into
+   the input's gradient slot, so no separate add runs; with ``create_graph=True`` it evaluates
+   the ops' differentiable rules on Tensors, recording them on the tape.
+
+The compiled executor (one call into compiled code per backward) replaces the loop of phase 2;
+the plan is already the instruction list it needs.
+"""
+
+import numpy as np
+
+from .. import tape
+from ..ops.registry import Saved
+from ..tensor import Tensor
+
+
+class Plan:
+    """The nodes to run, in order, and where each target's gradient is found.
+
+    Attributes
+    ----------
+    nodes : list of Node
+        Reachable nodes that lead to a target, by descending ``seq``.
+    reachable : set of int
+        ``id`` of every node and leaf reached from the outputs.
+    """
+
+    __slots__ = ("nodes", "reachable", "needed")
+
+    def __init__(self, nodes, reachable, needed):
+        self.nodes = nodes
+        self.reachable = reachable
+        self.needed = needed
+
+
+def _key(edge):
+    return id(edge)
+
+
+def make_plan(root_edges, target_edges, all_leaves):
+    """Plan a backward from ``root_edges`` (Nodes or leaf Tensors) to ``target_edges``.
+
+    With ``all_leaves`` every reachable leaf (and retaining node) is a target.
+    """
+    nodes = {}
+    reachable = set()
+    stack = [e for e in root_edges if e is not None]
+    while stack:
+        edge = stack.pop()
+        key = id(edge)
+        if key in reachable:
+            continue
+        reachable.add(key)
+        if isinstance(edge, tape.Node):
+            nodes[key] = edge
+            stack.extend(e for e in edge.edges if e is not None and id(e) not in reachable)
+    targets = {id(e) for e in target_edges}
+    ordered = sorted(nodes.values(), key=lambda node: node.seq)
+    needed = set()
+    for node in ordered:  # ascending: a node's inputs are decided before it
+        key = id(node)
+        if all_leaves or key in targets or node.retained:
+            needed.add(key)
+            continue
+        for edge in node.edges:
+            if edge is not None and (id(edge) in needed or id(edge) in targets):
+                needed.add(key)
+                break
+    run = [node for node in reversed(ordered) if id(node) in needed]
+    for node in run:
+        node.check_saved()
+    return Plan(run, reachable, needed)
+
+
+def _edge_wanted(edge, plan, targets, all_leaves):
+    if edge is None:
+        return False
+    if isinstance(edge, tape.Node):
+        return id(edge) in plan.needed
+    return all_leaves or id(edge) in targets
+
+
+def _unpack_inputs(node):
+    """The saved inputs as Tensors connected to the graph (for differentiable rules)."""
+    tensors = []
+    for k, array in enumerate(node.saved_inputs):
+        if array is None:
+            tensors.append(None)
+            continue
+        edge = node.edges[k]
+        if edge is None:
+            tensors.append(Tensor._make(array))
+        elif isinstance(edge, tape.Node):
+            tensors.append(Tensor._make(array, node=edge))
+        else:
+            tensors.append(edge if edge._data is array else _leaf_view(edge, array))
+    output = None
+    if node.saved_output is not None:
+        output = Tensor._make(node.saved_output, node=node)
+    return tensors, output
+
+
+def _leaf_view(leaf, array):
+    # The op computed on a cast copy of the leaf (float32 input of a float64 op): connect the
+    # copy to the leaf through a recorded cast so gradients still reach it.
+    from ..ops.registry import call
+
+    return call("astype", leaf, dtype=array.dtype)
+
+
+def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph):
+    """Run ``plan``; return the gradient slots by ``id`` of node/leaf and the leaves met.
+
+    ``seeds`` is a list of ``(edge, grad)`` pairs: the output's node or leaf, and its
+    grad_output (an array, or a Tensor when ``create_graph``).
+    """
+    slots = {}
+    leaves = {}
+    captured = {}
+    for edge, grad in seeds:
+        _add_into(slots, edge, grad, create_graph)
+        if not isinstance(edge, tape.Node):
+            leaves[id(edge)] = edge
+    previous_mode = tape.set_grad_enabled_flag(create_graph)
+    try:
+        for node in plan.nodes:
+            key = id(node)
+            grad = slots.pop(key, None)
+            if grad is None:
+                continue
+            captured[key] = grad
+            if create_graph:
+                inputs, output = _unpack_inputs(node)
+            for k, edge in enumerate(node.edges):
+                if not _edge_wanted(edge, plan, targets, all_leaves):
+                    continue
+                if not isinstance(edge, tape.Node):
+                    leaves[id(edge)] = edge
+                if create_graph:
+                    contribution = node.op.rule(k, grad, inputs, output, node.attrs)
+                    _add_into(slots, edge, contribution, True)
+                else:
+                    buffer = slots.get(id(edge))
+                    if buffer is None:
+                        buffer = np.zeros(edge.shape, dtype=edge.dtype)
+                        slots[id(edge)] = buffer
+                    saved = Saved(node.saved_inputs, node.saved_output)
+                    node.op.vjp(k, grad, saved, node.attrs, buffer)
+            if not retain_graph:
+                node.free()
+    finally:
+        tape.set_grad_enabled_flag(previous_mode)
+    captured.update(slots)
+    return captured, leaves
+
+
+def _add_into(slots, edge, grad, create_graph):
+    key = id(edge)
+    current = slots.get(key)
+    if create_graph:
+        if grad.dtype != edge.dtype:
+            grad = grad.astype(edge.dtype)
+        slots[key] = grad if current is None else current + grad
+    elif current is None:
+        slots[key] = np.array(grad, dtype=edge.dtype, copy=True).reshape(edge.shape)
+    else:
+        current += grad

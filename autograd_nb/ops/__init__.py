@@ -1,0 +1,11 @@
+"""The operators, one module per family; each op registers itself in :mod:`.registry`."""
+
+import importlib
+
+FAMILIES = ("elementwise", "reduction", "linalg", "shape", "indexing")
+
+
+def load_all():
+    """Import every family module, which fills the registry."""
+    for family in FAMILIES:
+        importlib.import_module(f"{__name__}.{family}")

@@ -1,0 +1,155 @@
+"""The op registry: every differentiable operator of autograd_nb, by name.
+
+An op is defined once, in its family module (``elementwise.py``, ``reduction.py``, ...), as an
+instance of a :class:`Op` subclass; constructing it registers it. Everything else (the public
+functions, the ``Tensor`` methods, the engine, the tests and the benchmarks) reads the registry.
+
+The calling convention that the engine relies on:
+
+``forward(arrays, attrs) -> ndarray``
+    Computes the result into a freshly allocated, C-contiguous array. ``arrays`` are
+    C-contiguous NumPy arrays already cast to the op's computation dtype.
+``vjp(k, grad_output, saved, attrs, grad_input)``
+    *Accumulates* (``+=``) the vector-Jacobian product for input ``k`` into ``grad_input``,
+    a preallocated array of input ``k``'s shape. ``saved`` holds the arrays the op asked to
+    save (see :attr:`Op.saves`), by input position, and ``saved.output`` the result.
+``rule(k, grad_output, inputs, output, attrs) -> Tensor``
+    The same derivative written with autograd_nb ops on Tensors, so that it can be recorded
+    and differentiated again (``create_graph=True``). Tests hold ``vjp`` and ``rule`` against
+    each other and against finite differences.
+"""
+
+REGISTRY = {}
+
+#: Public functions by name: one per op with a plain signature, plus composites (functions
+#: written with other ops, needing no kernel and no VJP of their own). The package exports them
+#: all, and those marked ``method`` become Tensor methods.
+FUNCTIONS = {}
+
+_dispatch = None
+
+
+def register(op):
+    """Add ``op`` to the registry under ``op.name`` (names are unique)."""
+    if op.name in REGISTRY:
+        raise ValueError(f"an op named {op.name!r} is already registered")
+    REGISTRY[op.name] = op
+    made = op.make_function()
+    if made is not None:
+        publish(made, op.name, method=op.method, family=op.family)
+    return op
+
+
+def publish(fn, name=None, method=True, family=None):
+    """Export ``fn`` as the public function ``name`` (and a Tensor method if ``method``)."""
+    name = name or fn.__name__
+    if name in FUNCTIONS:
+        raise ValueError(f"a function named {name!r} is already public")
+    fn.__name__ = name
+    fn.__qualname__ = name
+    fn.is_method = method
+    fn.family = family
+    FUNCTIONS[name] = fn
+    return fn
+
+
+def public(name=None, method=True, family=None):
+    """Decorator form of :func:`publish`, for composites and ops with their own signature."""
+
+    def decorate(fn):
+        return publish(fn, name, method, family)
+
+    return decorate
+
+
+def set_dispatch(function):
+    """Install the function that runs an op on Tensors (set once, by ``autograd_nb.tensor``)."""
+    global _dispatch
+    _dispatch = function
+
+
+def call(name, *args, **attrs):
+    """Run the registered op ``name`` on Tensors, recording it when grad mode is on.
+
+    Differentiable rules use this to build their results from other ops.
+    """
+    return _dispatch(REGISTRY[name], args, attrs)
+
+
+class Saved:
+    """What a node keeps for its op's VJP: the saved inputs by position, and the output."""
+
+    __slots__ = ("inputs", "output")
+
+    def __init__(self, inputs, output):
+        self.inputs = inputs
+        self.output = output
+
+    def __getitem__(self, k):
+        return self.inputs[k]
+
+
+class Op:
+    """Base class of every registered operator.
+
+    Attributes
+    ----------
+    name : str
+        The public (NumPy) name, also the Tensor method's name where ``method`` is true.
+    n_inputs : int or None
+        Number of tensor inputs; None for ops taking a sequence (``concatenate``).
+    differentiable : tuple of bool
+        Per input position, whether a gradient flows to it (None: all of them).
+    saves : tuple of int
+        Input positions whose arrays the VJP needs.
+    saves_output : bool
+        Whether the VJP needs the op's result.
+    method : bool
+        Whether ``Tensor`` gets a method of the same name.
+    """
+
+    name = None
+    n_inputs = 1
+    differentiable = None
+    saves = ()
+    saves_output = False
+    method = True
+    family = None
+
+    def __init__(self):
+        register(self)
+
+    def make_function(self):
+        """The public function for this op; None when the family file writes its own."""
+        name = self.name
+
+        def function(*tensors, **attrs):
+            return call(name, *tensors, **attrs)
+
+        function.__doc__ = self.__doc__
+        return function
+
+    def is_differentiable(self, k):
+        return self.differentiable is None or self.differentiable[k]
+
+    def prepare(self, values, attrs):
+        """Check the arguments and put them in the form ``forward`` takes.
+
+        ``values`` are NumPy arrays or Python scalars. Returns ``(arrays, attrs)``: C-contiguous
+        arrays in the computation dtype, and canonical attributes (axes, shapes) that
+        ``forward``, ``vjp`` and ``rule`` read. Raises ValueError / TypeError for bad arguments,
+        before anything runs.
+        """
+        raise NotImplementedError
+
+    def forward(self, arrays, attrs):
+        raise NotImplementedError
+
+    def vjp(self, k, grad_output, saved, attrs, grad_input):
+        raise NotImplementedError
+
+    def rule(self, k, grad_output, inputs, output, attrs):
+        raise NotImplementedError
+
+    def __repr__(self):
+        return f"<op {self.name}>"
