@@ -390,7 +390,7 @@ def _data_of(value):
 
 
 def _no_grad_result(ufunc, *args):
-    return Tensor._make(np.ascontiguousarray(ufunc(*(_data_of(a) for a in args))))
+    return Tensor._make(np.asarray(ufunc(*(_data_of(a) for a in args)), order="C"))
 
 
 def _unwrap_index(index):
@@ -519,7 +519,7 @@ def tensor(data, dtype=None, requires_grad=False, device="cpu"):
     """
     _check_device(device)
     array = np.array(_data_of(data), copy=True)
-    array = np.ascontiguousarray(array, dtype=_result_dtype(array, dtype))
+    array = np.asarray(array, dtype=_result_dtype(array, dtype), order="C")
     return _leaf(array, requires_grad)
 
 
@@ -539,7 +539,7 @@ def as_tensor(data, dtype=None, device="cpu"):
     if isinstance(data, Tensor) and (dtype is None or np.dtype(dtype) == data.dtype):
         return data
     array = np.asarray(_data_of(data))
-    array = np.ascontiguousarray(array, dtype=_result_dtype(array, dtype))
+    array = np.asarray(array, dtype=_result_dtype(array, dtype), order="C")
     return _leaf(array, False)
 
 
@@ -607,7 +607,7 @@ def arange(start, stop=None, step=1, dtype=None, requires_grad=False, device="cp
     """Evenly spaced values in ``[start, stop)``, as ``numpy.arange`` (ints give int64)."""
     _check_device(device)
     array = np.arange(start, stop, step) if stop is not None else np.arange(start)
-    return _leaf(np.ascontiguousarray(array, dtype=_result_dtype(array, dtype)), requires_grad)
+    return _leaf(np.asarray(array, dtype=_result_dtype(array, dtype), order="C"), requires_grad)
 
 
 def linspace(start, stop, num=50, endpoint=True, dtype=None, requires_grad=False, device="cpu"):

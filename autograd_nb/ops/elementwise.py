@@ -109,7 +109,7 @@ class ElementwiseOp(Op):
 
     def prepare(self, values, attrs):
         dtype = self.result_dtype(values + [attrs[p] for p in self.params if attrs[p] is not None])
-        arrays = [np.ascontiguousarray(v, dtype=dtype) for v in values]
+        arrays = [np.asarray(v, dtype=dtype, order="C") for v in values]
         shape = _broadcast.broadcast_shapes(*(a.shape for a in arrays))
         params = np.array(
             [_param_value(attrs[p], i) for i, p in enumerate(self.params)], dtype=np.float64
@@ -175,8 +175,8 @@ class WhereOp(ElementwiseOp):
     def prepare(self, values, attrs):
         condition, a, b = values
         dtype = self.result_dtype([a, b])
-        arrays = [np.ascontiguousarray(condition, dtype=bool)]
-        arrays += [np.ascontiguousarray(v, dtype=dtype) for v in (a, b)]
+        arrays = [np.asarray(condition, dtype=bool, order="C")]
+        arrays += [np.asarray(v, dtype=dtype, order="C") for v in (a, b)]
         shape = _broadcast.broadcast_shapes(*(x.shape for x in arrays))
         shapes = tuple(x.shape for x in arrays)
         return arrays, dict(attrs, shape=shape, shapes=shapes, params=np.empty(0))

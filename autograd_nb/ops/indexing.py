@@ -54,7 +54,7 @@ class Selection:
             self.flat = None
         else:
             positions = np.arange(x.size, dtype=np.int64).reshape(x.shape)
-            self.flat = np.ascontiguousarray(positions[index])
+            self.flat = np.asarray(positions[index], order="C")
             self.shape = self.flat.shape
 
     def gather(self, x):
@@ -90,7 +90,7 @@ class GetItem(Op):
 
     def prepare(self, values, attrs):
         (x,) = values
-        x = np.ascontiguousarray(x)
+        x = np.asarray(x, order="C")
         index = _normalize_index(attrs["index"])
         return [x], {"index": index, "selection": Selection(x, index)}
 
@@ -120,7 +120,7 @@ class IndexScatter(Op):
 
     def prepare(self, values, attrs):
         (g,) = values
-        return [np.ascontiguousarray(g)], attrs["source"]
+        return [np.asarray(g, order="C")], attrs["source"]
 
     def forward(self, arrays, attrs):
         selection = attrs["selection"]
@@ -167,9 +167,9 @@ class SetItem(Op):
 
     def prepare(self, values, attrs):
         x, v = values
-        x = np.ascontiguousarray(x)
+        x = np.asarray(x, order="C")
         dtype = x.dtype
-        v = np.ascontiguousarray(v, dtype=dtype)
+        v = np.asarray(v, dtype=dtype, order="C")
         index = _normalize_index(attrs["index"])
         selection = Selection(x, index)
         positions = np.unique(selection.positions())

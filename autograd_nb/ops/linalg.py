@@ -46,8 +46,8 @@ class BatchedMatmul(Op):
         dtype = np.result_type(a, b)
         if dtype.kind != "f":
             dtype = np.dtype(np.float64)
-        a = np.ascontiguousarray(a, dtype=dtype)
-        b = np.ascontiguousarray(b, dtype=dtype)
+        a = np.asarray(a, dtype=dtype, order="C")
+        b = np.asarray(b, dtype=dtype, order="C")
         if a.ndim != 3 or b.ndim != 3 or a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
             raise ValueError(f"_bmm needs (batch, m, k) and (batch, k, n), got {a.shape}, {b.shape}")
         return [a, b], {}

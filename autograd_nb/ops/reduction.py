@@ -73,7 +73,7 @@ class AxisOp(Op):
     def prepare(self, values, attrs):
         (x,) = values
         x = np.asarray(x)
-        x = np.ascontiguousarray(x, dtype=self.result_dtype(x))
+        x = np.asarray(x, dtype=self.result_dtype(x), order="C")
         axis = attrs.get("axis")
         if self.single_axis:
             if x.ndim == 0 and axis in (0, -1):

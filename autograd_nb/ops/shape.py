@@ -20,7 +20,7 @@ class ShapeOp(Op):
 
     def prepare(self, values, attrs):
         (x,) = values
-        x = np.ascontiguousarray(x)
+        x = np.asarray(x, order="C")
         return [x], self.normalize(x.shape, attrs)
 
     def make_function(self):
@@ -133,7 +133,7 @@ class AsType(ShapeOp):
 
     def prepare(self, values, attrs):
         (x,) = values
-        x = np.ascontiguousarray(x)
+        x = np.asarray(x, order="C")
         return [x], dict(self.normalize(x.shape, attrs), input_dtype=x.dtype)
 
     def forward(self, arrays, attrs):

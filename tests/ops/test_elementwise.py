@@ -1,0 +1,132 @@
+"""Every elementwise op from the registry: forward against NumPy, VJP against finite
+differences (kernels and differentiable rules), second derivatives, broadcasting, dtypes."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import autograd_nb as anb
+from autograd_nb.ops.registry import REGISTRY
+from tests.checks import check_gradients
+from tests.reference import REFERENCE
+
+ELEMENTWISE = sorted(name for name, op in REGISTRY.items() if op.family == "elementwise")
+UNARY = [n for n in ELEMENTWISE if REGISTRY[n].n_inputs == 1 and n != "clip"]
+BINARY = [n for n in ELEMENTWISE if REGISTRY[n].n_inputs == 2]
+
+
+def sample(op, shape, rng):
+    low, high = op.domain
+    x = rng.uniform(low, high, size=shape)
+    if op.name in ("abs", "sign", "relu", "maximum", "minimum", "clip"):
+        # Keep away from the kinks, where finite differences straddle two branches.
+        x = np.where(np.abs(x) < 0.05, x + 0.1, x)
+    return x
+
+
+def test_registry_has_the_api_elementwise_ops():
+    expected = set(
+        "add subtract multiply divide power maximum minimum where negative exp expm1 log log1p "
+        "sqrt square abs sign sin cos tan arcsin arccos arctan sinh cosh tanh sigmoid relu "
+        "softplus clip".split()
+    )
+    assert expected <= set(ELEMENTWISE)
+
+
+@pytest.mark.parametrize("name", UNARY)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_unary_forward_matches_numpy(name, dtype):
+    op = REGISTRY[name]
+    x = sample(op, (3, 5), np.random.default_rng(0)).astype(dtype)
+    got = getattr(anb, name)(anb.tensor(x))
+    assert got.dtype == dtype
+    rtol = 1e-6 if dtype == np.float32 else 1e-13
+    np.testing.assert_allclose(got.numpy(), REFERENCE[name](x), rtol=rtol, atol=rtol)
+
+
+@pytest.mark.parametrize("name", UNARY)
+def test_unary_gradients(name):
+    op = REGISTRY[name]
+    x = sample(op, (2, 3), np.random.default_rng(1))
+    check_gradients(getattr(anb, name), [x])
+
+
+shapes_pair = hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, max_side=3)
+
+
+@pytest.mark.parametrize("name", BINARY)
+@settings(max_examples=15, deadline=None)
+@given(shapes=shapes_pair, seed=st.integers(0, 2**16))
+def test_binary_broadcasting_gradients(name, shapes, seed):
+    op = REGISTRY[name]
+    rng = np.random.default_rng(seed)
+    a, b = (sample(op, s, rng) for s in shapes.input_shapes)
+    if name in ("maximum", "minimum"):
+        b = b + 0.3  # no ties, where the gradient splits
+    function = getattr(anb, name)
+    got = function(anb.tensor(a), anb.tensor(b))
+    np.testing.assert_allclose(got.numpy(), REFERENCE[name](a, b), rtol=1e-13, atol=1e-13)
+    check_gradients(function, [a, b], second_order=seed % 3 == 0)
+
+
+def test_where_gradients_flow_to_both_branches():
+    rng = np.random.default_rng(2)
+    condition = rng.uniform(size=(3, 4)) > 0.5
+    a, b = rng.standard_normal((3, 4)), rng.standard_normal((1, 4))
+    np.testing.assert_array_equal(
+        anb.where(condition, anb.tensor(a), anb.tensor(b)).numpy(), np.where(condition, a, b)
+    )
+    check_gradients(lambda x, y: anb.where(condition, x, y), [a, b])
+
+
+@pytest.mark.parametrize("bounds", [(-0.5, 0.5), (None, 0.2), (-0.1, None)])
+def test_clip(bounds):
+    x = sample(REGISTRY["clip"], (4, 3), np.random.default_rng(3))
+    x = np.where(np.isclose(x, 0.5, atol=0.02) | np.isclose(x, -0.5, atol=0.02), 0.0, x)
+    got = anb.clip(anb.tensor(x), *bounds)
+    np.testing.assert_allclose(got.numpy(), np.clip(x, *bounds))
+    check_gradients(lambda t: anb.clip(t, *bounds), [x])
+
+
+def test_ties_split_the_gradient_like_torch():
+    a = anb.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    b = anb.tensor([1.0, 1.0, 4.0], requires_grad=True)
+    ga, gb = anb.grad(anb.maximum(a, b).sum(), (a, b))
+    np.testing.assert_array_equal(ga.numpy(), [0.5, 1.0, 0.0])
+    np.testing.assert_array_equal(gb.numpy(), [0.5, 0.0, 1.0])
+
+
+def test_float32_stays_float32_with_python_scalars():
+    x = anb.tensor(np.ones(3, np.float32), requires_grad=True)
+    y = (x * 2.5 + 1) / 3.0
+    assert y.dtype == np.float32
+    (g,) = anb.grad(y.sum(), x)
+    assert g.dtype == np.float32
+
+
+def test_mixed_precision_promotes_and_grads_keep_input_dtype():
+    a = anb.tensor(np.ones(3, np.float32), requires_grad=True)
+    b = anb.tensor(np.full(3, 2.0), requires_grad=True)
+    y = a * b
+    assert y.dtype == np.float64
+    ga, gb = anb.grad(y.sum(), (a, b))
+    assert ga.dtype == np.float32 and gb.dtype == np.float64
+    np.testing.assert_array_equal(ga.numpy(), [2, 2, 2])
+
+
+def test_integer_arithmetic_keeps_int_and_exp_gives_float():
+    i = anb.tensor([1, 2, 3])
+    assert (i + i).dtype == np.int64
+    assert anb.exp(i).dtype == np.float64
+    np.testing.assert_allclose(anb.exp(i).numpy(), np.exp([1, 2, 3]))
+
+
+def test_power_edge_cases_match_torch():
+    # d/da a**0 is 0 even at a = 0; d/db 0**b is 0 for b >= 0 (torch's conventions).
+    a = anb.tensor([0.0, 2.0], requires_grad=True)
+    b = anb.tensor([0.0, 3.0], requires_grad=True)
+    ga, gb = anb.grad(anb.power(a, b).sum(), (a, b))
+    np.testing.assert_allclose(ga.numpy(), [0.0, 12.0])
+    np.testing.assert_allclose(gb.numpy(), [0.0, 8 * np.log(2)])
