@@ -204,8 +204,10 @@ def grad(
                  materialize_grads)
 
 
-def _grad(seeds, inputs, targets, retain_graph, create_graph, allow_unused, materialize_grads):
-    """One (unbatched) VJP: plan, check, run; results per input."""
+def _grad(seeds, inputs, targets, retain_graph, create_graph, allow_unused, materialize_grads,
+          batch=None):
+    """Plan, check, run; results per input. With ``batch``, the seeds carry a leading batch
+    dimension and so do the results."""
     root_edges = [_edge_of(output) for output, _ in seeds]
     plan = engine.make_plan(root_edges, targets, all_leaves=False)
     for i, edge in enumerate(targets):
@@ -217,14 +219,15 @@ def _grad(seeds, inputs, targets, retain_graph, create_graph, allow_unused, mate
     target_keys = {id(e) for e in targets}
     slots, _ = engine.run_plan(
         plan, [(_edge_of(o), g) for o, g in seeds], target_keys, False, retain_graph,
-        create_graph,
+        create_graph, batch,
     )
+    lead = () if batch is None else (batch,)
     results = []
     for tensor, edge in zip(inputs, targets):
         value = slots.get(id(edge))
         if value is None:
             if materialize_grads:
-                value = np.zeros(tensor.shape, dtype=tensor.dtype)
+                value = np.zeros(lead + tensor.shape, dtype=tensor.dtype)
             else:
                 results.append(None)
                 continue

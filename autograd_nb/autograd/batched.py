@@ -1,43 +1,39 @@
 """``grad(..., is_grads_batched=True)``: a batch of independent VJPs in one call.
 
 Each row ``b`` of every grad_output is one vector ``v``; the result for each input is the
-stack over ``b`` of ``vᵀJ``.
+stack over ``b`` of ``vᵀJ``. The engine runs the plan once with a leading batch dimension on
+every gradient slot: each op's batched VJP takes the whole batch (elementwise VJPs as one
+``prange`` over batch x elements, matmul VJPs as GEMMs over the batch), over forward values
+shared read-only. With ``create_graph=True`` the rows are differentiated one by one through the
+ops' differentiable rules and stacked, so the result can be differentiated again.
 """
 
-import numpy as np
-
-from ..tensor import Tensor
+from ..ops.registry import FUNCTIONS
 
 
 def batched_grad(outputs, inputs, seeds, targets, retain_graph, create_graph, allow_unused,
                  materialize_grads):
-    """Run the VJP once per batch row on the shared forward values and stack the results."""
-    from ..ops.registry import FUNCTIONS
+    """Check the batch sizes agree, then run the batched plan (or the rows, when recording)."""
     from .api import _grad
 
-    sizes = {len(grad) for _, grad in seeds}
+    sizes = {grad.shape[0] for _, grad in seeds}
     if len(sizes) != 1:
         raise RuntimeError(
-            "is_grads_batched=True needs the same batch size in every grad_output, got "
-            f"{sorted(sizes)}"
+            "is_grads_batched=True needs the same batch size (first dimension) in every "
+            f"grad_output, got {sorted(sizes)}"
         )
     (batch,) = sizes
+    if not create_graph:
+        return _grad(seeds, inputs, targets, retain_graph, False, allow_unused,
+                     materialize_grads, batch=batch)
     rows = []
     for b in range(batch):
         row_seeds = [(output, grad[b]) for output, grad in seeds]
         keep = retain_graph or b < batch - 1
-        rows.append(_grad(row_seeds, inputs, targets, keep, create_graph, allow_unused,
+        rows.append(_grad(row_seeds, inputs, targets, keep, True, allow_unused,
                           materialize_grads))
     results = []
-    for i, tensor in enumerate(inputs):
+    for i in range(len(inputs)):
         column = [row[i] for row in rows]
-        if batch == 0 or column[0] is None:
-            if batch == 0 and (materialize_grads or not allow_unused):
-                results.append(Tensor._make(np.zeros((0,) + tensor.shape, dtype=tensor.dtype)))
-            else:
-                results.append(None)
-        elif create_graph:
-            results.append(FUNCTIONS["stack"](column))
-        else:
-            results.append(Tensor._make(np.stack([t._data for t in column])))
+        results.append(None if not column or column[0] is None else FUNCTIONS["stack"](column))
     return tuple(results)

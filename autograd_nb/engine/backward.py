@@ -115,17 +115,20 @@ def _leaf_view(leaf, array):
     return call("astype", leaf, dtype=array.dtype)
 
 
-def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph):
+def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch=None):
     """Run ``plan``; return the gradient slots by ``id`` of node/leaf and the leaves met.
 
     ``seeds`` is a list of ``(edge, grad)`` pairs: the output's node or leaf, and its
-    grad_output (an array, or a Tensor when ``create_graph``).
+    grad_output (an array, or a Tensor when ``create_graph``). With ``batch``, every
+    grad_output and gradient slot has a leading batch dimension of that size, and the ops'
+    batched VJPs run the whole batch at once over the shared forward values.
     """
     slots = {}
     leaves = {}
     captured = {}
+    lead = () if batch is None else (batch,)
     for edge, grad in seeds:
-        _add_into(slots, edge, grad, create_graph)
+        _add_into(slots, edge, grad, create_graph, lead)
         if not isinstance(edge, tape.Node):
             leaves[id(edge)] = edge
     previous_mode = tape.set_grad_enabled_flag(create_graph)
@@ -146,13 +149,16 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph):
                 if create_graph:
                     contribution = node.op.rule(k, grad, inputs, output, node.attrs)
                     _add_into(slots, edge, contribution, True)
-                else:
-                    buffer = slots.get(id(edge))
-                    if buffer is None:
-                        buffer = np.zeros(edge.shape, dtype=edge.dtype)
-                        slots[id(edge)] = buffer
-                    saved = Saved(node.saved_inputs, node.saved_output)
+                    continue
+                buffer = slots.get(id(edge))
+                if buffer is None:
+                    buffer = np.zeros(lead + edge.shape, dtype=edge.dtype)
+                    slots[id(edge)] = buffer
+                saved = Saved(node.saved_inputs, node.saved_output)
+                if batch is None:
                     node.op.vjp(k, grad, saved, node.attrs, buffer)
+                else:
+                    node.op.vjp_batched(k, grad, saved, node.attrs, buffer)
             if not retain_graph:
                 node.free()
     finally:
@@ -161,7 +167,7 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph):
     return captured, leaves
 
 
-def _add_into(slots, edge, grad, create_graph):
+def _add_into(slots, edge, grad, create_graph, lead=()):
     key = id(edge)
     current = slots.get(key)
     if create_graph:
@@ -169,6 +175,6 @@ def _add_into(slots, edge, grad, create_graph):
             grad = grad.astype(edge.dtype)
         slots[key] = grad if current is None else current + grad
     elif current is None:
-        slots[key] = np.array(grad, dtype=edge.dtype, copy=True).reshape(edge.shape)
+        slots[key] = np.array(grad, dtype=edge.dtype, copy=True).reshape(lead + edge.shape)
     else:
         current += grad

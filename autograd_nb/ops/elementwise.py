@@ -152,6 +152,25 @@ class ElementwiseOp(Op):
         args += tail + [grad_input.reshape(-1), strides[-1], collapsed, attrs["params"]]
         getattr(self.kernels, f"vjp{k}_strided")(*args)
 
+    def vjp_batched(self, k, grad_outputs, saved, attrs, grad_inputs):
+        used, reads_g, reads_y = self._vjp_args[k]
+        shape = attrs["shape"]
+        shapes = attrs["shapes"]
+        strides = [_broadcast.broadcast_strides(shapes[i], shape) for i in used]
+        strides.append(_broadcast.broadcast_strides(shapes[k], shape))
+        collapsed, strides = _broadcast.collapse(shape, strides)
+        args = [grad_outputs.reshape(-1)] if reads_g else []
+        for i, s in zip(used, strides):
+            args += [saved[i].reshape(-1), s]
+        if reads_y:
+            args.append(saved.output.reshape(-1))
+        batch = grad_outputs.shape[0]
+        step = int(np.prod(shape, dtype=np.int64))
+        target_step = int(np.prod(shapes[k], dtype=np.int64))
+        args += [grad_inputs.reshape(-1), strides[-1], collapsed, attrs["params"], batch, step,
+                 target_step]
+        getattr(self.kernels, f"vjp{k}_batched")(*args)
+
     def rule(self, k, grad_output, inputs, output, attrs):
         namespace = _tensor_namespace()
         namespace.update(zip(self.input_names, inputs))

@@ -151,5 +151,12 @@ class Op:
     def rule(self, k, grad_output, inputs, output, attrs):
         raise NotImplementedError
 
+    def vjp_batched(self, k, grad_outputs, saved, attrs, grad_inputs):
+        """``vjp`` for a batch: ``grad_outputs`` and ``grad_inputs`` carry a leading batch
+        dimension over the same saved values. This default runs the rows one by one; ops
+        override it to let the batch reach their kernels (one prange, one GEMM)."""
+        for b in range(grad_outputs.shape[0]):
+            self.vjp(k, grad_outputs[b], saved, attrs, grad_inputs[b])
+
     def __repr__(self):
         return f"<op {self.name}>"
