@@ -1,5 +1,7 @@
 """Broadcasting and axis helpers, written once and shared by every op family."""
 
+import functools
+
 import numpy as np
 
 
@@ -61,6 +63,22 @@ def collapse(out_shape, strides_list):
                 m.append(s[d])
     as_array = np.asarray
     return as_array(merged_shape, np.int64), [as_array(m, np.int64) for m in merged]
+
+
+@functools.lru_cache(maxsize=4096)
+def layout(out_shape, shapes):
+    """Collapsed shape and per-operand strides that read arrays of ``shapes`` as ``out_shape``.
+
+    Cached: a program repeats the same few layouts, and this is per-op Python work.
+    """
+    strides = [broadcast_strides(shape, out_shape) for shape in shapes]
+    return collapse(out_shape, strides)
+
+
+@functools.lru_cache(maxsize=4096)
+def broadcast_shapes_cached(shapes):
+    """:func:`broadcast_shapes` of a tuple of shapes, cached."""
+    return broadcast_shapes(*shapes)
 
 
 def normalize_axis(axis, ndim):

@@ -16,6 +16,8 @@ import numpy as np
 from . import _broadcast, _kernels, _scalar
 from .registry import Op, call
 
+_NO_PARAMS = np.empty(0, dtype=np.float64)
+
 # Tensor-side meaning of each function name a formula may use.
 _FORMULA_FUNCTIONS = _scalar.MATH_NAMES + _scalar.SCALAR_NAMES
 
@@ -108,14 +110,28 @@ class ElementwiseOp(Op):
         return dtype
 
     def prepare(self, values, attrs):
-        dtype = self.result_dtype(values + [attrs[p] for p in self.params if attrs[p] is not None])
+        first = values[-1]
+        if (
+            not self.params
+            and type(first) is np.ndarray
+            and first.dtype.kind == "f"
+            and all(type(v) is np.ndarray and v.dtype == first.dtype for v in values)
+        ):
+            dtype = first.dtype  # the common case: float arrays of one dtype
+        else:
+            extra = [attrs[p] for p in self.params if attrs[p] is not None]
+            dtype = self.result_dtype(values + extra)
         arrays = [np.asarray(v, dtype=dtype, order="C") for v in values]
-        shape = _broadcast.broadcast_shapes(*(a.shape for a in arrays))
-        params = np.array(
-            [_param_value(attrs[p], i) for i, p in enumerate(self.params)], dtype=np.float64
-        )
-        attrs = dict(attrs, shape=shape, shapes=tuple(a.shape for a in arrays), params=params)
-        return arrays, attrs
+        shapes = tuple(a.shape for a in arrays)
+        shape = shapes[0] if all(s == shapes[0] for s in shapes) else (
+            _broadcast.broadcast_shapes_cached(shapes))
+        if self.params:
+            params = np.array(
+                [_param_value(attrs[p], i) for i, p in enumerate(self.params)], dtype=np.float64
+            )
+        else:
+            params = _NO_PARAMS
+        return arrays, {"shape": shape, "shapes": shapes, "params": params}
 
     def forward(self, arrays, attrs):
         shape = attrs["shape"]
@@ -124,52 +140,51 @@ class ElementwiseOp(Op):
             flat = [a.reshape(-1) for a in arrays]
             self.kernels.forward(*flat, out.reshape(-1), attrs["params"])
         else:
-            strides = [_broadcast.broadcast_strides(a.shape, shape) for a in arrays]
-            collapsed, strides = _broadcast.collapse(shape, strides)
+            collapsed, strides = _broadcast.layout(shape, attrs["shapes"])
             args = []
             for a, s in zip(arrays, strides):
                 args += [a.reshape(-1), s]
             self.kernels.forward_strided(*args, out.reshape(-1), collapsed, attrs["params"])
         return out
 
-    def vjp(self, k, grad_output, saved, attrs, grad_input):
+    def _strided_args(self, k, grad_output, saved, attrs):
+        """Arguments of VJP ``k``'s strided and batched kernels, up to the target's strides."""
         used, reads_g, reads_y = self._vjp_args[k]
-        shape = attrs["shape"]
         shapes = attrs["shapes"]
-        flat = grad_input.shape == shape and all(shapes[i] == shape for i in used)
-        head = [grad_output.reshape(-1)] if reads_g else []
-        tail = [saved.output.reshape(-1)] if reads_y else []
-        if flat:
-            args = head + [saved[i].reshape(-1) for i in used] + tail
-            getattr(self.kernels, f"vjp{k}")(*args, grad_input.reshape(-1), attrs["params"])
-            return
-        strides = [_broadcast.broadcast_strides(shapes[i], shape) for i in used]
-        strides.append(_broadcast.broadcast_strides(shapes[k], shape))
-        collapsed, strides = _broadcast.collapse(shape, strides)
-        args = list(head)
-        for i, s in zip(used, strides):
-            args += [saved[i].reshape(-1), s]
-        args += tail + [grad_input.reshape(-1), strides[-1], collapsed, attrs["params"]]
-        getattr(self.kernels, f"vjp{k}_strided")(*args)
-
-    def vjp_batched(self, k, grad_outputs, saved, attrs, grad_inputs):
-        used, reads_g, reads_y = self._vjp_args[k]
-        shape = attrs["shape"]
-        shapes = attrs["shapes"]
-        strides = [_broadcast.broadcast_strides(shapes[i], shape) for i in used]
-        strides.append(_broadcast.broadcast_strides(shapes[k], shape))
-        collapsed, strides = _broadcast.collapse(shape, strides)
-        args = [grad_outputs.reshape(-1)] if reads_g else []
+        operands = tuple(shapes[i] for i in used) + (shapes[k],)
+        collapsed, strides = _broadcast.layout(attrs["shape"], operands)
+        args = [grad_output.reshape(-1)] if reads_g else []
         for i, s in zip(used, strides):
             args += [saved[i].reshape(-1), s]
         if reads_y:
             args.append(saved.output.reshape(-1))
+        return args, strides[-1], collapsed
+
+    def vjp(self, k, grad_output, saved, attrs, grad_input):
+        used, reads_g, reads_y = self._vjp_args[k]
+        shape = attrs["shape"]
+        shapes = attrs["shapes"]
+        if grad_input.shape == shape and all(shapes[i] == shape for i in used):
+            args = [grad_output.reshape(-1)] if reads_g else []
+            args += [saved[i].reshape(-1) for i in used]
+            if reads_y:
+                args.append(saved.output.reshape(-1))
+            getattr(self.kernels, f"vjp{k}")(*args, grad_input.reshape(-1), attrs["params"])
+            return
+        args, target_strides, collapsed = self._strided_args(k, grad_output, saved, attrs)
+        getattr(self.kernels, f"vjp{k}_strided")(
+            *args, grad_input.reshape(-1), target_strides, collapsed, attrs["params"]
+        )
+
+    def vjp_batched(self, k, grad_outputs, saved, attrs, grad_inputs):
+        args, target_strides, collapsed = self._strided_args(k, grad_outputs, saved, attrs)
         batch = grad_outputs.shape[0]
-        step = int(np.prod(shape, dtype=np.int64))
-        target_step = int(np.prod(shapes[k], dtype=np.int64))
-        args += [grad_inputs.reshape(-1), strides[-1], collapsed, attrs["params"], batch, step,
-                 target_step]
-        getattr(self.kernels, f"vjp{k}_batched")(*args)
+        step = grad_outputs.size // batch if batch else 0
+        target_step = grad_inputs.size // batch if batch else 0
+        getattr(self.kernels, f"vjp{k}_batched")(
+            *args, grad_inputs.reshape(-1), target_strides, collapsed, attrs["params"], batch,
+            step, target_step,
+        )
 
     def rule(self, k, grad_output, inputs, output, attrs):
         namespace = _tensor_namespace()
@@ -198,7 +213,7 @@ class WhereOp(ElementwiseOp):
         arrays += [np.asarray(v, dtype=dtype, order="C") for v in (a, b)]
         shape = _broadcast.broadcast_shapes(*(x.shape for x in arrays))
         shapes = tuple(x.shape for x in arrays)
-        return arrays, dict(attrs, shape=shape, shapes=shapes, params=np.empty(0))
+        return arrays, {"shape": shape, "shapes": shapes, "params": _NO_PARAMS}
 
     def forward(self, arrays, attrs):
         out = super().forward(arrays, attrs)
