@@ -18,3 +18,8 @@ THREADS_PER_BLOCK = 256
 
 #: Elementwise chains at least this long are fused into one generated loop by the engine.
 FUSION_MIN_OPS = 2
+
+#: Batched VJPs with fewer elements than this (batch x elements) run row by row on one thread:
+#: starting a parallel region costs more than the work (measured here: ~20 ms per prange
+#: launch under OpenMP's spinning wait policy on a loaded 2-core machine).
+PARALLEL_MIN_ELEMENTS = 1 << 15

@@ -10,13 +10,18 @@ taken when the op ran; it is a valid topological order because an op runs after 
 import itertools
 import threading
 
-_state = threading.local()
+class _State(threading.local):
+    # A class default: reading it never takes the slow failing-lookup path of getattr.
+    enabled = True
+
+
+_state = _State()
 _sequence = itertools.count()
 
 
 def is_grad_enabled():
     """Whether ops run now are recorded for differentiation (per thread; on by default)."""
-    return getattr(_state, "enabled", True)
+    return _state.enabled
 
 
 def set_grad_enabled_flag(flag):

@@ -5,6 +5,7 @@ kernels (:mod:`autograd_nb.ops`) and records them (:mod:`autograd_nb.tape`).
 """
 
 import numbers
+import weakref
 
 import numpy as np
 
@@ -15,8 +16,10 @@ from .ops.registry import FUNCTIONS, REGISTRY
 _FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 REQUIRES_GRAD_DTYPE = "only Tensors of floating point dtype can require gradients"
-LEAF_INPLACE = (
-    "a leaf Variable that requires grad is being used in an in-place operation."
+LEAF_INPLACE = "a leaf Variable that requires grad is being used in an in-place operation."
+LEAF_FLAG = (
+    "you can only change requires_grad flags of leaf variables. If you want to use a computed "
+    "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach()."
 )
 
 
@@ -24,12 +27,12 @@ def _check_device(device):
     device = str(device)
     if device == "cpu":
         return device
-    if device.startswith("cuda"):
+    if device == "cuda" or device.startswith("cuda:"):
         raise RuntimeError(
-            "device='cuda' is not available: the CUDA backend of autograd_nb is not built in "
-            "this version (tensors live on device='cpu')"
+            f"device={device!r} is not available: the CUDA backend of autograd_nb is not built "
+            "in this version (tensors live on device='cpu')"
         )
-    raise ValueError(f"unknown device {device!r}; expected 'cpu' or 'cuda'")
+    raise RuntimeError(f"unknown device {device!r}; expected 'cpu' or 'cuda'")
 
 
 class Tensor:
@@ -50,8 +53,15 @@ class Tensor:
     tensor([2., 4.])
     """
 
-    __slots__ = ("_data", "_node", "_requires_grad", "_grad", "_version", "_retains_grad",
-                 "__weakref__")
+    __slots__ = (
+        "_data",
+        "_node",
+        "_requires_grad",
+        "_grad",
+        "_version",
+        "_retains_grad",
+        "__weakref__",
+    )
     # NumPy defers to our reflected operators (``array + tensor`` -> ``Tensor.__radd__``).
     __array_ufunc__ = None
 
@@ -75,10 +85,12 @@ class Tensor:
 
     @property
     def shape(self):
+        """The dimensions, a tuple of ints (as NumPy's)."""
         return self._data.shape
 
     @property
     def ndim(self):
+        """Number of dimensions."""
         return self._data.ndim
 
     @property
@@ -88,38 +100,67 @@ class Tensor:
 
     @property
     def dtype(self):
+        """The element type, a NumPy dtype."""
         return self._data.dtype
 
     @property
     def device(self):
+        """Where the data lives: ``"cpu"``."""
         return "cpu"
 
     @property
     def requires_grad(self):
+        """Whether gradients flow to this tensor (settable on leaves only).
+
+        Examples
+        --------
+        >>> import autograd_nb as anb
+        >>> x = anb.ones(2)
+        >>> x.requires_grad = True
+        >>> (x * 2).requires_grad
+        True
+        """
         return self._node is not None or self._requires_grad
 
     @requires_grad.setter
     def requires_grad(self, flag):
         if self._node is not None:
-            raise RuntimeError(
-                "you can only change requires_grad flags of leaf variables. If you want to use "
-                "a computed variable in a subgraph that doesn't require differentiation use "
-                "var_no_grad = var.detach()."
-            )
+            raise RuntimeError(LEAF_FLAG)
         if flag and self._data.dtype not in _FLOAT_DTYPES:
             raise RuntimeError(REQUIRES_GRAD_DTYPE)
         self._requires_grad = bool(flag)
 
     @property
     def grad(self):
-        """Gradient accumulated by ``backward()`` (a Tensor), or None."""
+        """Gradient accumulated by ``backward()`` (a Tensor), or None.
+
+        Settable to a Tensor of the same shape and dtype; ``t.grad = None`` clears it.
+
+        Examples
+        --------
+        >>> import autograd_nb as anb
+        >>> x = anb.tensor([1.0, 2.0], requires_grad=True)
+        >>> (x * x).sum().backward()
+        >>> x.grad
+        tensor([2., 4.])
+        >>> x.grad = None
+        >>> x.grad is None
+        True
+        """
         return self._grad
 
     @grad.setter
     def grad(self, value):
         if value is not None:
             if not isinstance(value, Tensor):
-                raise TypeError(f"assigned grad must be a Tensor or None, not {type(value).__name__}")
+                raise TypeError(
+                    f"assigned grad expected to be a Tensor or None but got grad of type "
+                    f"{type(value).__name__}"
+                )
+            if value.dtype != self.dtype:
+                raise RuntimeError(
+                    f"assigned grad has data of a different type: {value.dtype} vs {self.dtype}"
+                )
             if value.shape != self.shape:
                 raise RuntimeError(
                     f"assigned grad has data of a different size: {value.shape} vs {self.shape}"
@@ -128,15 +169,27 @@ class Tensor:
 
     @property
     def grad_fn(self):
-        """The node that produced this tensor (its ``name`` names the op); None for leaves."""
+        """The node that produced this tensor (its ``name`` names the op); None for leaves.
+
+        Examples
+        --------
+        >>> import autograd_nb as anb
+        >>> x = anb.ones(2, requires_grad=True)
+        >>> (x * 3).grad_fn.name
+        'multiply'
+        >>> x.grad_fn is None
+        True
+        """
         return self._node
 
     @property
     def is_leaf(self):
+        """True for tensors not produced by a recorded op (created by the user)."""
         return self._node is None
 
     @property
     def T(self):
+        """The tensor with its dimensions reversed (``transpose(self)``)."""
         return FUNCTIONS["transpose"](self)
 
     @property
@@ -146,22 +199,49 @@ class Tensor:
     # -- conversion --------------------------------------------------------------------------
 
     def numpy(self):
-        """The data as a NumPy array (shares memory with the tensor on the CPU)."""
+        """The data as a NumPy array (shares memory with the tensor on the CPU).
+
+        Examples
+        --------
+        >>> import autograd_nb as anb
+        >>> anb.tensor([1.0, 2.0]).numpy()
+        array([1., 2.])
+        """
         return self._data
 
     def __array__(self, dtype=None, copy=None):
-        if dtype is None and not copy:
+        if copy is False and dtype is not None and np.dtype(dtype) != self._data.dtype:
+            raise ValueError("a copy is needed to convert the tensor to the requested dtype")
+        if copy:
+            return np.array(self._data, dtype=dtype, copy=True)
+        if dtype is None:
             return self._data
-        return np.array(self._data, dtype=dtype, copy=True if copy else None)
+        return self._data.astype(dtype, copy=False)
 
     def item(self):
+        """The value of a one-element tensor as a Python number.
+
+        Examples
+        --------
+        >>> import autograd_nb as anb
+        >>> anb.tensor([[2.5]]).item()
+        2.5
+        """
         if self._data.size != 1:
-            raise ValueError(
+            raise RuntimeError(
                 f"a Tensor with {self._data.size} elements cannot be converted to Scalar"
             )
         return self._data.reshape(-1)[0].item()
 
     def tolist(self):
+        """The data as nested Python lists (a Python number for a 0-d tensor).
+
+        Examples
+        --------
+        >>> import autograd_nb as anb
+        >>> anb.tensor([[1, 2], [3, 4]]).tolist()
+        [[1, 2], [3, 4]]
+        """
         return self._data.tolist()
 
     def __float__(self):
@@ -183,22 +263,25 @@ class Tensor:
         return int(self.item())
 
     def __len__(self):
-        if self.ndim == 0:
+        if self._data.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
-        return self.shape[0]
+        return self._data.shape[0]
 
     def __iter__(self):
-        if self.ndim == 0:
+        if self._data.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
-        return (self[i] for i in range(self.shape[0]))
+        return (self[i] for i in range(self._data.shape[0]))
 
     __hash__ = object.__hash__
 
     def __repr__(self):
-        body = np.array2string(self._data, separator=", ", prefix="tensor(")
+        data = self._data
+        body = np.array2string(data, separator=", ", prefix="tensor(")
         extras = []
-        if self._data.dtype not in (np.dtype(np.float64), np.dtype(np.int64), np.dtype(bool)):
-            extras.append(f"dtype={self._data.dtype.name}")
+        if data.size == 0 and data.shape != (0,):
+            extras.append(f"size={data.shape}")
+        if data.dtype not in (np.dtype(np.float64), np.dtype(np.int64), np.dtype(bool)):
+            extras.append(f"dtype={data.dtype.name}")
         if self._node is not None:
             extras.append(f"grad_fn={self._node!r}")
         elif self._requires_grad:
@@ -208,23 +291,54 @@ class Tensor:
     # -- autograd ----------------------------------------------------------------------------
 
     def detach(self):
-        """A tensor sharing this one's data (and version counter), cut from the graph."""
+        """A tensor sharing this one's data (and version counter), cut from the graph.
+
+        Examples
+        --------
+        >>> import autograd_nb as anb
+        >>> x = anb.ones(2, requires_grad=True)
+        >>> d = x.detach()
+        >>> d[0] = 5.0
+        >>> x
+        tensor([5., 1.], requires_grad=True)
+        """
         return Tensor._make(self._data, version=self._version)
 
-    def requires_grad_(self, requires_grad=True):
-        self.requires_grad = requires_grad
+    def requires_grad_(self, flag=True):
+        """Set ``requires_grad`` in place and return the tensor.
+
+        Examples
+        --------
+        >>> import autograd_nb as anb
+        >>> anb.zeros(2).requires_grad_()
+        tensor([0., 0.], requires_grad=True)
+        """
+        if self._node is not None:
+            if not flag:
+                raise RuntimeError(LEAF_FLAG)
+            return self  # a computed tensor already requires grad
+        self.requires_grad = flag
         return self
 
     def retain_grad(self):
-        """Ask backward to fill ``.grad`` of this non-leaf tensor too."""
+        """Ask backward to fill ``.grad`` of this non-leaf tensor too.
+
+        Examples
+        --------
+        >>> import autograd_nb as anb
+        >>> x = anb.tensor([1.0, 2.0], requires_grad=True)
+        >>> y = x * 3
+        >>> y.retain_grad()
+        >>> y.sum().backward()
+        >>> y.grad
+        tensor([1., 1.])
+        """
         if self._node is None:
             if not self._requires_grad:
                 raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
             return
         if self._retains_grad:
             return
-        import weakref
-
         if self._node.retained is None:
             self._node.retained = []
         self._node.retained.append(weakref.ref(self))
@@ -232,6 +346,7 @@ class Tensor:
 
     @property
     def retains_grad(self):
+        """Whether ``retain_grad()`` was called on this non-leaf tensor."""
         return self._retains_grad
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
@@ -240,50 +355,139 @@ class Tensor:
         ``gradient`` is the vector ``v`` of the vector-Jacobian product: dL/d(self) for the
         loss L that comes after; it may be omitted for a single-element tensor. See
         :func:`autograd_nb.autograd.backward`.
+
+        Examples
+        --------
+        >>> import autograd_nb as anb
+        >>> x = anb.tensor([1.0, 2.0], requires_grad=True)
+        >>> (x * x).backward(anb.tensor([1.0, 10.0]))
+        >>> x.grad
+        tensor([ 2., 40.])
         """
         from .autograd import backward  # the layer above, reached only on demand
 
-        backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph,
-                 inputs=inputs)
+        backward(
+            self, gradient, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs
+        )
 
     # -- devices and dtypes ------------------------------------------------------------------
 
     def to(self, device=None, dtype=None):
-        result = self
+        """Move to ``device`` and/or cast to ``dtype`` (``x.to(np.float32)`` also works).
+
+        Returns ``self`` when nothing changes.
+
+        Examples
+        --------
+        >>> import numpy as np, autograd_nb as anb
+        >>> x = anb.ones(2)
+        >>> x.to("cpu") is x
+        True
+        >>> x.to(np.float32)
+        tensor([1., 1.], dtype=float32)
+        """
+        if device is not None and not isinstance(device, str):
+            device, dtype = None, device if dtype is None else dtype
         if device is not None:
             _check_device(device)
-        if dtype is not None:
-            result = result.astype(dtype)
-        return result
+        if dtype is not None and np.dtype(dtype) != self._data.dtype:
+            return self.astype(dtype)
+        return self
 
     def cpu(self):
+        """This tensor (it already lives on the CPU)."""
         return self
 
     def cuda(self):
+        """Move to the GPU (raises: the CUDA backend is not built in this version)."""
         return self.to("cuda")
+
+    def astype(self, dtype):
+        """A copy cast to ``dtype``; gradients flow back cast to this tensor's dtype.
+
+        A cast to an integer or bool dtype gives a tensor outside the graph.
+
+        Examples
+        --------
+        >>> import numpy as np, autograd_nb as anb
+        >>> x = anb.tensor([1.5, 2.5], requires_grad=True)
+        >>> y = x.astype(np.float32)
+        >>> y
+        tensor([1.5, 2.5], dtype=float32, grad_fn=<AstypeBackward>)
+        >>> y.sum().backward()
+        >>> x.grad.dtype
+        dtype('float64')
+        """
+        dtype = np.dtype(dtype)
+        source = self if dtype in _FLOAT_DTYPES else self.detach()
+        return registry.call("astype", source, dtype=dtype)
 
     # -- indexing ----------------------------------------------------------------------------
 
     def __getitem__(self, index):
+        """``t[index]`` with NumPy's indexing (ints, slices, ``None``, ``...``, integer arrays,
+        bool masks); a new tensor, differentiable (repeated indices accumulate).
+
+        Examples
+        --------
+        >>> import autograd_nb as anb
+        >>> x = anb.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        >>> x[:, ::-1]
+        tensor([[2., 1.],
+                [4., 3.]], grad_fn=<GetitemBackward>)
+        >>> x[[0, 0], 1].sum().backward()
+        >>> x.grad
+        tensor([[0., 2.],
+                [0., 0.]])
+        """
         return registry.call("getitem", self, index=_unwrap_index(index))
 
     def __setitem__(self, index, value):
+        """``t[index] = value``: write ``value`` (broadcast, cast to ``t``'s dtype) in place,
+        recorded: the overwritten positions get no gradient, ``value`` gets theirs.
+
+        Examples
+        --------
+        >>> import autograd_nb as anb
+        >>> w = anb.tensor(5.0, requires_grad=True)
+        >>> t = anb.zeros(3)
+        >>> t[1:] = w
+        >>> t
+        tensor([0., 5., 5.], grad_fn=<SetitemBackward>)
+        """
         _inplace(self, "setitem", value, index=_unwrap_index(index))
 
     # -- shape methods with NumPy's varargs forms --------------------------------------------
 
     def reshape(self, *shape):
+        """The same elements in a new shape: ``x.reshape(2, 3)`` or ``x.reshape((2, 3))``.
+
+        Examples
+        --------
+        >>> import autograd_nb as anb
+        >>> anb.arange(6.0).reshape(2, -1)
+        tensor([[0., 1., 2.],
+                [3., 4., 5.]])
+        """
         if len(shape) == 1 and not isinstance(shape[0], numbers.Integral):
             shape = shape[0]
         return FUNCTIONS["reshape"](self, shape)
 
     def transpose(self, *axes):
+        """Permute the dimensions: ``x.transpose(1, 0)``, ``x.transpose((1, 0))`` or, reversing
+        them, ``x.transpose()`` (NumPy's forms).
+
+        Examples
+        --------
+        >>> import autograd_nb as anb
+        >>> anb.zeros((2, 3, 4)).transpose(2, 0, 1).shape
+        (4, 2, 3)
+        """
         if len(axes) == 1 and (axes[0] is None or not isinstance(axes[0], numbers.Integral)):
             axes = axes[0]
-        return FUNCTIONS["transpose"](self, axes or None)
-
-    def astype(self, dtype):
-        return registry.call("astype", self, dtype=np.dtype(dtype))
+        elif not axes:
+            axes = None
+        return FUNCTIONS["transpose"](self, axes)
 
     # -- operators ---------------------------------------------------------------------------
 
@@ -390,27 +594,41 @@ def _data_of(value):
 
 
 def _no_grad_result(ufunc, *args):
-    return Tensor._make(np.asarray(ufunc(*(_data_of(a) for a in args)), order="C"))
+    return Tensor._make(np.asarray(ufunc(*[_data_of(a) for a in args]), order="C"))
+
+
+def _unwrap_index_item(item):
+    if isinstance(item, Tensor):
+        return item._data
+    if isinstance(item, list) and any(isinstance(i, Tensor) for i in item):
+        return np.asarray([_data_of(i) for i in item])
+    return item
 
 
 def _unwrap_index(index):
     if isinstance(index, tuple):
-        return tuple(_data_of(i) for i in index)
-    return _data_of(index)
+        return tuple(_unwrap_index_item(i) for i in index)
+    return _unwrap_index_item(index)
 
 
 # -- running ops -------------------------------------------------------------------------------
 
 
 def apply(op, args, attrs):
-    """Run ``op`` on ``args`` (Tensors, arrays or Python scalars) and record it if needed."""
+    """Run ``op`` on ``args`` (Tensors, arrays or Python scalars) and record it if needed.
+
+    This is the eager forward's hot path: one pass to unwrap the arguments, the op's
+    ``prepare`` and ``forward``, and only when an input requires grad (checked first: it is
+    cheaper than asking the grad mode) and grad mode is on, one pass to collect the graph
+    edges and a tape record.
+    """
     values = []
-    needs_grad = False
-    for k, arg in enumerate(args):
+    any_requires_grad = False
+    for arg in args:
         if isinstance(arg, Tensor):
             values.append(arg._data)
-            if (arg._node is not None or arg._requires_grad) and op.is_differentiable(k):
-                needs_grad = True
+            if arg._node is not None or arg._requires_grad:
+                any_requires_grad = True
         elif isinstance(arg, (list, tuple)):
             values.append(np.asarray(arg))
         else:
@@ -418,22 +636,26 @@ def apply(op, args, attrs):
     arrays, attrs = op.prepare(values, attrs)
     output = op.forward(arrays, attrs)
     result = Tensor._make(output)
-    if needs_grad and tape.is_grad_enabled():
+    if any_requires_grad and tape.is_grad_enabled():
         edges = []
         boxes = []
+        needs_grad = False
         for k, arg in enumerate(args):
             if isinstance(arg, Tensor):
                 boxes.append(arg._version)
-                if not op.is_differentiable(k):
-                    edges.append(None)
-                elif arg._node is not None:
-                    edges.append(arg._node)
+                edge = arg._node
+                if edge is None and arg._requires_grad:
+                    edge = arg
+                if edge is not None and op.is_differentiable(k):
+                    needs_grad = True
                 else:
-                    edges.append(arg if arg._requires_grad else None)
+                    edge = None
+                edges.append(edge)
             else:
                 boxes.append(None)
                 edges.append(None)
-        result._node = tape.record(op, edges, arrays, boxes, output, result._version, attrs)
+        if needs_grad:
+            result._node = tape.record(op, edges, arrays, boxes, output, result._version, attrs)
     return result
 
 
@@ -443,34 +665,45 @@ registry.set_dispatch(apply)
 def _inplace(target, op_name, other, **attrs):
     """``target op= other``: compute out of place, write into target's buffer, rebase it.
 
-    The target's old value, if the op's VJP needs it, is kept in a copy so that the recorded
-    node does not see it overwritten.
+    Every check runs before the write, so an error leaves the target as it was. The target's
+    old value, if the op's VJP needs it, is kept in a copy so that the recorded node does not
+    see it overwritten; a result of a wider dtype is cast back by a recorded ``astype``. Nodes
+    that saved the target's buffer earlier see its version change and make backward raise.
     """
     op = REGISTRY[op_name]
-    other_requires = isinstance(other, Tensor) and other.requires_grad
-    if tape.is_grad_enabled() and target._node is None and target._requires_grad:
+    recording = tape.is_grad_enabled()
+    if recording and target._node is None and target._requires_grad:
         raise RuntimeError(LEAF_INPLACE)
+    other_requires = isinstance(other, Tensor) and other.requires_grad
     source = target
-    if 0 in op.saves and (target.requires_grad or other_requires):
+    if recording and 0 in op.saves and (target._node is not None or other_requires):
         source = Tensor._make(target._data.copy(), target._node, target._requires_grad)
     result = registry.call(op_name, source, other, **attrs)
     if result.shape != target.shape:
-        raise ValueError(
-            f"output with shape {target.shape} doesn't match the broadcast shape {result.shape}"
+        raise RuntimeError(
+            f"output with shape {list(target.shape)} doesn't match the broadcast shape "
+            f"{list(result.shape)}"
         )
-    if not np.can_cast(result.dtype, target.dtype, casting="same_kind"):
-        raise TypeError(
-            f"result type {result.dtype} can't be cast to the desired output type {target.dtype}"
-        )
+    if result.dtype != target.dtype:
+        if not np.can_cast(result.dtype, target.dtype, casting="same_kind"):
+            raise RuntimeError(
+                f"result type {result.dtype} can't be cast to the desired output type "
+                f"{target.dtype}"
+            )
+        if result._node is not None:
+            result = registry.call("astype", result, dtype=target.dtype)
     target._data[...] = result._data
     target._version[0] += 1
+    # The node keeps its own copy of the result if it saved it, rather than the target's
+    # buffer: ops save their output whether or not the edge that reads it is live (``y /= 4``
+    # saves y for the divisor's gradient), and a later in-place op on the target must not
+    # invalidate what was never needed.
     node = result._node
     if node is not None:
-        # The node's output now lives in the target's buffer, at its new version.
-        if op.saves_output:
-            node.saved_output = target._data
-            node.versions = node.versions[:-1] + ((target._version, target._version[0]),)
         target._node = node
+        if target._retains_grad:
+            target._retains_grad = False
+            target.retain_grad()  # .grad now means the gradient of the new value
     return target
 
 
@@ -480,14 +713,16 @@ def _inplace(target, op_name, other, **attrs):
 def _result_dtype(data, dtype):
     if dtype is not None:
         return np.dtype(dtype)
-    kind = data.dtype.kind
-    if kind == "f":
-        return data.dtype if data.dtype in _FLOAT_DTYPES else np.dtype(np.float32)
-    if kind in "iu":
+    dtype = data.dtype
+    if dtype.kind == "f":
+        if dtype in _FLOAT_DTYPES:
+            return dtype
+        return np.dtype(np.float32 if dtype.itemsize < 4 else np.float64)
+    if dtype.kind in "iu":
         return np.dtype(np.int64)
-    if kind == "b":
+    if dtype.kind == "b":
         return np.dtype(bool)
-    raise TypeError(f"unsupported data type {data.dtype} for a tensor")
+    raise TypeError(f"unsupported data type {dtype} for a tensor")
 
 
 def _leaf(array, requires_grad):
@@ -505,9 +740,16 @@ def tensor(data, dtype=None, requires_grad=False, device="cpu"):
         Python floats give float64; float32/float64 arrays keep their dtype; integer and bool
         data give int64 and bool tensors (which cannot require grad).
     dtype : dtype, optional
+        Cast the data to this dtype instead.
     requires_grad : bool
         Record operations on this tensor so gradients can flow to it.
     device : {"cpu", "cuda"}
+        Where the tensor lives (``"cuda"`` raises: the CUDA backend is not built yet).
+
+    Returns
+    -------
+    Tensor
+        A leaf tensor that owns its (C-contiguous) data.
 
     Examples
     --------
@@ -524,7 +766,21 @@ def tensor(data, dtype=None, requires_grad=False, device="cpu"):
 
 
 def as_tensor(data, dtype=None, device="cpu"):
-    """Wrap ``data`` as a tensor without copying where it can (C-contiguous, supported dtype).
+    """Wrap ``data`` as a tensor, without copying where it can.
+
+    A C-contiguous float32/float64 (or int64, bool) NumPy array is shared, not copied: writes
+    to one show in the other. Other data is converted as by :func:`tensor`. A Tensor of the
+    requested dtype is returned as it is.
+
+    Parameters
+    ----------
+    data : array_like or Tensor
+    dtype : dtype, optional
+    device : {"cpu", "cuda"}
+
+    Returns
+    -------
+    Tensor
 
     Examples
     --------
@@ -536,9 +792,11 @@ def as_tensor(data, dtype=None, device="cpu"):
     tensor([5., 0., 0.])
     """
     _check_device(device)
-    if isinstance(data, Tensor) and (dtype is None or np.dtype(dtype) == data.dtype):
-        return data
-    array = np.asarray(_data_of(data))
+    if isinstance(data, Tensor):
+        if dtype is None or np.dtype(dtype) == data.dtype:
+            return data
+        return data.astype(dtype)
+    array = np.asarray(data)
     array = np.asarray(array, dtype=_result_dtype(array, dtype), order="C")
     return _leaf(array, False)
 
@@ -549,78 +807,246 @@ def _shape_of(shape):
     return tuple(int(n) for n in shape)
 
 
-def _creation(name, make, doc):
+def _float_or(dtype):
+    return np.dtype(np.float64) if dtype is None else np.dtype(dtype)
+
+
+_CREATION_DOC = """A tensor of ``shape`` {what}.
+
+    Parameters
+    ----------
+    shape : int or tuple of int
+    dtype : dtype, optional
+        float64 unless given.
+    requires_grad : bool
+    device : {{"cpu", "cuda"}}
+
+    Returns
+    -------
+    Tensor
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.{name}((2, 3)).shape
+    (2, 3)
+    >>> anb.{name}(2, dtype="int64").dtype
+    dtype('int64')
+    """
+
+
+def _creation(name, make, what):
     def create(shape, dtype=None, requires_grad=False, device="cpu"):
         _check_device(device)
-        array = make(_shape_of(shape), np.float64 if dtype is None else dtype)
-        return _leaf(array, requires_grad)
+        return _leaf(make(_shape_of(shape), dtype=_float_or(dtype)), requires_grad)
 
     create.__name__ = create.__qualname__ = name
-    create.__doc__ = doc
+    create.__doc__ = _CREATION_DOC.format(what=what, name=name)
     return create
 
 
-zeros = _creation("zeros", np.zeros, "A tensor of zeros of ``shape`` (an int or a tuple).")
-ones = _creation("ones", np.ones, "A tensor of ones of ``shape`` (an int or a tuple).")
-empty = _creation("empty", np.empty, "An uninitialised tensor of ``shape``.")
+zeros = _creation("zeros", np.zeros, "filled with zeros")
+ones = _creation("ones", np.ones, "filled with ones")
+empty = _creation("empty", np.empty, "with uninitialised values")
 
 
 def full(shape, fill_value, dtype=None, requires_grad=False, device="cpu"):
-    """A tensor of ``shape`` filled with ``fill_value`` (float64 unless ``dtype``)."""
+    """A tensor of ``shape`` filled with ``fill_value``.
+
+    Parameters
+    ----------
+    shape : int or tuple of int
+    fill_value : scalar
+    dtype : dtype, optional
+        Unless given, the dtype of ``fill_value`` by :func:`tensor`'s rules: a Python float
+        gives float64, an int int64, a bool bool.
+    requires_grad : bool
+    device : {"cpu", "cuda"}
+
+    Returns
+    -------
+    Tensor
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.full((2, 2), 0.5)
+    tensor([[0.5, 0.5],
+            [0.5, 0.5]])
+    >>> anb.full(3, 7).dtype
+    dtype('int64')
+    """
     _check_device(device)
     fill_value = _data_of(fill_value)
-    if dtype is None:
-        dtype = _result_dtype(np.asarray(fill_value), None)
-        if dtype.kind != "f":
-            dtype = np.dtype(np.float64) if isinstance(fill_value, float) else dtype
+    dtype = _result_dtype(np.asarray(fill_value), dtype)
     return _leaf(np.full(_shape_of(shape), fill_value, dtype=dtype), requires_grad)
 
 
-def _like(name, make):
+_LIKE_DOC = """A tensor with the shape and dtype of ``other``, {what}.
+
+    Parameters
+    ----------
+    other : Tensor or array_like
+    dtype : dtype, optional
+        Overrides ``other``'s dtype.
+    requires_grad : bool
+    device : {{"cpu", "cuda"}}, optional
+        ``other``'s device unless given.
+
+    Returns
+    -------
+    Tensor
+
+    Examples
+    --------
+    >>> import numpy as np, autograd_nb as anb
+    >>> x = anb.tensor(np.ones((2, 3), np.float32))
+    >>> y = anb.{name}(x)
+    >>> y.shape, y.dtype
+    ((2, 3), dtype('float32'))
+    """
+
+
+def _like_array(other):
+    return other._data if isinstance(other, Tensor) else np.asarray(other)
+
+
+def _like(name, make, what):
     def create(other, dtype=None, requires_grad=False, device=None):
         if device is not None:
             _check_device(device)
-        data = _data_of(other)
-        array = make(np.shape(data), dtype=dtype or np.asarray(data).dtype)
+        data = _like_array(other)
+        array = make(data.shape, dtype=data.dtype if dtype is None else np.dtype(dtype))
         return _leaf(array, requires_grad)
 
     create.__name__ = create.__qualname__ = name
-    create.__doc__ = f"``{name[:-5]}`` with the shape and dtype of ``other``."
+    create.__doc__ = _LIKE_DOC.format(what=what, name=name)
     return create
 
 
-zeros_like = _like("zeros_like", np.zeros)
-ones_like = _like("ones_like", np.ones)
-empty_like = _like("empty_like", np.empty)
+zeros_like = _like("zeros_like", np.zeros, "filled with zeros")
+ones_like = _like("ones_like", np.ones, "filled with ones")
+empty_like = _like("empty_like", np.empty, "with uninitialised values")
 
 
 def full_like(other, fill_value, dtype=None, requires_grad=False, device=None):
-    """A tensor shaped like ``other`` filled with ``fill_value`` (``other``'s dtype)."""
+    """A tensor with the shape and dtype of ``other``, filled with ``fill_value``.
+
+    Parameters
+    ----------
+    other : Tensor or array_like
+    fill_value : scalar
+    dtype : dtype, optional
+        Overrides ``other``'s dtype.
+    requires_grad : bool
+    device : {"cpu", "cuda"}, optional
+
+    Returns
+    -------
+    Tensor
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.full_like(anb.zeros(3), 2.0)
+    tensor([2., 2., 2.])
+    """
     if device is not None:
         _check_device(device)
-    data = np.asarray(_data_of(other))
-    array = np.full(data.shape, _data_of(fill_value), dtype=dtype or data.dtype)
-    return _leaf(array, requires_grad)
+    data = _like_array(other)
+    dtype = data.dtype if dtype is None else np.dtype(dtype)
+    return _leaf(np.full(data.shape, _data_of(fill_value), dtype=dtype), requires_grad)
 
 
 def arange(start, stop=None, step=1, dtype=None, requires_grad=False, device="cpu"):
-    """Evenly spaced values in ``[start, stop)``, as ``numpy.arange`` (ints give int64)."""
-    _check_device(device)
-    array = np.arange(start, stop, step) if stop is not None else np.arange(start)
-    return _leaf(np.asarray(array, dtype=_result_dtype(array, dtype), order="C"), requires_grad)
+    """Evenly spaced values in ``[start, stop)``, as ``numpy.arange``.
 
+    With one argument it is the stop (``arange(3)`` is ``0, 1, 2``). Integer arguments give
+    int64, float ones float64.
 
-def linspace(start, stop, num=50, endpoint=True, dtype=None, requires_grad=False, device="cpu"):
-    """``num`` evenly spaced values from ``start`` to ``stop``, as ``numpy.linspace``."""
+    Parameters
+    ----------
+    start, stop, step : int or float
+    dtype : dtype, optional
+    requires_grad : bool
+    device : {"cpu", "cuda"}
+
+    Returns
+    -------
+    Tensor
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.arange(4)
+    tensor([0, 1, 2, 3])
+    >>> anb.arange(1.0, 2.0, 0.25)
+    tensor([1.  , 1.25, 1.5 , 1.75])
+    """
     _check_device(device)
-    array = np.linspace(start, stop, num, endpoint=endpoint, dtype=dtype)
+    array = np.arange(start, stop, step, dtype=None if dtype is None else np.dtype(dtype))
+    array = np.asarray(array, dtype=_result_dtype(array, dtype), order="C")
     return _leaf(array, requires_grad)
 
 
-def eye(N, M=None, k=0, dtype=None, requires_grad=False, device="cpu"):
-    """The identity matrix (ones on the ``k``-th diagonal), as ``numpy.eye``."""
+def linspace(start, stop, num=50, endpoint=True, dtype=None, requires_grad=False, device="cpu"):
+    """``num`` evenly spaced values from ``start`` to ``stop``, as ``numpy.linspace``.
+
+    Parameters
+    ----------
+    start, stop : float
+    num : int
+    endpoint : bool
+        Whether ``stop`` is the last value.
+    dtype : dtype, optional
+        float64 unless given.
+    requires_grad : bool
+    device : {"cpu", "cuda"}
+
+    Returns
+    -------
+    Tensor
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.linspace(0, 1, 5)
+    tensor([0.  , 0.25, 0.5 , 0.75, 1.  ])
+    """
     _check_device(device)
-    return _leaf(np.eye(N, M, k, dtype=dtype or np.float64), requires_grad)
+    array = np.linspace(start, stop, num, endpoint=endpoint, dtype=dtype)
+    return _leaf(np.asarray(array, order="C"), requires_grad)
+
+
+def eye(N, M=None, k=0, dtype=None, requires_grad=False, device="cpu"):
+    """The identity matrix (ones on the ``k``-th diagonal), as ``numpy.eye``.
+
+    Parameters
+    ----------
+    N : int
+        Number of rows.
+    M : int, optional
+        Number of columns (``N`` unless given).
+    k : int
+        The diagonal: 0 the main one, positive above it, negative below.
+    dtype : dtype, optional
+        float64 unless given.
+    requires_grad : bool
+    device : {"cpu", "cuda"}
+
+    Returns
+    -------
+    Tensor
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.eye(2, 3, k=1)
+    tensor([[0., 1., 0.],
+            [0., 0., 1.]])
+    """
+    _check_device(device)
+    return _leaf(np.eye(N, M, k, dtype=_float_or(dtype)), requires_grad)
 
 
 CREATION = (

@@ -9,14 +9,30 @@ import numpy as np
 import scipy.special
 
 
+def _logsumexp(x, axis=None, keepdims=False):
+    # scipy's logsumexp keeps a (1,) shape for 0-d input with keepdims; NumPy's rules say ().
+    x = np.asarray(x)
+    shape = np.sum(x, axis=axis, keepdims=keepdims).shape
+    flat = np.ravel(x) if axis is None else x
+    return np.reshape(scipy.special.logsumexp(flat, axis=None if axis is None else axis,
+                                              keepdims=keepdims and axis is not None), shape)
+
+
+def _as_float(x):
+    x = np.asarray(x)
+    return x if x.dtype.kind == "f" else x.astype(np.float64)
+
+
 def _softmax(x, axis=-1):
-    shifted = x - np.max(x, axis=axis, keepdims=True)
+    x = _as_float(x)
+    shifted = x - np.max(x, axis=axis, keepdims=True, initial=-np.inf)
     e = np.exp(shifted)
     return e / e.sum(axis=axis, keepdims=True)
 
 
 def _log_softmax(x, axis=-1):
-    shifted = x - np.max(x, axis=axis, keepdims=True)
+    x = _as_float(x)
+    shifted = x - np.max(x, axis=axis, keepdims=True, initial=-np.inf)
     return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
 
 
@@ -60,7 +76,7 @@ REFERENCE = {
     "min": np.min,
     "var": np.var,
     "std": np.std,
-    "logsumexp": scipy.special.logsumexp,
+    "logsumexp": _logsumexp,
     "softmax": _softmax,
     "log_softmax": _log_softmax,
     "cumsum": np.cumsum,

@@ -1,13 +1,24 @@
 """The autograd API: grad, backward, grad modes, custom Functions, gradcheck, functional."""
 
+from . import functional
 from .api import backward, grad
+from .custom_op import register_op, unregister_op
+from .function import Function, FunctionCtx
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 
 __all__ = [
+    "Function",
+    "FunctionCtx",
+    "GradcheckError",
     "backward",
     "enable_grad",
     "grad",
+    "gradcheck",
+    "gradgradcheck",
     "is_grad_enabled",
     "no_grad",
+    "register_op",
     "set_grad_enabled",
+    "unregister_op",
 ]

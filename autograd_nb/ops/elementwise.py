@@ -13,6 +13,7 @@ Python number never widens a float32 gradient to float64.
 
 import numpy as np
 
+from .. import config
 from . import _broadcast, _kernels, _scalar
 from .registry import Op, call
 
@@ -104,9 +105,10 @@ class ElementwiseOp(Op):
         return self._module
 
     def result_dtype(self, values):
+        # NumPy's promotion; ops that keep integers keep bools too (True + True is True).
         dtype = np.result_type(*values)
-        if dtype.kind == "b" or (dtype.kind in "iu" and not self.keeps_int):
-            dtype = np.dtype(np.float64) if not self.keeps_int else np.dtype(np.int64)
+        if dtype.kind in "biu" and not self.keeps_int:
+            dtype = np.dtype(np.float64)
         return dtype
 
     def prepare(self, values, attrs):
@@ -177,6 +179,9 @@ class ElementwiseOp(Op):
         )
 
     def vjp_batched(self, k, grad_outputs, saved, attrs, grad_inputs):
+        if grad_outputs.size < config.PARALLEL_MIN_ELEMENTS:
+            super().vjp_batched(k, grad_outputs, saved, attrs, grad_inputs)
+            return
         args, target_strides, collapsed = self._strided_args(k, grad_outputs, saved, attrs)
         batch = grad_outputs.shape[0]
         step = grad_outputs.size // batch if batch else 0
@@ -251,7 +256,7 @@ _define(
 )
 _define(
     [
-        ("divide", "a b", "a / b", {0: "g / b", 1: "-g * y / b"}),
+        ("divide", "a b", "a / b", {0: "g / b", 1: "-g * y / b"}, (0.5, 3)),
         ("exp", "x", "exp(x)", {0: "g * y"}),
         ("expm1", "x", "expm1(x)", {0: "g * (y + 1)"}),
         ("log", "x", "log(x)", {0: "g / x"}, (0.1, 4)),

@@ -1,12 +1,16 @@
 """Indexing: ``t[index]`` (gather) and ``t[index] = v`` (a recorded in-place op).
 
-Two layouts cover NumPy's whole indexing language:
+NumPy's whole indexing language is supported, with NumPy's semantics, because NumPy itself
+interprets the index; what this module adds is the way back (the VJPs):
 
-* basic indices (ints, slices with any step, ``None``, ``...``) select a strided view; we let
-  NumPy compute that view's offset and strides and copy through the strided-copy kernel;
+* basic indices (ints, slices with any step, ``None``, ``...``) select a strided view of the
+  input. The forward copies that view with NumPy (a strided C loop; faster than our kernel
+  for the small tensors that dominate eager code, since it skips the Python-side layout work).
+  The VJP adds back through the view's layout (shape, element strides, offset), worked out
+  once per node, with the one strided scatter-add kernel of ``_strided``.
 * anything with an integer array or a boolean mask goes through a flat index map
-  (``arange(size).reshape(shape)[index]``), gathered with ``take`` and scattered back with
-  ``put_add``, so repeated indices accumulate in the VJP.
+  (``arange(size).reshape(shape)[index]``), built only when a gradient is needed, and is
+  scattered back with ``put_add``, so repeated indices accumulate in the VJP.
 """
 
 import numbers
@@ -18,8 +22,7 @@ from . import _broadcast, _strided
 from .registry import Op, call
 
 
-def _is_basic(index):
-    items = index if isinstance(index, tuple) else (index,)
+def _is_basic(items):
     for item in items:
         if item is None or item is Ellipsis or isinstance(item, slice):
             continue
@@ -29,56 +32,120 @@ def _is_basic(index):
     return True
 
 
-def _normalize_index(index):
-    if isinstance(index, list):
-        return np.asarray(index)
+def _normalize_item(item):
+    if isinstance(item, list):
+        item = np.asarray(item)
+        if item.size == 0 and item.dtype.kind == "f":
+            item = item.astype(np.intp)  # NumPy reads ``x[[]]`` as an empty integer index
+    if isinstance(item, np.ndarray) and item.ndim == 0 and item.dtype.kind in "iu":
+        return int(item)  # a 0-d integer array indexes like an integer (NumPy's rule)
+    return item
+
+
+def normalize_index(index):
+    """``index`` as a tuple of plain items: lists become arrays, 0-d int arrays ints."""
     if isinstance(index, tuple):
-        return tuple(np.asarray(i) if isinstance(i, list) else i for i in index)
-    return index
+        return tuple(_normalize_item(item) for item in index)
+    return (_normalize_item(index),)
 
 
 class Selection:
-    """Where ``x[index]`` reads from ``x``: a strided view, or a flat index map."""
+    """Where ``x[index]`` reads from an array of ``input_shape``.
 
-    __slots__ = ("input_shape", "shape", "strides", "offset", "flat")
+    ``basic`` selections are strided views: ``layout()`` gives their shape, element strides
+    and offset into the flat input. Other selections read through ``flat_map()``, the flat
+    input position of every selected element. Both are computed on first use and kept, so
+    an eager forward with no gradient pays for neither.
+    """
 
-    def __init__(self, x, index):
-        self.input_shape = x.shape
-        if _is_basic(index):
-            view = x[index]
-            itemsize = x.itemsize
-            base = x.__array_interface__["data"][0]
-            self.offset = (view.__array_interface__["data"][0] - base) // itemsize if view.size else 0
-            self.shape = view.shape
-            self.strides = [s // itemsize for s in view.strides]
-            self.flat = None
-        else:
-            positions = np.arange(x.size, dtype=np.int64).reshape(x.shape)
-            self.flat = np.asarray(positions[index], order="C")
-            self.shape = self.flat.shape
+    __slots__ = ("input_shape", "index", "basic", "_layout", "_flat", "_unique", "_last")
+
+    def __init__(self, input_shape, index):
+        self.input_shape = tuple(input_shape)
+        items = normalize_index(index)
+        self.basic = _is_basic(items)
+        if self.basic and not any(item is Ellipsis for item in items):
+            # Without an Ellipsis an all-integer index gives a NumPy scalar, not a view.
+            items = items + (Ellipsis,)
+        self.index = items
+        self._layout = None
+        self._flat = None
+        self._unique = None
+        self._last = None
 
     def gather(self, x):
-        if self.flat is None:
-            return _strided.strided_copy(x, self.shape, self.strides, self.offset)
-        out = np.empty(self.shape, dtype=x.dtype)
-        _strided.take(x.reshape(-1), self.flat.reshape(-1), out.reshape(-1))
-        return out
+        """``x[index]`` as a new C-contiguous array (never a view of ``x``)."""
+        selected = x[self.index]
+        if self.basic:
+            return selected.copy(order="C")
+        return np.asarray(selected, order="C")  # advanced indexing always copies
 
     def scatter_add(self, values, target):
-        if self.flat is None:
-            _strided.strided_scatter_add(values, self.shape, self.strides, target, self.offset)
+        """``target[index] += values``, with repeated positions accumulating."""
+        if self.basic:
+            shape, strides, offset = self.layout()
+            _strided.strided_scatter_add(values, shape, strides, target, offset)
         else:
-            _strided.put_add(values.reshape(-1), self.flat.reshape(-1), target.reshape(-1))
+            _strided.put_add(values.reshape(-1), self.flat_map(), target.reshape(-1))
 
-    def positions(self):
-        """Flat positions selected, in the selection's C order."""
-        if self.flat is not None:
-            return self.flat.reshape(-1)
-        out = np.empty(self.shape, dtype=np.int64)
-        positions = np.arange(int(np.prod(self.input_shape, dtype=np.int64)), dtype=np.int64)
-        if out.size:
-            out = _strided.strided_copy(positions, self.shape, self.strides, self.offset)
-        return out.reshape(-1)
+    def scatter_add_batched(self, values, targets):
+        """:meth:`scatter_add` for each row of a leading batch dimension, in one kernel call
+        for basic selections (the batch is one more strided dimension)."""
+        if not self.basic:
+            for b in range(values.shape[0]):
+                # ``[b, ...]``: a view even when a row is 0-d (``[b]`` would be a scalar copy).
+                self.scatter_add(values[b, ...], targets[b, ...])
+            return
+        shape, strides, offset = self.layout()
+        row = int(np.prod(self.input_shape, dtype=np.int64))
+        _strided.strided_scatter_add(
+            values, (values.shape[0],) + tuple(shape), [row] + strides, targets, offset
+        )
+
+    def layout(self):
+        """Shape, element strides and flat offset of a basic selection's view."""
+        if self._layout is None:
+            # Index a fake byte array with the input's element strides: NumPy works out the
+            # view (every basic form, negative steps included) without touching memory.
+            strides = _broadcast.contiguous_strides(self.input_shape)
+            fake = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), self.input_shape, strides)
+            view = fake[self.index]
+            offset = 0
+            if view.size:
+                offset = view.__array_interface__["data"][0] - fake.__array_interface__["data"][0]
+            self._layout = (view.shape, list(view.strides), offset)
+        return self._layout
+
+    def flat_map(self):
+        """Flat input position of each selected element, in the selection's C order."""
+        if self._flat is None:
+            size = int(np.prod(self.input_shape, dtype=np.int64))
+            positions = np.arange(size, dtype=np.int64).reshape(self.input_shape)
+            self._flat = np.array(positions[self.index], dtype=np.int64, order="C").reshape(-1)
+        return self._flat
+
+    def unique_positions(self):
+        """Sorted distinct flat positions selected (those a setitem overwrites)."""
+        if self._unique is None:
+            self._find_repeats()
+        return self._unique
+
+    def last_writes(self):
+        """None when no position is selected twice; otherwise a bool mask over the selected
+        elements (C order), true for each position's last occurrence: the one whose value
+        an assignment keeps, as NumPy's assignment goes in order."""
+        if self._unique is None:
+            self._find_repeats()
+        return self._last
+
+    def _find_repeats(self):
+        flat = self.flat_map()
+        reversed_unique, first_from_end = np.unique(flat[::-1], return_index=True)
+        self._unique = reversed_unique
+        if reversed_unique.size < flat.size:
+            last = np.zeros(flat.size, dtype=bool)
+            last[flat.size - 1 - first_from_end] = True
+            self._last = last
 
 
 class GetItem(Op):
@@ -91,14 +158,17 @@ class GetItem(Op):
     def prepare(self, values, attrs):
         (x,) = values
         x = np.asarray(x, order="C")
-        index = _normalize_index(attrs["index"])
-        return [x], {"index": index, "selection": Selection(x, index)}
+        selection = Selection(x.shape, attrs["index"])
+        return [x], {"index": selection.index, "selection": selection}
 
     def forward(self, arrays, attrs):
         return attrs["selection"].gather(arrays[0])
 
     def vjp(self, k, grad_output, saved, attrs, grad_input):
         attrs["selection"].scatter_add(grad_output, grad_input)
+
+    def vjp_batched(self, k, grad_outputs, saved, attrs, grad_inputs):
+        attrs["selection"].scatter_add_batched(grad_outputs, grad_inputs)
 
     def rule(self, k, grad_output, inputs, output, attrs):
         return call("_index_scatter", grad_output, source=attrs)
@@ -140,12 +210,6 @@ class IndexScatter(Op):
 
 
 @njit(cache=True, nogil=True)
-def _put(values, index, target):
-    for i in range(index.size):
-        target[index[i]] = values[i]
-
-
-@njit(cache=True, nogil=True)
 def _copy_except(values, index, target):
     """``target += values`` except at the sorted, unique positions ``index`` (those a setitem
     overwrote)."""
@@ -157,8 +221,23 @@ def _copy_except(values, index, target):
         target[i] += values[i]
 
 
+def _value_layout(value_shape, target_shape):
+    """The value's shape without the leading ones NumPy drops when assigning, and the
+    element strides that broadcast it over the selected region."""
+    shape = tuple(value_shape)
+    while len(shape) > len(target_shape) and shape[0] == 1:
+        shape = shape[1:]
+    return shape, _broadcast.broadcast_strides(shape, target_shape)
+
+
 class SetItem(Op):
-    """``x[index] = v`` computed out of place; ``Tensor.__setitem__`` writes it back in place."""
+    """``x[index] = v`` computed out of place; ``Tensor.__setitem__`` writes it back in place.
+
+    As NumPy's assignment: ``v`` is cast to ``x``'s dtype and broadcast over the selection;
+    with repeated positions the last write wins. The gradient is ``g`` for ``x`` except at the
+    overwritten positions (zero there), and ``g`` gathered at the selection, summed over
+    broadcasting, for ``v`` (zero for the values a repeated position overwrote).
+    """
 
     name = "setitem"
     family = "indexing"
@@ -168,50 +247,41 @@ class SetItem(Op):
     def prepare(self, values, attrs):
         x, v = values
         x = np.asarray(x, order="C")
-        dtype = x.dtype
-        v = np.asarray(v, dtype=dtype, order="C")
-        index = _normalize_index(attrs["index"])
-        selection = Selection(x, index)
-        positions = np.unique(selection.positions())
-        target_shape = selection.shape
-        if _broadcast.broadcast_shapes(v.shape, target_shape) != tuple(target_shape):
-            raise ValueError(
-                f"could not broadcast input array from shape {v.shape} into shape {target_shape}"
-            )
-        v_strides = _broadcast.broadcast_strides(v.shape, target_shape)
-        return [x, v], {
-            "index": index,
-            "selection": selection,
-            "unique": positions,
-            "value_shape": v.shape,
-            "value_strides": v_strides,
-        }
+        v = np.asarray(v, dtype=x.dtype, order="C")
+        selection = Selection(x.shape, attrs["index"])
+        return [x, v], {"index": selection.index, "selection": selection, "value_shape": v.shape}
 
     def forward(self, arrays, attrs):
         x, v = arrays
         out = x.copy()
-        selection = attrs["selection"]
-        values = _strided.strided_copy(v, selection.shape, attrs["value_strides"])
-        _put(values.reshape(-1), selection.positions(), out.reshape(-1))
+        out[attrs["selection"].index] = v  # NumPy checks the index and the broadcast
         return out
 
     def vjp(self, k, grad_output, saved, attrs, grad_input):
         selection = attrs["selection"]
         if k == 0:
-            _copy_except(grad_output.reshape(-1), attrs["unique"], grad_input.reshape(-1))
+            positions = selection.unique_positions()
+            _copy_except(grad_output.reshape(-1), positions, grad_input.reshape(-1))
             return
         gathered = selection.gather(grad_output)
-        _strided.strided_scatter_add(
-            gathered, selection.shape, attrs["value_strides"], grad_input
-        )
+        last = selection.last_writes()
+        if last is not None:
+            gathered.reshape(-1)[~last] = 0  # values overwritten by a later one get nothing
+        _, strides = _value_layout(attrs["value_shape"], gathered.shape)
+        _strided.strided_scatter_add(gathered, gathered.shape, strides, grad_input)
 
     def rule(self, k, grad_output, inputs, output, attrs):
         if k == 0:
-            mask = np.ones(attrs["selection"].input_shape, dtype=grad_output.dtype)
-            mask.reshape(-1)[attrs["unique"]] = 0
-            return grad_output * mask
+            return call("setitem", grad_output, 0.0, index=attrs["index"])
         picked = call("getitem", grad_output, index=attrs["index"])
-        return _broadcast.sum_to_shape(picked, attrs["value_shape"])
+        last = attrs["selection"].last_writes()
+        if last is not None:
+            picked = picked * last.reshape(picked.shape).astype(picked.dtype)
+        shape, _ = _value_layout(attrs["value_shape"], picked.shape)
+        grad = _broadcast.sum_to_shape(picked, shape)
+        if shape != attrs["value_shape"]:
+            grad = call("reshape", grad, shape=attrs["value_shape"])
+        return grad
 
     def make_function(self):
         return None

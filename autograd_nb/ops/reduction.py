@@ -6,6 +6,8 @@ them together with the strided-copy kernel in its forward, and scatters the grad
 same way in its VJP, so every axis/keepdims combination is one op on the tape.
 """
 
+import math
+
 import numpy as np
 from numba import njit
 
@@ -28,7 +30,7 @@ class Layout:
             self.permuted = None
             self.outer = int(np.prod(shape[:first], dtype=np.int64))
             self.n = int(np.prod([shape[a] for a in axes], dtype=np.int64))
-            self.inner = int(np.prod(shape[first + len(axes):], dtype=np.int64))
+            self.inner = int(np.prod(shape[first + len(axes) :], dtype=np.int64))
         else:
             kept = [d for d in range(ndim) if d not in axes]
             order = kept + list(axes)
@@ -146,9 +148,35 @@ def expand_reduced(tensor, attrs):
 
 
 @njit(cache=True, nogil=True)
+def _row_sum(x, o, zero):
+    # Eight running sums: independent additions vectorise, and the error grows more slowly
+    # than with one (NumPy sums contiguous rows in blocks of eight too).
+    n = x.shape[1]
+    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = zero
+    whole = n - n % 8
+    for j in range(0, whole, 8):
+        s0 += x[o, j, 0]
+        s1 += x[o, j + 1, 0]
+        s2 += x[o, j + 2, 0]
+        s3 += x[o, j + 3, 0]
+        s4 += x[o, j + 4, 0]
+        s5 += x[o, j + 5, 0]
+        s6 += x[o, j + 6, 0]
+        s7 += x[o, j + 7, 0]
+    total = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+    for j in range(whole, n):
+        total += x[o, j, 0]
+    return total
+
+
+@njit(cache=True, nogil=True)
 def _sum_forward(x, out):
     outer, n, inner = x.shape
     for o in range(outer):
+        if inner == 1:  # a contiguous row: sum in registers, not through ``out``
+            out[o, 0] = 0
+            out[o, 0] = _row_sum(x, o, out[o, 0])
+            continue
         for k in range(inner):
             out[o, k] = 0
         for j in range(n):
@@ -194,3 +222,596 @@ def sum(x, axis=None, keepdims=False):  # noqa: A001 - NumPy's name
     tensor([2., 2., 2.])
     """
     return call("sum", x, axis=axis, keepdims=keepdims)
+
+
+# -- helpers shared by the differentiable rules -------------------------------------------------
+
+
+def _reduce(name, tensor, attrs):
+    """``name`` (sum, prod) over the op's axes, keeping them as length 1."""
+    return call(name, tensor, axis=attrs["axes"], keepdims=True)
+
+
+def _group_size(shape, axis):
+    """Number of elements that each result of a reduction over ``axis`` combines."""
+    axes = _broadcast.normalize_axis(axis, len(shape))
+    return int(np.prod([shape[a] for a in axes], dtype=np.int64))
+
+
+# -- prod --------------------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True)
+def _prod_forward(x, out):
+    outer, n, inner = x.shape
+    for o in range(outer):
+        if inner == 1:
+            out[o, 0] = 1
+            product = out[o, 0]  # a one of the output's dtype
+            for j in range(n):
+                product *= x[o, j, 0]
+            out[o, 0] = product
+            continue
+        for k in range(inner):
+            out[o, k] = 1
+        for j in range(n):
+            for k in range(inner):
+                out[o, k] *= x[o, j, k]
+
+
+@njit(cache=True, nogil=True)
+def _prod_vjp(g, x, scratch, gx):
+    # The product of the others is prefix(j) * suffix(j): no division, so zeros are exact.
+    # ``scratch`` (n, inner) first holds the suffix products; walking forward, each row, once
+    # used, is overwritten with the prefix product that the next row needs.
+    outer, n, inner = gx.shape
+    if n == 0:
+        return
+    for o in range(outer):
+        for k in range(inner):
+            scratch[n - 1, k] = 1
+        for j in range(n - 1, 0, -1):
+            for k in range(inner):
+                scratch[j - 1, k] = scratch[j, k] * x[o, j, k]
+        for k in range(inner):
+            gx[o, 0, k] += g[o, k] * scratch[0, k]
+            scratch[0, k] = x[o, 0, k]
+        for j in range(1, n):
+            for k in range(inner):
+                prefix = scratch[j - 1, k]
+                gx[o, j, k] += g[o, k] * prefix * scratch[j, k]
+                scratch[j, k] = prefix * x[o, j, k]
+
+
+def _product_of_others(x, attrs):
+    """Per element, the product of the other elements of its group, written with ops so that
+    it differentiates again at zeros too: each group becomes an ``(n, n)`` matrix whose
+    diagonal is replaced by ones, then a product along its rows (O(n^2) per group)."""
+    layout = attrs["layout"]
+    shape, axes, n = layout.shape, attrs["axes"], layout.n
+    order = tuple(d for d in range(len(shape)) if d not in axes) + tuple(axes)
+    rows = call("transpose", x, axes=order)
+    rows = call("reshape", rows, shape=(layout.outer * layout.inner, 1, n))
+    others = call("where", np.eye(n, dtype=bool), 1.0, rows)
+    others = call("prod", others, axis=2)
+    others = call("reshape", others, shape=tuple(shape[d] for d in order))
+    return call("transpose", others, axes=tuple(int(d) for d in np.argsort(order)))
+
+
+class Prod(AxisOp):
+    """``prod(x, axis=None, keepdims=False)``."""
+
+    name = "prod"
+    saves = (0,)
+    forward_kernel = staticmethod(_prod_forward)
+    vjp_kernel = staticmethod(_prod_vjp)
+
+    def result_dtype(self, x):
+        return x.dtype if x.dtype.kind in "fiu" else np.dtype(np.int64)
+
+    def run_vjp(self, g, x3, y, gx3, attrs):
+        scratch = np.empty(gx3.shape[1:], dtype=gx3.dtype)
+        self.vjp_kernel(g, x3, scratch, gx3)
+
+    def rule(self, k, grad_output, inputs, output, attrs):
+        (x,) = inputs
+        grad = expand_reduced(grad_output, attrs)
+        if np.any(np.asarray(x) == 0):
+            return call("multiply", grad, _product_of_others(x, attrs))
+        # Without zeros, prod / x is the product of the others, and stays so when
+        # differentiated again at this point.
+        return call("divide", call("multiply", grad, _reduce("prod", x, attrs)), x)
+
+
+Prod()
+
+
+@public(family="reduction")
+def prod(x, axis=None, keepdims=False):
+    """Product of elements over ``axis`` (None: all; an int or a tuple).
+
+    The gradient is exact with zeros in ``x`` (it never divides by ``x``).
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> x = anb.tensor([[1.0, 2.0], [3.0, 0.0]], requires_grad=True)
+    >>> anb.prod(x, axis=1)
+    tensor([2., 0.], grad_fn=<ProdBackward>)
+    >>> anb.grad(anb.prod(x), x)
+    (tensor([[0., 0.],
+           [0., 6.]]),)
+    """
+    return call("prod", x, axis=axis, keepdims=keepdims)
+
+
+# -- max, min ----------------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True)
+def _max_forward(x, out):
+    outer, n, inner = x.shape
+    for o in range(outer):
+        if inner == 1:
+            best = x[o, 0, 0]
+            for j in range(1, n):
+                v = x[o, j, 0]
+                if v > best or v != v:
+                    best = v
+            out[o, 0] = best
+            continue
+        for k in range(inner):
+            out[o, k] = x[o, 0, k]
+        for j in range(1, n):
+            for k in range(inner):
+                v = x[o, j, k]
+                if v > out[o, k] or v != v:  # NaN propagates, as in NumPy
+                    out[o, k] = v
+
+
+@njit(cache=True, nogil=True)
+def _min_forward(x, out):
+    outer, n, inner = x.shape
+    for o in range(outer):
+        if inner == 1:
+            best = x[o, 0, 0]
+            for j in range(1, n):
+                v = x[o, j, 0]
+                if v < best or v != v:
+                    best = v
+            out[o, 0] = best
+            continue
+        for k in range(inner):
+            out[o, k] = x[o, 0, k]
+        for j in range(1, n):
+            for k in range(inner):
+                v = x[o, j, k]
+                if v < out[o, k] or v != v:
+                    out[o, k] = v
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _extremum_vjp(g, x, y, gx):
+    # Ties share the gradient evenly (torch.amax/amin); a NaN result goes to the NaNs.
+    outer, n, inner = gx.shape
+    for o in range(outer):
+        for k in range(inner):
+            target = y[o, k]
+            is_nan = target != target
+            count = 0
+            for j in range(n):
+                v = x[o, j, k]
+                if v == target or (is_nan and v != v):
+                    count += 1
+            share = g[o, k] / count
+            for j in range(n):
+                v = x[o, j, k]
+                if v == target or (is_nan and v != v):
+                    gx[o, j, k] += share
+
+
+class Extremum(AxisOp):
+    """Base of ``max`` and ``min``: NumPy's dtypes and empty-axis error, torch's tie split."""
+
+    saves = (0,)
+    saves_output = True
+    vjp_kernel = staticmethod(_extremum_vjp)
+    ufunc_name = None
+
+    def result_dtype(self, x):
+        return x.dtype if x.dtype.kind in "fiub" else np.dtype(np.float64)
+
+    def prepare(self, values, attrs):
+        arrays, attrs = super().prepare(values, attrs)
+        if attrs["layout"].n == 0:
+            raise ValueError(
+                f"zero-size array to reduction operation {self.ufunc_name} which has no identity"
+            )
+        return arrays, attrs
+
+    def rule(self, k, grad_output, inputs, output, attrs):
+        # Which elements attain the extremum is constant almost everywhere: a NumPy weight.
+        x = np.asarray(inputs[0])
+        y = np.asarray(output).reshape(_broadcast.reduced_shape(x.shape, attrs["axes"], True))
+        hits = (x == y) | (np.isnan(x) & np.isnan(y))
+        share = hits / np.sum(hits, axis=attrs["axes"], keepdims=True)
+        grad = expand_reduced(grad_output, attrs)
+        return call("multiply", grad, share.astype(x.dtype))
+
+
+class Max(Extremum):
+    """``max(x, axis=None, keepdims=False)``."""
+
+    name = "max"
+    ufunc_name = "maximum"
+    forward_kernel = staticmethod(_max_forward)
+
+
+class Min(Extremum):
+    """``min(x, axis=None, keepdims=False)``."""
+
+    name = "min"
+    ufunc_name = "minimum"
+    forward_kernel = staticmethod(_min_forward)
+
+
+Max()
+Min()
+
+
+@public(family="reduction")
+def max(x, axis=None, keepdims=False):  # noqa: A001 - NumPy's name
+    """Largest element over ``axis`` (None: all; an int or a tuple).
+
+    Tied maxima share the gradient evenly (as ``torch.amax``). An empty axis raises
+    ValueError, as in NumPy.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> x = anb.tensor([[1.0, 5.0], [5.0, 2.0]], requires_grad=True)
+    >>> anb.max(x, axis=0)
+    tensor([5., 5.], grad_fn=<MaxBackward>)
+    >>> anb.grad(anb.max(x), x)
+    (tensor([[0. , 0.5],
+           [0.5, 0. ]]),)
+    """
+    return call("max", x, axis=axis, keepdims=keepdims)
+
+
+@public(family="reduction")
+def min(x, axis=None, keepdims=False):  # noqa: A001 - NumPy's name
+    """Smallest element over ``axis`` (None: all; an int or a tuple).
+
+    Tied minima share the gradient evenly (as ``torch.amin``). An empty axis raises
+    ValueError, as in NumPy.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.min(anb.tensor([[3.0, 1.0], [0.5, 2.0]]), axis=1, keepdims=True)
+    tensor([[1. ],
+            [0.5]])
+    """
+    return call("min", x, axis=axis, keepdims=keepdims)
+
+
+# -- logsumexp ---------------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _logsumexp_forward(x, out):
+    outer, n, inner = x.shape
+    for o in range(outer):
+        for k in range(inner):
+            top = -np.inf
+            for j in range(n):
+                v = x[o, j, k]
+                if v > top or v != v:
+                    top = v
+            if not (-np.inf < top < np.inf):  # empty or all -inf, an inf, or a NaN
+                out[o, k] = top
+                continue
+            total = 0.0
+            for j in range(n):
+                total += math.exp(x[o, j, k] - top)
+            out[o, k] = top + math.log(total)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _logsumexp_vjp(g, x, y, gx):
+    outer, n, inner = gx.shape
+    for o in range(outer):
+        for j in range(n):
+            for k in range(inner):
+                gx[o, j, k] += g[o, k] * math.exp(x[o, j, k] - y[o, k])
+
+
+class LogSumExp(AxisOp):
+    """``logsumexp(x, axis=None, keepdims=False)``."""
+
+    name = "logsumexp"
+    saves = (0,)
+    saves_output = True
+    forward_kernel = staticmethod(_logsumexp_forward)
+    vjp_kernel = staticmethod(_logsumexp_vjp)
+
+    def rule(self, k, grad_output, inputs, output, attrs):
+        (x,) = inputs
+        grad = expand_reduced(grad_output, attrs)
+        return call("multiply", grad, call("exp", x - expand_reduced(output, attrs)))
+
+
+LogSumExp()
+
+
+@public(family="reduction")
+def logsumexp(x, axis=None, keepdims=False):
+    """``log(sum(exp(x)))`` over ``axis``, computed stably (the maximum is taken out first).
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.logsumexp(anb.tensor([1000.0, 1000.0]))
+    tensor(1000.69314718)
+    """
+    return call("logsumexp", x, axis=axis, keepdims=keepdims)
+
+
+# -- softmax, log_softmax ----------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _softmax_forward(x, out):
+    outer, n, inner = x.shape
+    for o in range(outer):
+        for k in range(inner):
+            top = -np.inf
+            for j in range(n):
+                v = x[o, j, k]
+                if v > top or v != v:
+                    top = v
+            total = 0.0
+            for j in range(n):
+                e = math.exp(x[o, j, k] - top)
+                out[o, j, k] = e
+                total += e
+            scale = 1.0 / total
+            for j in range(n):
+                out[o, j, k] *= scale
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _softmax_vjp(g, x, y, gx):
+    # gx += y * (g - sum(g * y))
+    outer, n, inner = gx.shape
+    for o in range(outer):
+        for k in range(inner):
+            dot = 0.0
+            for j in range(n):
+                dot += g[o, j, k] * y[o, j, k]
+            for j in range(n):
+                gx[o, j, k] += y[o, j, k] * (g[o, j, k] - dot)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _log_softmax_forward(x, out):
+    outer, n, inner = x.shape
+    for o in range(outer):
+        for k in range(inner):
+            top = -np.inf
+            for j in range(n):
+                v = x[o, j, k]
+                if v > top or v != v:
+                    top = v
+            total = 0.0
+            for j in range(n):
+                total += math.exp(x[o, j, k] - top)
+            shift = top + math.log(total)
+            for j in range(n):
+                out[o, j, k] = x[o, j, k] - shift
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _log_softmax_vjp(g, x, y, gx):
+    # gx += g - exp(y) * sum(g)
+    outer, n, inner = gx.shape
+    for o in range(outer):
+        for k in range(inner):
+            total = 0.0
+            for j in range(n):
+                total += g[o, j, k]
+            for j in range(n):
+                gx[o, j, k] += g[o, j, k] - math.exp(y[o, j, k]) * total
+
+
+class Softmax(AxisOp):
+    """``softmax(x, axis=-1)``."""
+
+    name = "softmax"
+    reduces = False
+    single_axis = True
+    saves_output = True
+    forward_kernel = staticmethod(_softmax_forward)
+    vjp_kernel = staticmethod(_softmax_vjp)
+
+    def rule(self, k, grad_output, inputs, output, attrs):
+        dot = _reduce("sum", call("multiply", grad_output, output), attrs)
+        return call("multiply", output, grad_output - dot)
+
+
+class LogSoftmax(AxisOp):
+    """``log_softmax(x, axis=-1)``."""
+
+    name = "log_softmax"
+    reduces = False
+    single_axis = True
+    saves_output = True
+    forward_kernel = staticmethod(_log_softmax_forward)
+    vjp_kernel = staticmethod(_log_softmax_vjp)
+
+    def rule(self, k, grad_output, inputs, output, attrs):
+        total = _reduce("sum", grad_output, attrs)
+        return grad_output - call("multiply", total, call("exp", output))
+
+
+Softmax()
+LogSoftmax()
+
+
+@public(family="reduction")
+def softmax(x, axis=-1):
+    """``exp(x) / sum(exp(x))`` along one ``axis``, computed stably.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.softmax(anb.tensor([[0.0, 0.0], [0.0, 1000.0]]))
+    tensor([[0.5, 0.5],
+            [0. , 1. ]])
+    """
+    return call("softmax", x, axis=axis)
+
+
+@public(family="reduction")
+def log_softmax(x, axis=-1):
+    """``x - logsumexp(x)`` along one ``axis``: the log of :func:`softmax`, computed stably.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.log_softmax(anb.tensor([0.0, 0.0]))
+    tensor([-0.69314718, -0.69314718])
+    """
+    return call("log_softmax", x, axis=axis)
+
+
+# -- cumsum ------------------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True)
+def _cumsum_forward(x, out):
+    outer, n, inner = x.shape
+    for o in range(outer):
+        for j in range(n):
+            for k in range(inner):
+                previous = out[o, j - 1, k] if j > 0 else 0
+                out[o, j, k] = previous + x[o, j, k]
+
+
+@njit(cache=True, nogil=True)
+def _cumsum_vjp(g, x, y, gx):
+    # The transpose of a cumulative sum is the cumulative sum from the end.
+    outer, n, inner = gx.shape
+    for o in range(outer):
+        for k in range(inner):
+            running = 0.0
+            for j in range(n - 1, -1, -1):
+                running += g[o, j, k]
+                gx[o, j, k] += running
+
+
+class Cumsum(AxisOp):
+    """``cumsum(x, axis=None)``: NumPy's, so ``axis=None`` scans the flattened input."""
+
+    name = "cumsum"
+    reduces = False
+    single_axis = True
+    forward_kernel = staticmethod(_cumsum_forward)
+    vjp_kernel = staticmethod(_cumsum_vjp)
+
+    def result_dtype(self, x):
+        return x.dtype if x.dtype.kind in "fiu" else np.dtype(np.int64)
+
+    def prepare(self, values, attrs):
+        (x,) = values
+        x = np.asarray(x)
+        input_shape = x.shape
+        attrs = dict(attrs)
+        if attrs.get("axis") is None or x.ndim == 0:  # NumPy scans a 0-d input as 1-d
+            x = x.reshape(-1)
+            attrs["axis"] = 0 if attrs.get("axis") is None else attrs["axis"]
+        arrays, attrs = super().prepare([x], attrs)
+        return arrays, dict(attrs, input_shape=input_shape)
+
+    def rule(self, k, grad_output, inputs, output, attrs):
+        # Reverse cumulative sum without a flip: total - cumsum(g) + g.
+        grad = grad_output
+        if attrs["axes"]:
+            total = _reduce("sum", grad, attrs)
+            running = call("cumsum", grad, axis=attrs["axes"][0])
+            grad = total - running + grad
+        return call("reshape", grad, shape=attrs["input_shape"])
+
+
+Cumsum()
+
+
+@public(family="reduction")
+def cumsum(x, axis=None):
+    """Cumulative sum along ``axis``; ``axis=None`` scans the flattened input (as NumPy).
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> x = anb.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    >>> anb.cumsum(x)
+    tensor([ 1.,  3.,  6., 10.], grad_fn=<CumsumBackward>)
+    >>> anb.grad(anb.cumsum(x, axis=1).sum(), x)
+    (tensor([[2., 1.],
+           [2., 1.]]),)
+    """
+    return call("cumsum", x, axis=axis)
+
+
+# -- composites: no kernel and no VJP of their own ---------------------------------------------
+
+
+def _divide_by_count(total, count):
+    # NumPy divides by a count that can be 0 (an empty mean, ddof >= n): nan or inf.
+    return call("divide", total, count)
+
+
+@public(family="reduction")
+def mean(x, axis=None, keepdims=False):
+    """Arithmetic mean over ``axis`` (None: all; an int or a tuple); integers give float64.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.mean(anb.tensor([[1, 2], [3, 5]]), axis=0)
+    tensor([2. , 3.5])
+    """
+    total = call("sum", x, axis=axis, keepdims=keepdims)
+    return _divide_by_count(total, _group_size(np.shape(x), axis))
+
+
+@public(family="reduction")
+def var(x, axis=None, ddof=0, keepdims=False):
+    """Variance over ``axis``: ``sum((x - mean(x)) ** 2) / (n - ddof)``.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.var(anb.tensor([1.0, 2.0, 3.0, 4.0]))
+    tensor(1.25)
+    >>> anb.var(anb.tensor([1.0, 2.0, 3.0, 4.0]), ddof=1)
+    tensor(1.66666667)
+    """
+    deviation = call("subtract", x, mean(x, axis=axis, keepdims=True))
+    total = call("sum", call("square", deviation), axis=axis, keepdims=keepdims)
+    count = _group_size(np.shape(x), axis) - ddof
+    return _divide_by_count(total, count if count > 0 else 0)
+
+
+@public(family="reduction")
+def std(x, axis=None, ddof=0, keepdims=False):
+    """Standard deviation over ``axis``: ``sqrt(var(x, axis, ddof))``.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.std(anb.tensor([[1.0, 3.0], [2.0, 2.0]]), axis=1)
+    tensor([1., 0.])
+    """
+    return call("sqrt", var(x, axis=axis, ddof=ddof, keepdims=keepdims))

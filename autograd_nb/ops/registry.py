@@ -156,7 +156,8 @@ class Op:
         dimension over the same saved values. This default runs the rows one by one; ops
         override it to let the batch reach their kernels (one prange, one GEMM)."""
         for b in range(grad_outputs.shape[0]):
-            self.vjp(k, grad_outputs[b], saved, attrs, grad_inputs[b])
+            # ``[b, ...]``: a view even for 0-d rows (``[b]`` would give a scalar copy).
+            self.vjp(k, grad_outputs[b, ...], saved, attrs, grad_inputs[b, ...])
 
     def __repr__(self):
         return f"<op {self.name}>"

@@ -7,6 +7,7 @@ simple); transposes and broadcasts go through the one strided-copy kernel of ``_
 import numbers
 
 import numpy as np
+from numba import njit
 
 from . import _broadcast, _strided
 from .registry import Op, call, public
@@ -25,6 +26,18 @@ class ShapeOp(Op):
 
     def make_function(self):
         return None  # each op below publishes its NumPy signature
+
+
+def _scatter_batch(grad_outputs, out_shape, strides, input_shape, grad_inputs):
+    """A strided VJP for a batch of vectors in one kernel call: the batch is one more
+    dimension, whose stride in the (C-contiguous) gradients is an input's size."""
+    size = int(np.prod(input_shape, dtype=np.int64))
+    _strided.strided_scatter_add(
+        grad_outputs,
+        (grad_outputs.shape[0],) + tuple(out_shape),
+        [size] + list(strides),
+        grad_inputs,
+    )
 
 
 class Reshape(ShapeOp):
@@ -46,19 +59,22 @@ class Reshape(ShapeOp):
     def vjp(self, k, grad_output, saved, attrs, grad_input):
         _strided.accumulate(grad_output.reshape(-1), grad_input.reshape(-1))
 
+    vjp_batched = vjp  # the same flat copy, batch and all
+
     def rule(self, k, grad_output, inputs, output, attrs):
         return call("reshape", grad_output, shape=attrs["input_shape"])
 
 
 def _resolve_shape(size, shape):
-    unknown = [i for i, n in enumerate(shape) if n == -1]
-    known = int(np.prod([n for n in shape if n != -1], dtype=np.int64))
+    # NumPy reads any negative length as the one unknown dimension.
+    unknown = [i for i, n in enumerate(shape) if n < 0]
+    known = int(np.prod([n for n in shape if n >= 0], dtype=np.int64))
     if len(unknown) > 1:
         raise ValueError("can only specify one unknown dimension")
     if unknown:
         if known == 0 or size % known:
             raise ValueError(f"cannot reshape array of size {size} into shape {shape}")
-        shape = tuple(size // known if n == -1 else n for n in shape)
+        shape = tuple(size // known if n < 0 else n for n in shape)
     if int(np.prod(shape, dtype=np.int64)) != size:
         raise ValueError(f"cannot reshape array of size {size} into shape {shape}")
     return tuple(int(n) for n in shape)
@@ -74,9 +90,12 @@ class Transpose(ShapeOp):
         axes = attrs.get("axes")
         if axes is None:
             axes = tuple(range(ndim))[::-1]
-        axes = tuple(int(a) % ndim if ndim else int(a) for a in axes)
-        if sorted(axes) != list(range(ndim)):
-            raise ValueError(f"axes {attrs.get('axes')} don't match an array of {ndim} dims")
+        axes = tuple(axes)
+        if len(axes) != ndim:
+            raise ValueError(f"axes don't match array: {axes} for {ndim} dimension(s)")
+        axes = tuple(_broadcast.normalize_axis((a,), ndim)[0] for a in axes)
+        if len(set(axes)) != ndim:
+            raise ValueError("repeated axis in transpose")
         return {"axes": axes, "input_shape": tuple(shape)}
 
     def _layout(self, attrs):
@@ -93,6 +112,10 @@ class Transpose(ShapeOp):
         out_shape, strides = self._layout(attrs)
         _strided.strided_scatter_add(grad_output, out_shape, strides, grad_input)
 
+    def vjp_batched(self, k, grad_outputs, saved, attrs, grad_inputs):
+        out_shape, strides = self._layout(attrs)
+        _scatter_batch(grad_outputs, out_shape, strides, attrs["input_shape"], grad_inputs)
+
     def rule(self, k, grad_output, inputs, output, attrs):
         inverse = tuple(np.argsort(attrs["axes"]))
         return call("transpose", grad_output, axes=inverse)
@@ -106,7 +129,13 @@ class BroadcastTo(ShapeOp):
     def normalize(self, shape, attrs):
         target = attrs["shape"]
         target = (int(target),) if isinstance(target, numbers.Integral) else tuple(target)
-        if _broadcast.broadcast_shapes(shape, target) != target:
+        target = tuple(int(n) for n in target)
+        if any(n < 0 for n in target):
+            raise ValueError("all elements of broadcast shape must be non-negative")
+        fits = len(target) >= len(shape) and all(
+            n in (1, t) for n, t in zip(shape[::-1], target[::-1], strict=False)
+        )
+        if not fits:
             raise ValueError(f"cannot broadcast an array of shape {shape} to shape {target}")
         return {"shape": target, "input_shape": tuple(shape)}
 
@@ -117,6 +146,10 @@ class BroadcastTo(ShapeOp):
     def vjp(self, k, grad_output, saved, attrs, grad_input):
         strides = _broadcast.broadcast_strides(attrs["input_shape"], attrs["shape"])
         _strided.strided_scatter_add(grad_output, attrs["shape"], strides, grad_input)
+
+    def vjp_batched(self, k, grad_outputs, saved, attrs, grad_inputs):
+        strides = _broadcast.broadcast_strides(attrs["input_shape"], attrs["shape"])
+        _scatter_batch(grad_outputs, attrs["shape"], strides, attrs["input_shape"], grad_inputs)
 
     def rule(self, k, grad_output, inputs, output, attrs):
         return _broadcast.sum_to_shape(grad_output, attrs["input_shape"])
@@ -143,21 +176,182 @@ class AsType(ShapeOp):
         return True
 
     def vjp(self, k, grad_output, saved, attrs, grad_input):
-        _strided.accumulate(grad_output.reshape(-1).astype(grad_input.dtype), grad_input.reshape(-1))
+        grad = grad_output.reshape(-1).astype(grad_input.dtype)
+        _strided.accumulate(grad, grad_input.reshape(-1))
+
+    vjp_batched = vjp
 
     def rule(self, k, grad_output, inputs, output, attrs):
         return call("astype", grad_output, dtype=attrs["input_dtype"])
+
+
+# -- concatenate and stack: one variadic op family over a 2-D layout ---------------------------
+#
+# Joining along ``axis`` is a copy into column blocks of a ``(outer, total)`` view of the result,
+# where ``outer`` is the product of the dimensions before the axis: input ``k`` is a
+# ``(outer, width_k)`` block starting at column ``start_k``. Its VJP reads that block back.
+
+
+@njit(cache=True, nogil=True)
+def _copy_block(piece, out, start):
+    for o in range(piece.shape[0]):
+        for j in range(piece.shape[1]):
+            out[o, start + j] = piece[o, j]
+
+
+@njit(cache=True, nogil=True)
+def _add_block(grad_output, start, grad_piece):
+    for o in range(grad_piece.shape[0]):
+        for j in range(grad_piece.shape[1]):
+            grad_piece[o, j] += grad_output[o, start + j]
+
+
+class Join(Op):
+    """Base of ``concatenate`` and ``stack``: any number of inputs, copied into blocks."""
+
+    family = "shape"
+    n_inputs = None
+    method = False
+    verb = None
+
+    def prepare(self, values, attrs):
+        if not values:
+            raise ValueError(f"need at least one array to {self.verb}")
+        arrays = [np.asarray(v) for v in values]
+        dtype = np.result_type(*arrays)
+        arrays = [np.asarray(a, dtype=dtype, order="C") for a in arrays]
+        shapes = [a.shape for a in arrays]
+        shape, outer, widths, index = self.layout(shapes, attrs.get("axis", 0))
+        starts = np.concatenate([[0], np.cumsum(widths)]).astype(np.int64)
+        return arrays, {
+            "axis": attrs.get("axis", 0),
+            "shape": shape,
+            "outer": outer,
+            "widths": tuple(widths),
+            "starts": tuple(int(n) for n in starts),
+            "input_shapes": tuple(shapes),
+            "index": index,
+        }
+
+    def forward(self, arrays, attrs):
+        out = np.empty(attrs["shape"], dtype=arrays[0].dtype)
+        outer, total = attrs["outer"], attrs["starts"][-1]
+        if out.size:
+            blocks = out.reshape(outer, total)
+            starts = attrs["starts"][:-1]
+            for piece, width, start in zip(arrays, attrs["widths"], starts, strict=True):
+                if width:
+                    _copy_block(piece.reshape(outer, width), blocks, start)
+        return out
+
+    def vjp(self, k, grad_output, saved, attrs, grad_input):
+        self._add_back(k, grad_output, attrs["outer"], attrs, grad_input)
+
+    def vjp_batched(self, k, grad_outputs, saved, attrs, grad_inputs):
+        # The batch is one more leading dimension: ``outer`` rows per vector.
+        outer = grad_outputs.shape[0] * attrs["outer"]
+        self._add_back(k, grad_outputs, outer, attrs, grad_inputs)
+
+    def _add_back(self, k, grad_output, outer, attrs, grad_input):
+        if grad_input.size == 0:
+            return
+        if grad_output.dtype != grad_input.dtype:
+            grad_output = grad_output.astype(grad_input.dtype)
+        blocks = grad_output.reshape(outer, attrs["starts"][-1])
+        _add_block(blocks, attrs["starts"][k], grad_input.reshape(outer, attrs["widths"][k]))
+
+    def rule(self, k, grad_output, inputs, output, attrs):
+        piece = call("getitem", grad_output, index=attrs["index"][k])
+        if piece.shape != attrs["input_shapes"][k]:  # concatenate(axis=None)
+            piece = call("reshape", piece, shape=attrs["input_shapes"][k])
+        return piece
+
+    def make_function(self):
+        return None
+
+
+class Concatenate(Join):
+    """``concatenate(arrays, axis=0)``: join along an existing axis (flattened when None)."""
+
+    name = "concatenate"
+    verb = "concatenate"
+
+    def layout(self, shapes, axis):
+        if axis is None:
+            sizes = [int(np.prod(s, dtype=np.int64)) for s in shapes]
+            starts = np.cumsum([0] + sizes)
+            index = [slice(int(a), int(b)) for a, b in zip(starts[:-1], starts[1:], strict=True)]
+            return (int(starts[-1]),), 1, sizes, index
+        ndim = len(shapes[0])
+        if ndim == 0:
+            raise ValueError("zero-dimensional arrays cannot be concatenated")
+        for k, s in enumerate(shapes[1:], 1):
+            if len(s) != ndim:
+                raise ValueError(
+                    "all the input arrays must have same number of dimensions, but the array "
+                    f"at index 0 has {ndim} dimension(s) and the array at index {k} has "
+                    f"{len(s)} dimension(s)"
+                )
+        (axis,) = _broadcast.normalize_axis(axis, ndim)
+        first = shapes[0]
+        for k, s in enumerate(shapes[1:], 1):
+            for d in range(ndim):
+                if d != axis and s[d] != first[d]:
+                    raise ValueError(
+                        "all the input array dimensions except for the concatenation axis must "
+                        f"match exactly, but along dimension {d}, the array at index 0 has size "
+                        f"{first[d]} and the array at index {k} has size {s[d]}"
+                    )
+        outer = int(np.prod(first[:axis], dtype=np.int64))
+        inner = int(np.prod(first[axis + 1 :], dtype=np.int64))
+        lengths = [s[axis] for s in shapes]
+        ends = np.cumsum(lengths)
+        lead = (slice(None),) * axis
+        index = [lead + (slice(int(e - n), int(e)),) for e, n in zip(ends, lengths, strict=True)]
+        shape = first[:axis] + (int(ends[-1]),) + first[axis + 1 :]
+        return shape, outer, [n * inner for n in lengths], index
+
+
+class Stack(Join):
+    """``stack(arrays, axis=0)``: join arrays of one shape along a new axis."""
+
+    name = "stack"
+    verb = "stack"
+
+    def layout(self, shapes, axis):
+        first = shapes[0]
+        if any(s != first for s in shapes):
+            raise ValueError("all input arrays must have the same shape")
+        (axis,) = _broadcast.normalize_axis(axis, len(first) + 1)
+        outer = int(np.prod(first[:axis], dtype=np.int64))
+        width = int(np.prod(first[axis:], dtype=np.int64))
+        lead = (slice(None),) * axis
+        index = [lead + (k,) for k in range(len(shapes))]
+        shape = first[:axis] + (len(shapes),) + first[axis:]
+        return shape, outer, [width] * len(shapes), index
 
 
 Reshape()
 Transpose()
 BroadcastTo()
 AsType()
+Concatenate()
+Stack()
 
 
 @public(family="shape")
 def reshape(x, shape):
-    """Give ``x`` a new ``shape`` (an int or tuple; one dimension may be -1).
+    """Give ``x`` a new shape holding the same elements (C order).
+
+    Parameters
+    ----------
+    x : Tensor or array_like
+    shape : int or tuple of int
+        One dimension may be -1: it is inferred from the size.
+
+    Returns
+    -------
+    Tensor
 
     Examples
     --------
@@ -170,53 +364,223 @@ def reshape(x, shape):
 
 @public(family="shape")
 def transpose(x, axes=None):
-    """Permute the dimensions of ``x``; reverse them when ``axes`` is None."""
+    """Permute the dimensions of ``x``.
+
+    Parameters
+    ----------
+    x : Tensor or array_like
+    axes : tuple of int, optional
+        A permutation of the dimensions (negative axes count from the end); None reverses
+        them.
+
+    Returns
+    -------
+    Tensor
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.transpose(anb.ones((2, 3, 4)), (0, -1, 1)).shape
+    (2, 4, 3)
+    """
     return call("transpose", x, axes=axes)
 
 
 @public(family="shape")
 def broadcast_to(x, shape):
-    """Broadcast ``x`` to ``shape`` under NumPy's rules; the gradient sums back."""
+    """Broadcast ``x`` to ``shape`` under NumPy's rules; the gradient sums back.
+
+    Parameters
+    ----------
+    x : Tensor or array_like
+    shape : int or tuple of int
+
+    Returns
+    -------
+    Tensor
+        A new tensor (a copy, not a view as in NumPy).
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> x = anb.tensor([1.0, 2.0], requires_grad=True)
+    >>> y = anb.broadcast_to(x, (3, 2))
+    >>> anb.grad(y.sum(), x)
+    (tensor([3., 3.]),)
+    """
     return call("broadcast_to", x, shape=shape)
 
 
 @public(family="shape")
 def swapaxes(x, axis1, axis2):
-    """Swap two dimensions of ``x``."""
-    axes = list(range(x.ndim))
-    axis1, axis2 = _broadcast.normalize_axis((axis1,), x.ndim)[0], _broadcast.normalize_axis(
-        (axis2,), x.ndim
-    )[0]
-    axes[axis1], axes[axis2] = axes[axis2], axes[axis1]
+    """Interchange two dimensions of ``x``.
+
+    Parameters
+    ----------
+    x : Tensor or array_like
+    axis1, axis2 : int
+
+    Returns
+    -------
+    Tensor
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.swapaxes(anb.ones((2, 3, 4)), 0, -1).shape
+    (4, 3, 2)
+    """
+    ndim = np.ndim(x)
+    axes = list(range(ndim))
+    first = _one_axis(axis1, ndim, "axis1")
+    second = _one_axis(axis2, ndim, "axis2")
+    axes[first], axes[second] = axes[second], axes[first]
     return call("transpose", x, axes=tuple(axes))
+
+
+def _one_axis(axis, ndim, name):
+    axis = int(axis)
+    if not -ndim <= axis < ndim:
+        raise np.exceptions.AxisError(axis, ndim, msg_prefix=name)
+    return axis % ndim
 
 
 @public(family="shape")
 def expand_dims(x, axis):
-    """Insert dimensions of length one at ``axis`` (an int or a tuple), as NumPy."""
+    """Insert dimensions of length one.
+
+    Parameters
+    ----------
+    x : Tensor or array_like
+    axis : int or tuple of int
+        Positions of the new dimensions in the result (negative ones count from its end).
+
+    Returns
+    -------
+    Tensor
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.expand_dims(anb.ones((2, 3)), (0, -1)).shape
+    (1, 2, 3, 1)
+    """
+    shape = np.shape(x)
     axes = axis if isinstance(axis, (tuple, list)) else (axis,)
-    ndim = x.ndim + len(axes)
-    axes = _broadcast.normalize_axis(axes, ndim)
-    shape = iter(x.shape)
-    new_shape = tuple(1 if d in axes else next(shape) for d in range(ndim))
+    ndim = len(shape) + len(axes)
+    axes = [_broadcast.normalize_axis((a,), ndim)[0] for a in axes]
+    if len(set(axes)) != len(axes):
+        raise ValueError("repeated axis")
+    lengths = iter(shape)
+    new_shape = tuple(1 if d in axes else next(lengths) for d in range(ndim))
     return call("reshape", x, shape=new_shape)
 
 
 @public(family="shape")
 def squeeze(x, axis=None):
-    """Remove dimensions of length one (all of them, or those at ``axis``)."""
+    """Remove dimensions of length one.
+
+    Parameters
+    ----------
+    x : Tensor or array_like
+    axis : int or tuple of int, optional
+        The dimensions to remove (each must have length one); None removes all of length one.
+
+    Returns
+    -------
+    Tensor
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.squeeze(anb.ones((1, 2, 1)), axis=(0, -1)).shape
+    (2,)
+    """
+    shape = np.shape(x)
     if axis is None:
-        axes = tuple(d for d, n in enumerate(x.shape) if n == 1)
+        axes = tuple(d for d, n in enumerate(shape) if n == 1)
     else:
-        axes = _broadcast.normalize_axis(axis, x.ndim)
-        for d in axes:
-            if x.shape[d] != 1:
-                raise ValueError("cannot select an axis to squeeze out which has size not equal to one")
-    new_shape = tuple(n for d, n in enumerate(x.shape) if d not in axes)
+        axes = _broadcast.normalize_axis(axis, len(shape))
+        if any(shape[d] != 1 for d in axes):
+            raise ValueError("cannot select an axis to squeeze out which has size not equal to one")
+    new_shape = tuple(n for d, n in enumerate(shape) if d not in axes)
     return call("reshape", x, shape=new_shape)
 
 
 @public(family="shape")
 def ravel(x):
-    """The elements of ``x`` as a one-dimensional tensor (C order)."""
+    """The elements of ``x`` as a one-dimensional tensor (C order).
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.ravel(anb.ones((2, 3))).shape
+    (6,)
+    """
     return call("reshape", x, shape=(-1,))
+
+
+def _sequence(arrays):
+    # A single Tensor or array is a sequence of its sub-arrays along the first axis, as NumPy.
+    if hasattr(arrays, "shape"):
+        return [arrays[i] for i in range(len(arrays))]
+    return list(arrays)
+
+
+@public(method=False, family="shape")
+def concatenate(arrays, axis=0):
+    """Join a sequence of tensors along an existing axis.
+
+    Parameters
+    ----------
+    arrays : sequence of Tensor or array_like
+        They must have the same shape except along ``axis``.
+    axis : int or None, optional
+        The axis to join along (negative counts from the end); None flattens every input
+        first. Default 0.
+
+    Returns
+    -------
+    Tensor
+        The inputs' common dtype; each input's gradient is its slice of the result's.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> a = anb.tensor([[1.0, 2.0]], requires_grad=True)
+    >>> b = anb.tensor([[3.0, 4.0], [5.0, 6.0]])
+    >>> anb.concatenate([a, b])
+    tensor([[1., 2.],
+            [3., 4.],
+            [5., 6.]], grad_fn=<ConcatenateBackward>)
+    >>> anb.concatenate([a, b], axis=None).shape
+    (6,)
+    """
+    return call("concatenate", *_sequence(arrays), axis=axis)
+
+
+@public(method=False, family="shape")
+def stack(arrays, axis=0):
+    """Join a sequence of tensors of one shape along a new axis.
+
+    Parameters
+    ----------
+    arrays : sequence of Tensor or array_like
+        All of the same shape.
+    axis : int, optional
+        Position of the new axis in the result (negative counts from its end). Default 0.
+
+    Returns
+    -------
+    Tensor
+        One dimension more than the inputs.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> a = anb.tensor([1.0, 2.0], requires_grad=True)
+    >>> anb.stack([a, a * 10], axis=1)
+    tensor([[ 1., 10.],
+            [ 2., 20.]], grad_fn=<StackBackward>)
+    """
+    return call("stack", *_sequence(arrays), axis=axis)

@@ -9,12 +9,21 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import autograd_nb as anb
+from autograd_nb import config
 from autograd_nb.ops.registry import REGISTRY
 
 ELEMENTWISE_UNARY = sorted(
     n for n, op in REGISTRY.items()
     if op.family == "elementwise" and op.n_inputs == 1 and n != "clip"
 )
+
+
+@pytest.fixture(params=["prange", "rows"])
+def batched_path(request, monkeypatch):
+    """Run a test through the parallel batched kernels and through the row-by-row path."""
+    threshold = 0 if request.param == "prange" else 1 << 62
+    monkeypatch.setattr(config, "PARALLEL_MIN_ELEMENTS", threshold)
+    return request.param
 
 
 def stacked_single_vjps(y, inputs, v):
@@ -34,7 +43,7 @@ def check_batched(y, inputs, v):
 
 
 @pytest.mark.parametrize("name", ELEMENTWISE_UNARY)
-def test_every_elementwise_batched_vjp(name):
+def test_every_elementwise_batched_vjp(name, batched_path):
     op = REGISTRY[name]
     rng = np.random.default_rng(0)
     low, high = op.domain
@@ -54,10 +63,15 @@ def test_broadcasting_binary_chain(shapes, batch, seed):
     a = anb.tensor(rng.uniform(0.5, 2, size=shapes.input_shapes[0]), requires_grad=True)
     b = anb.tensor(rng.uniform(0.5, 2, size=shapes.input_shapes[1]), requires_grad=True)
     y = anb.tanh(a * b + a / b) ** 2
-    check_batched(y, [a, b], rng.standard_normal((batch,) + y.shape))
+    previous = config.PARALLEL_MIN_ELEMENTS
+    config.PARALLEL_MIN_ELEMENTS = 0 if seed % 2 else 1 << 62  # both paths
+    try:
+        check_batched(y, [a, b], rng.standard_normal((batch,) + y.shape))
+    finally:
+        config.PARALLEL_MIN_ELEMENTS = previous
 
 
-def test_mlp_jacobian_through_matmul_and_reductions():
+def test_mlp_jacobian_through_matmul_and_reductions(batched_path):
     rng = np.random.default_rng(1)
     w1 = anb.tensor(rng.standard_normal((6, 5)), requires_grad=True)
     x = anb.tensor(rng.standard_normal(5), requires_grad=True)
@@ -105,7 +119,8 @@ def test_create_graph_gives_a_differentiable_batch():
     np.testing.assert_allclose(gg.numpy(), 6 * x.numpy())
 
 
-def test_one_and_two_threads_give_identical_results():
+def test_one_and_two_threads_give_identical_results(monkeypatch):
+    monkeypatch.setattr(config, "PARALLEL_MIN_ELEMENTS", 0)
     rng = np.random.default_rng(3)
     x = anb.tensor(rng.standard_normal((16, 8)), requires_grad=True)
     y = anb.tanh(x * 1.5) + anb.sigmoid(x)
