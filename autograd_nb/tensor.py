@@ -491,36 +491,6 @@ class Tensor:
 
     # -- operators ---------------------------------------------------------------------------
 
-    def __add__(self, other):
-        return registry.call("add", self, other)
-
-    def __radd__(self, other):
-        return registry.call("add", other, self)
-
-    def __sub__(self, other):
-        return registry.call("subtract", self, other)
-
-    def __rsub__(self, other):
-        return registry.call("subtract", other, self)
-
-    def __mul__(self, other):
-        return registry.call("multiply", self, other)
-
-    def __rmul__(self, other):
-        return registry.call("multiply", other, self)
-
-    def __truediv__(self, other):
-        return registry.call("divide", self, other)
-
-    def __rtruediv__(self, other):
-        return registry.call("divide", other, self)
-
-    def __pow__(self, other):
-        return registry.call("power", self, other)
-
-    def __rpow__(self, other):
-        return registry.call("power", other, self)
-
     def __matmul__(self, other):
         return FUNCTIONS["matmul"](self, other)
 
@@ -536,20 +506,6 @@ class Tensor:
     def __abs__(self):
         return registry.call("abs", self)
 
-    def __iadd__(self, other):
-        return _inplace(self, "add", other)
-
-    def __isub__(self, other):
-        return _inplace(self, "subtract", other)
-
-    def __imul__(self, other):
-        return _inplace(self, "multiply", other)
-
-    def __itruediv__(self, other):
-        return _inplace(self, "divide", other)
-
-    def __ipow__(self, other):
-        return _inplace(self, "power", other)
 
     # Comparisons and logic give bool tensors, outside the graph.
     def __lt__(self, other):
@@ -587,6 +543,34 @@ class Tensor:
 
     def __invert__(self):
         return _no_grad_result(np.invert, self)
+
+
+# The arithmetic operators: forward, reflected and in-place forms of each op.
+ARITHMETIC_OPERATORS = {
+    "add": "add",
+    "sub": "subtract",
+    "mul": "multiply",
+    "truediv": "divide",
+    "pow": "power",
+}
+
+
+def _install_arithmetic_operators():
+    for dunder, op_name in ARITHMETIC_OPERATORS.items():
+
+        def forward(self, other, _op=op_name):
+            return registry.call(_op, self, other)
+
+        def reflected(self, other, _op=op_name):
+            return registry.call(_op, other, self)
+
+        def in_place(self, other, _op=op_name):
+            return _inplace(self, _op, other)
+
+        for prefix, method in (("", forward), ("r", reflected), ("i", in_place)):
+            name = f"__{prefix}{dunder}__"
+            method.__name__ = method.__qualname__ = name
+            setattr(Tensor, name, method)
 
 
 def _data_of(value):
@@ -1071,3 +1055,4 @@ def _install_methods():
 
 ops.load_all()
 _install_methods()
+_install_arithmetic_operators()

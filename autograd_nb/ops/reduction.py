@@ -6,12 +6,12 @@ them together with the strided-copy kernel in its forward, and scatters the grad
 same way in its VJP, so every axis/keepdims combination is one op on the tape.
 """
 
-import math
 
 import numpy as np
 from numba import njit
 
 from . import _broadcast, _strided
+from ._fastmath import exp, log  # vectorisable, unlike libm's
 from .registry import Op, call, public
 
 
@@ -499,23 +499,30 @@ def min(x, axis=None, keepdims=False):  # noqa: A001 - NumPy's name
 # -- logsumexp ---------------------------------------------------------------------------------
 
 
+@njit(cache=True, nogil=True)
+def _lane_max(x, o, k):
+    """Maximum of ``x[o, :, k]``, NaN if any is NaN, -inf if empty (stabilises exp sums)."""
+    top = -np.inf
+    for j in range(x.shape[1]):
+        v = x[o, j, k]
+        if v > top or v != v:
+            top = v
+    return top
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
 def _logsumexp_forward(x, out):
     outer, n, inner = x.shape
     for o in range(outer):
         for k in range(inner):
-            top = -np.inf
-            for j in range(n):
-                v = x[o, j, k]
-                if v > top or v != v:
-                    top = v
+            top = _lane_max(x, o, k)
             if not (-np.inf < top < np.inf):  # empty or all -inf, an inf, or a NaN
                 out[o, k] = top
                 continue
             total = 0.0
             for j in range(n):
-                total += math.exp(x[o, j, k] - top)
-            out[o, k] = top + math.log(total)
+                total += exp(x[o, j, k] - top)
+            out[o, k] = top + log(total)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -524,7 +531,7 @@ def _logsumexp_vjp(g, x, y, gx):
     for o in range(outer):
         for j in range(n):
             for k in range(inner):
-                gx[o, j, k] += g[o, k] * math.exp(x[o, j, k] - y[o, k])
+                gx[o, j, k] += g[o, k] * exp(x[o, j, k] - y[o, k])
 
 
 class LogSumExp(AxisOp):
@@ -566,14 +573,10 @@ def _softmax_forward(x, out):
     outer, n, inner = x.shape
     for o in range(outer):
         for k in range(inner):
-            top = -np.inf
-            for j in range(n):
-                v = x[o, j, k]
-                if v > top or v != v:
-                    top = v
+            top = _lane_max(x, o, k)
             total = 0.0
             for j in range(n):
-                e = math.exp(x[o, j, k] - top)
+                e = exp(x[o, j, k] - top)
                 out[o, j, k] = e
                 total += e
             scale = 1.0 / total
@@ -599,15 +602,11 @@ def _log_softmax_forward(x, out):
     outer, n, inner = x.shape
     for o in range(outer):
         for k in range(inner):
-            top = -np.inf
-            for j in range(n):
-                v = x[o, j, k]
-                if v > top or v != v:
-                    top = v
+            top = _lane_max(x, o, k)
             total = 0.0
             for j in range(n):
-                total += math.exp(x[o, j, k] - top)
-            shift = top + math.log(total)
+                total += exp(x[o, j, k] - top)
+            shift = top + log(total)
             for j in range(n):
                 out[o, j, k] = x[o, j, k] - shift
 
@@ -622,7 +621,7 @@ def _log_softmax_vjp(g, x, y, gx):
             for j in range(n):
                 total += g[o, j, k]
             for j in range(n):
-                gx[o, j, k] += g[o, j, k] - math.exp(y[o, j, k]) * total
+                gx[o, j, k] += g[o, j, k] - exp(y[o, j, k]) * total
 
 
 class Softmax(AxisOp):
