@@ -1,0 +1,57 @@
+# autograd_nb: `make demo` and `make test` work on a fresh machine (they create .venv).
+# GNU make; recipes are indented with tabs.
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP_INSTALL := $(PY) -m pip install --quiet --disable-pip-version-check
+# `make bench ASV_ARGS=` for a full (slower, statistically meaningful) asv run.
+ASV_ARGS ?= --quick
+
+.PHONY: help demo test bench bench-report docs lint
+
+help:
+	@echo "make demo          create $(VENV), install the package, run the grad_outputs tour"
+	@echo "make test          install the test extra into $(VENV) and run the whole suite"
+	@echo "make bench         install the bench extra and run the asv suite in $(VENV)"
+	@echo "make bench-report  turn the asv results into HTML (asv_bench/html)"
+	@echo "make docs          build the Sphinx site (warnings are errors) into docs/_build/html"
+	@echo "make lint          ruff check"
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+demo: $(PY)
+	$(PIP_INSTALL) -e .
+	$(PY) -m autograd_nb
+
+test: $(PY)
+	$(PIP_INSTALL) -e ".[test]"
+	$(PY) -m pytest
+
+# The peers (torch, jax, HIPS autograd) are only compared against; when one cannot be
+# installed here, its benchmarks skip (NotImplementedError in setup) and the run still completes.
+bench: $(PY)
+	$(PIP_INSTALL) -e ".[bench]" || { \
+		echo "warning: the full bench extra did not install; trying each peer alone" >&2; \
+		$(PIP_INSTALL) -e . "asv>=0.6"; \
+		for peer in torch==2.13.0 "jax jaxlib" autograd; do \
+			$(PIP_INSTALL) $$peer || echo "warning: $$peer not installed; its rows skip" >&2; \
+		done; \
+	}
+	cd asv_bench && ../$(PY) -m asv machine --yes >/dev/null
+	cd asv_bench && ../$(PY) -m asv run --python=same $(ASV_ARGS) --show-stderr \
+		--set-commit-hash=$$(git rev-parse HEAD)
+
+bench-report: $(PY)
+	cd asv_bench && ../$(PY) -m asv publish
+	@echo "open asv_bench/html/index.html (or: cd asv_bench && ../$(PY) -m asv preview)"
+
+docs: $(PY)
+	$(PIP_INSTALL) -e ".[docs]"
+	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
+	@echo "open docs/_build/html/index.html"
+
+lint: $(PY)
+	$(PIP_INSTALL) -e ".[lint]"
+	$(PY) -m ruff check .
