@@ -10,6 +10,7 @@ taken when the op ran; it is a valid topological order because an op runs after 
 import itertools
 import threading
 
+
 class _State(threading.local):
     # A class default: reading it never takes the slow failing-lookup path of getattr.
     enabled = True

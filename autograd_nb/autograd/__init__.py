@@ -13,6 +13,7 @@ __all__ = [
     "GradcheckError",
     "backward",
     "enable_grad",
+    "functional",
     "grad",
     "gradcheck",
     "gradgradcheck",

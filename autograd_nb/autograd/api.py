@@ -210,7 +210,7 @@ def _grad(seeds, inputs, targets, retain_graph, create_graph, allow_unused, mate
     dimension and so do the results."""
     root_edges = [_edge_of(output) for output, _ in seeds]
     plan = engine.make_plan(root_edges, targets, all_leaves=False)
-    for i, edge in enumerate(targets):
+    for edge in targets:
         if id(edge) not in plan.reachable and not allow_unused:
             raise RuntimeError(
                 "One of the differentiated Tensors appears to not have been used in the graph. "

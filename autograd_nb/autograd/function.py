@@ -207,8 +207,8 @@ class _SelectOp(Op):
     family = "function"
     method = False
 
-    def __init__(self):  # an adapter: no registry entry, no public function
-        pass
+    def __init__(self):
+        """An adapter: unlike Op.__init__, it adds no registry entry and no public function."""
 
     def vjp(self, k, grad_output, saved, attrs, grad_input):
         grad_input[attrs["start"] : attrs["stop"]] += grad_output.reshape(-1)

@@ -69,7 +69,7 @@ class ElementwiseOp(Op):
             for k, formula in self.vjp_formulas.items()
         }
         used = set()
-        for positions, _, reads_y in self._vjp_args.values():
+        for positions, _, _ in self._vjp_args.values():
             used.update(positions)
         self.saves = tuple(sorted(used))
         self.saves_output = any(reads_y for _, _, reads_y in self._vjp_args.values())
