@@ -8,8 +8,8 @@ and myst-parser (the ``docs`` extra) are installed.
 
 import doctest
 import importlib
-import inspect
 import importlib.util
+import inspect
 import re
 import subprocess
 import sys
