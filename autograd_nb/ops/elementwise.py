@@ -112,21 +112,17 @@ class ElementwiseOp(Op):
         return dtype
 
     def prepare(self, values, attrs):
-        first = values[-1]
-        if (
-            not self.params
-            and type(first) is np.ndarray
-            and first.dtype.kind == "f"
-            and all(type(v) is np.ndarray and v.dtype == first.dtype for v in values)
-        ):
-            dtype = first.dtype  # the common case: float arrays of one dtype
-        else:
+        arrays = self._prepare_common(values) if not self.params else None
+        if arrays is None:
             extra = [attrs[p] for p in self.params if attrs[p] is not None]
             dtype = self.result_dtype(values + extra)
-        arrays = [np.asarray(v, dtype=dtype, order="C") for v in values]
+            arrays = [np.asarray(v, dtype=dtype, order="C") for v in values]
         shapes = tuple(a.shape for a in arrays)
-        shape = shapes[0] if all(s == shapes[0] for s in shapes) else (
-            _broadcast.broadcast_shapes_cached(shapes))
+        shape = shapes[0]
+        for other in shapes:
+            if other != shape:
+                shape = _broadcast.broadcast_shapes_cached(shapes)
+                break
         if self.params:
             params = np.array(
                 [_param_value(attrs[p], i) for i, p in enumerate(self.params)], dtype=np.float64
@@ -135,10 +131,29 @@ class ElementwiseOp(Op):
             params = _NO_PARAMS
         return arrays, {"shape": shape, "shapes": shapes, "params": params}
 
+    @staticmethod
+    def _prepare_common(values):
+        """The hot case in one pass: C-contiguous float arrays of one dtype, and Python floats
+        (weak, as in NumPy: they take the arrays' dtype). None for anything else."""
+        dtype = None
+        for v in values:
+            if type(v) is np.ndarray:
+                if v.dtype.kind != "f" or not v.flags.c_contiguous:
+                    return None
+                if dtype is None:
+                    dtype = v.dtype
+                elif v.dtype != dtype:
+                    return None
+            elif type(v) is not float:
+                return None
+        if dtype is None:
+            return None
+        return [v if type(v) is np.ndarray else np.array(v, dtype=dtype) for v in values]
+
     def forward(self, arrays, attrs):
         shape = attrs["shape"]
         out = np.empty(shape, dtype=arrays[-1].dtype)
-        if all(a.shape == shape for a in arrays):
+        if attrs["shapes"].count(shape) == len(arrays):
             flat = [a.reshape(-1) for a in arrays]
             self.kernels.forward(*flat, out.reshape(-1), attrs["params"])
         else:
