@@ -8,6 +8,25 @@ central finite differences of ``sum(v * f(x))``.
 import numpy as np
 
 import autograd_nb as anb
+from autograd_nb import tape
+
+#: Registered ops seen in graphs whose gradients passed a check, by order ("first",
+#: "second"); tests/conftest.py reports it at the end of the run.
+COVERED = {"first": set(), "second": set()}
+
+
+def ops_in_graph(*tensors):
+    """Names of the recorded ops reachable from ``tensors``."""
+    names, seen = set(), set()
+    stack = [t.grad_fn for t in tensors if t is not None and t.grad_fn is not None]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        names.add(node.op.name)
+        stack.extend(e for e in node.edges if isinstance(e, tape.Node))
+    return names
 
 
 def numerical_vjp(function, arrays, v, eps=1e-6):
@@ -40,6 +59,7 @@ def check_gradients(function, arrays, rtol=1e-5, atol=1e-6, seed=0, second_order
     y = function(*tensors)
     v = rng.standard_normal(y.shape)
 
+    recorded = ops_in_graph(y)
     kernel = anb.grad(y, tensors, grad_outputs=anb.tensor(v), retain_graph=True)
     rules = anb.grad(y, tensors, grad_outputs=anb.tensor(v), create_graph=True)
 
@@ -54,8 +74,10 @@ def check_gradients(function, arrays, rtol=1e-5, atol=1e-6, seed=0, second_order
         np.testing.assert_allclose(k.numpy(), n, rtol=rtol, atol=atol, err_msg=f"kernel vjp {i}")
         np.testing.assert_allclose(r.numpy(), k.numpy(), rtol=1e-9, atol=1e-12,
                                    err_msg=f"rule vjp {i}")
+    COVERED["first"].update(recorded)
     if second_order:
         check_second_order(function, arrays, v, rtol=rtol * 10, atol=atol * 10)
+        COVERED["second"].update(recorded)
     return kernel
 
 
