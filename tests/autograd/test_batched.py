@@ -147,3 +147,17 @@ def test_batched_errors_name_shapes_and_sizes():
                  is_grads_batched=True)
     with pytest.raises(RuntimeError, match="is_grads_batched"):
         anb.grad(y1.sum(), x, is_grads_batched=True)
+
+
+REDUCTIONS = sorted(n for n, op in REGISTRY.items() if op.family == "reduction")
+
+
+@pytest.mark.parametrize("name", REDUCTIONS)
+@pytest.mark.parametrize("axis", [None, 1, (0, 2)])
+def test_every_reduction_batched_vjp(name, axis, batched_path):
+    if REGISTRY[name].single_axis and not isinstance(axis, int):
+        axis = -1
+    rng = np.random.default_rng(4)
+    x = anb.tensor(rng.uniform(0.5, 1.5, size=(2, 3, 4)), requires_grad=True)
+    y = getattr(anb, name)(x, axis=axis)
+    check_batched(y, [x], rng.standard_normal((5,) + y.shape))
