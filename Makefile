@@ -12,7 +12,7 @@ ASV_ARGS ?= --quick
 
 help:
 	@echo "make demo          create $(VENV), install the package, run the grad_outputs tour"
-	@echo "make test          install the test extra into $(VENV) and run the whole suite"
+	@echo "make test          install the test and docs extras into $(VENV) and run the whole suite"
 	@echo "make bench         install the bench extra and run the asv suite in $(VENV)"
 	@echo "make bench-report  turn the asv results into HTML (asv_bench/html)"
 	@echo "make docs          build the Sphinx site (warnings are errors) into docs/_build/html"
@@ -26,7 +26,7 @@ demo: $(PY)
 	$(PY) -m autograd_nb
 
 test: $(PY)
-	$(PIP_INSTALL) -e ".[test]"
+	$(PIP_INSTALL) -e ".[test,docs]"
 	$(PY) -m pytest
 
 # The peers (torch, jax, HIPS autograd) are only compared against; when one cannot be

@@ -1,24 +1,31 @@
-"""Time every workload once per installed engine, in this one process, and print a table.
+"""Time every workload once per engine, in one process, check the gradients, print a table.
 
-    python asv_bench/compare.py [--repeat 7] [--threads N] [--workload NAME] [--engine NAME]
+    python asv_bench/compare.py [--workloads a,b] [--engines autograd_nb,torch]
+                                [--threads N | --threads 1,2] [--quick] [--repeat 7]
 
-Each engine's step is warmed up first (compilation is not timed; see compile_latency.py),
-then timed with ``timeit``: ``repeat`` rounds of as many calls as fill ~0.2 s, and the median
-time per call is reported. The ratio is the engine's median over autograd_nb's (above 1:
-autograd_nb is faster). The gradients of every engine are checked against autograd_nb's.
-The README's performance table is this script's output, with the date and machine it prints.
+For each workload (``benchmarks/workloads.py``) at the sizes the issues name, and each engine
+variant that can express it: build the step and call it once (the "first call" column: numba
+compiling or loading its cached kernels, XLA compiling), check its gradients against
+autograd_nb's (and autograd_nb's against the closed form, where the workload has one), then
+time it with ``timeit``: ``repeat`` rounds of as many calls as fill ~0.2 s, and report the
+median time per call. The ratio is the engine's median over autograd_nb's (above 1:
+autograd_nb is faster). ``--quick`` takes 3 rounds of ~0.05 s. A gradient that disagrees is
+marked in the table and makes the exit status 1. The README's performance table is this
+script's output, with the date, machine and command it prints.
 
-``--threads N`` caps every library's thread pool (OpenBLAS, OpenMP/MKL, torch, XLA) at N
-before any of them is imported; by default each library picks its own. On small machines
-(2 cores) multithreaded OpenBLAS can stall for whole scheduler ticks on a 256x256 matmul,
-so compare with ``--threads 1`` as well before drawing conclusions.
+``--threads N`` caps every library's thread pool (OpenMP, OpenBLAS, MKL, numba, torch, XLA) at
+N before any of them is imported; by default each library picks its own. ``--threads 1,2``
+runs the whole comparison once per count, each in a fresh process (the caps must be set
+before the imports), and adds a table of the speed-up from the first count to the others.
 """
 
 import argparse
 import datetime
+import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import timeit
 
@@ -31,23 +38,36 @@ THREAD_VARIABLES = (
     "NUMBA_NUM_THREADS",
 )
 
+#: The largest gradient difference from autograd_nb's accepted, relative to its largest entry.
+TOLERANCE = {"float64": 1e-8, "float32": 1e-4}
+
 
 def limit_threads(threads):
     """Cap the thread pools; effective only before numpy, torch and jax are imported."""
     for variable in THREAD_VARIABLES:
         os.environ[variable] = str(threads)
     if threads == 1:
-        os.environ["XLA_FLAGS"] = (
-            os.environ.get("XLA_FLAGS", "")
-            + " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
-        ).strip()
+        # XLA has no flag for N > 1 threads; its pool then spans all cores.
+        flags = os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false"
+        os.environ["XLA_FLAGS"] = flags.strip()
 
 
 def thread_line():
     settings = [f"{v}={os.environ[v]}" for v in THREAD_VARIABLES if v in os.environ]
     if "torch" in sys.modules:
         settings.append(f"torch.get_num_threads()={sys.modules['torch'].get_num_threads()}")
+    if "numba" in sys.modules:
+        settings.append(f"numba threading layer {_numba_layer()}")
     return "Threads: " + (", ".join(settings) if settings else "each library's default")
+
+
+def _numba_layer():
+    import numba
+
+    try:
+        return numba.threading_layer()
+    except ValueError:  # no parallel kernel has run yet
+        return "(not started)"
 
 
 def cpu_model():
@@ -61,7 +81,7 @@ def cpu_model():
     return platform.processor() or platform.machine()
 
 
-def machine_lines():
+def machine_lines(started=None):
     import numba
     import numpy as np
     from benchmarks.workloads import ENGINES, engine_version
@@ -74,20 +94,28 @@ def machine_lines():
         if (version := engine_version(engine)) is not None
     ]
     return [
-        f"Date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
+        f"Date: {started or datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
         f"Machine: {cpu_model()}, {cores} cores available, {platform.system()} "
         f"{platform.release()}, Python {platform.python_version()}",
         "Versions: " + ", ".join(versions),
-        thread_line(),
     ]
 
 
-def time_step(step, repeat):
-    for _ in range(3):
-        step()
+def load_line():
+    try:
+        return "Load average at start (1, 5, 15 min): " + ", ".join(
+            f"{load:.2f}" for load in os.getloadavg()
+        )
+    except OSError:
+        return "Load average: unknown"
+
+
+def time_step(step, repeat, seconds):
+    """Median seconds per call over ``repeat`` rounds of ~``seconds`` each."""
+    step()
     timer = timeit.Timer(step)
     number, total = timer.autorange()
-    number = max(1, int(number * 0.2 / total)) if total > 0 else number
+    number = max(1, round(number * seconds / total)) if total > 0 else number
     return statistics.median(t / number for t in timer.repeat(repeat=repeat, number=number))
 
 
@@ -99,71 +127,260 @@ def format_seconds(seconds):
     return f"{seconds * 1e6:.3g} µs"
 
 
-def compare(workloads, engines, repeat):
-    import numpy as np
-    from benchmarks.workloads import make_step
+def case_label(workload, params):
+    return " ".join([workload] + [f"{name}={value}" for name, value in params.items()])
 
+
+def relative_difference(grads, reference):
+    """max |a - b| over all the gradient arrays, over the largest |b|."""
+    import numpy as np
+
+    pairs = list(zip(grads, reference, strict=True))
+    difference = max(
+        float(np.max(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64))))
+        for a, b in pairs
+    )
+    scale = max(float(np.max(np.abs(np.asarray(b, np.float64)))) for b in reference)
+    if not all(np.asarray(a).shape == np.asarray(b).shape for a, b in pairs):
+        return float("inf")
+    return difference / scale if scale > 0 else difference
+
+
+def run_case(workload, params, variants, repeat, seconds):
+    """One row per engine variant: dicts with the timings and the gradient check."""
+    import numpy as np
+    from benchmarks.workloads import WORKLOADS, make_step
+
+    spec = WORKLOADS[workload]
+    label = case_label(workload, params)
+    tolerance = TOLERANCE[params.get("dtype", spec.dtype)]
     rows = []
-    for workload in workloads:
-        reference = None
-        baseline = None
-        for engine in engines:
-            try:
-                step = make_step(workload, engine)
-            except NotImplementedError as error:
-                print(f"skip {workload} / {engine}: {error}", file=sys.stderr)
-                continue
-            grads = step()
-            if reference is None:
-                reference = grads
+    grads_of = {}
+    for variant in variants:
+        row = {"case": label, "workload": workload, "engine": variant}
+        rows.append(row)
+        start = timeit.default_timer()
+        try:
+            step = make_step(workload, variant, **params)
+            grads_of[variant] = [np.array(g) for g in step()]
+        except NotImplementedError as error:
+            row["skipped"] = str(error)
+            print(f"  {label} / {variant}: skipped ({error})", file=sys.stderr, flush=True)
+            continue
+        row["first_call"] = timeit.default_timer() - start
+        row["median"] = time_step(step, repeat, seconds)
+        print(
+            f"  {label} / {variant}: {format_seconds(row['median'])}"
+            f" (first call {format_seconds(row['first_call'])})",
+            file=sys.stderr,
+            flush=True,
+        )
+    # autograd_nb's gradient against the closed form, or else torch's; every other engine's
+    # against autograd_nb's.
+    for row in rows:
+        if row["engine"] not in grads_of:
+            continue
+        if row["engine"] == "autograd_nb":
+            if spec.closed_form is not None:
+                against, reference = "closed form", spec.closed_form(**params)
             else:
-                pairs = zip(grads, reference, strict=True)
-                difference = max(float(np.max(np.abs(a - b))) for a, b in pairs)
-                scale = max(float(np.max(np.abs(b))) for b in reference)
-                if difference > 1e-8 * max(scale, 1.0):
-                    raise AssertionError(
-                        f"{workload}: {engine}'s gradient differs from {engines[0]}'s by "
-                        f"{difference:.3g}"
-                    )
-            median = time_step(step, repeat)
-            if engine == "autograd_nb":
-                baseline = median
-            ratio = f"{median / baseline:.3g}" if baseline else "n/a"
-            rows.append((workload, engine, format_seconds(median), ratio))
-            print(f"  {workload} / {engine}: {format_seconds(median)}", file=sys.stderr, flush=True)
+                against, reference = "torch", grads_of.get("torch")
+        else:
+            against, reference = "autograd_nb", grads_of.get("autograd_nb")
+        if reference is None:
+            row["check_against"] = f"unchecked: no {against} gradient"
+            continue
+        row["check"] = relative_difference(grads_of[row["engine"]], reference)
+        row["check_against"] = against
+        row["check_ok"] = row["check"] <= tolerance
+    baseline = next(
+        (r["median"] for r in rows if r["engine"] == "autograd_nb" and "median" in r), None
+    )
+    for row in rows:
+        if baseline and "median" in row:
+            row["ratio"] = row["median"] / baseline
     return rows
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=7)
-    parser.add_argument("--threads", type=int, help="cap every library's thread pool")
-    parser.add_argument("--workload", action="append", help="repeatable; default: all")
-    parser.add_argument("--engine", action="append", help="repeatable; default: all")
-    args = parser.parse_args(argv)
-    if args.threads is not None:
-        limit_threads(args.threads)
-    from benchmarks.workloads import DESCRIPTIONS, ENGINES, WORKLOADS
+def compare(workloads, engines, repeat, seconds):
+    from benchmarks.workloads import WORKLOADS, engine_of
 
-    for name, known in (("workload", WORKLOADS), ("engine", ENGINES)):
-        unknown = set(getattr(args, name) or ()) - set(known)
-        if unknown:
-            parser.error(f"unknown {name} {sorted(unknown)}; choose from {sorted(known)}")
-    workloads = args.workload or list(WORKLOADS)
-    # autograd_nb first: it is the reference for both the gradients and the ratios.
-    engines = ["autograd_nb"] + [e for e in (args.engine or ENGINES) if e != "autograd_nb"]
-    rows = compare(workloads, engines, args.repeat)
-    sys.stderr.flush()
-    print("\n".join(machine_lines()))
-    print()
-    print("| workload | engine | median per forward+backward | time / autograd_nb's |")
-    print("| --- | --- | ---: | ---: |")
+    rows = []
+    for workload in workloads:
+        spec = WORKLOADS[workload]
+        variants = [v for v in spec.variants if v in engines or engine_of(v) in engines]
+        for params in spec.compare:
+            rows += run_case(workload, params, variants, repeat, seconds)
+    return rows
+
+
+def format_row(row, with_threads=False):
+    cells = [f"`{row['case']}`", row["engine"]]
+    if with_threads:
+        cells.append(str(row["threads"]))
+    if "skipped" in row:
+        return "| " + " | ".join(cells + [f"not run: {row['skipped']}", "", "", ""]) + " |"
+    ratio = f"{row['ratio']:.3g}" if "ratio" in row else "n/a"
+    if "check" in row:
+        check = f"{row['check']:.1e} vs {row['check_against']}"
+        check = check if row["check_ok"] else f"**MISMATCH** {check}"
+    else:
+        check = row.get("check_against", "")
+    cells += [format_seconds(row["median"]), ratio, format_seconds(row["first_call"]), check]
+    return "| " + " | ".join(cells) + " |"
+
+
+def print_table(rows, with_threads=False):
+    threads = " threads |" if with_threads else ""
+    print(
+        f"| workload | engine |{threads} median | time / autograd_nb's | first call "
+        "| max gradient difference |"
+    )
+    print("| --- | --- |" + (" ---: |" if with_threads else "") + " ---: | ---: | ---: | --- |")
     for row in rows:
-        print("| " + " | ".join(row) + " |")
+        print(format_row(row, with_threads))
+
+
+def print_scaling(rows, counts):
+    """Speed-up of each engine from the first thread count to the others."""
+    print()
+    print(f"Thread scaling (speed-up: median at --threads {counts[0]} over median at N):")
+    print()
+    print(
+        "| workload | engine | "
+        + " | ".join(f"--threads {n}" for n in counts)
+        + " | "
+        + " | ".join(f"speed-up at {n}" for n in counts[1:])
+        + " |"
+    )
+    print("| --- | --- |" + " ---: |" * (2 * len(counts) - 1))
+    medians = {}
+    for row in rows:
+        if "median" in row:
+            medians[(row["case"], row["engine"], row["threads"])] = row["median"]
+    seen = []
+    for row in rows:
+        key = (row["case"], row["engine"])
+        if key in seen:
+            continue
+        seen.append(key)
+        times = [medians.get((*key, n)) for n in counts]
+        cells = [format_seconds(t) if t else "n/a" for t in times]
+        cells += [f"{times[0] / t:.2f}x" if times[0] and t else "n/a" for t in times[1:]]
+        print(f"| `{key[0]}` | {key[1]} | " + " | ".join(cells) + " |")
+
+
+def _csv(text):
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workloads", type=_csv, help="comma-separated; default: all")
+    parser.add_argument(
+        "--engines",
+        type=_csv,
+        help="comma-separated engines or variants (torch:jacrev); default: all",
+    )
+    parser.add_argument(
+        "--threads",
+        type=lambda text: [int(n) for n in _csv(text)],
+        help="cap every library's thread pool at N; a list (1,2) runs once per count",
+    )
+    parser.add_argument("--quick", action="store_true", help="3 rounds of ~0.05 s per row")
+    parser.add_argument("--repeat", type=int, help="timing rounds (default 7; 3 with --quick)")
+    parser.add_argument("--json", help=argparse.SUPPRESS)  # rows for a parent process
+    return parser, parser.parse_args(argv)
+
+
+def command_line(argv):
+    arguments = sys.argv[1:] if argv is None else argv
+    return "python asv_bench/compare.py " + " ".join(
+        a for a in arguments if not a.startswith("--json")
+    )
+
+
+def main(argv=None):
+    parser, args = parse_args(argv)
+    counts = args.threads or []
+    if len(counts) > 1:
+        return run_per_thread_count(args, counts, command_line(argv))
+    if counts:
+        limit_threads(counts[0])
+    from benchmarks.workloads import ENGINES, WORKLOADS
+
+    variants = {v for spec in WORKLOADS.values() for v in spec.variants}
+    unknown_workloads = set(args.workloads or ()) - set(WORKLOADS)
+    unknown_engines = set(args.engines or ()) - set(ENGINES) - variants
+    if unknown_workloads or unknown_engines:
+        parser.error(
+            f"unknown {sorted(unknown_workloads | unknown_engines)}; workloads: "
+            f"{sorted(WORKLOADS)}; engines: {sorted(set(ENGINES) | variants)}"
+        )
+    workloads = args.workloads or list(WORKLOADS)
+    # autograd_nb always runs: it is the reference for both the gradients and the ratios.
+    engines = {"autograd_nb"} | set(args.engines or ENGINES)
+    repeat = args.repeat or (3 if args.quick else 7)
+    seconds = 0.05 if args.quick else 0.2
+    load = load_line()
+    started = datetime.datetime.now(datetime.timezone.utc)
+    rows = compare(workloads, engines, repeat, seconds)
+    for row in rows:
+        row["threads"] = counts[0] if counts else "default"
+    header = machine_lines(started) + [thread_line(), load]
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump({"header": header, "rows": rows}, out)
+        return 0 if all(r.get("check_ok", True) for r in rows) else 1
+    sys.stderr.flush()
+    print("\n".join(header))
+    print(f"Command: {command_line(argv)}")
+    print()
+    print_table(rows)
+    print_descriptions(workloads)
+    return 0 if all(r.get("check_ok", True) for r in rows) else 1
+
+
+def print_descriptions(workloads):
+    from benchmarks.workloads import WORKLOADS
+
     print()
     for workload in workloads:
-        print(f"- `{workload}`: {DESCRIPTIONS[workload]}")
+        print(f"- `{workload}`: {WORKLOADS[workload].description}")
+
+
+def run_per_thread_count(args, counts, command):
+    """Each count in a fresh process (the caps must precede the imports); one table."""
+    import tempfile
+
+    rows, headers = [], []
+    for count in counts:
+        argv = ["--threads", str(count)]
+        for name in ("workloads", "engines"):
+            if getattr(args, name):
+                argv += [f"--{name}", ",".join(getattr(args, name))]
+        argv += ["--quick"] if args.quick else []
+        argv += ["--repeat", str(args.repeat)] if args.repeat else []
+        with tempfile.NamedTemporaryFile(suffix=".json") as out:
+            done = subprocess.run(
+                [sys.executable, os.path.abspath(__file__), *argv, "--json", out.name], check=False
+            )
+            if done.returncode not in (0, 1):
+                raise SystemExit(f"the run with --threads {count} failed")
+            result = json.load(open(out.name))
+        headers.append(result["header"])
+        rows += result["rows"]
+    sys.stderr.flush()
+    print("\n".join(headers[0][:3]))
+    for count, header in zip(counts, headers):
+        print(f"{header[3]} (run with --threads {count}); {header[4].lower()}")
+    print(f"Command: {command}")
+    print()
+    print_table(rows, with_threads=True)
+    print_scaling(rows, counts)
+    print_descriptions(args.workloads or list(dict.fromkeys(r["workload"] for r in rows)))
+    return 0 if all(r.get("check_ok", True) for r in rows) else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -3,8 +3,9 @@
     python asv_bench/compile_latency.py [--warm-runs 3] [--cold-runs 1]
 
 Each measurement is a fresh Python process that imports autograd_nb, then computes the first
-gradient of each benchmark workload (``benchmarks/workloads.py``, in that order, so a later
-workload reuses the kernels an earlier one compiled) and, for contrast, a second one.
+gradient of each benchmark workload (``benchmarks/workloads.py``, in that order, at the first
+size ``compare.py`` runs, so a later workload reuses the kernels an earlier one compiled) and,
+for contrast, a second one.
 ``AUTOGRAD_NB_CACHE_DIR`` and ``NUMBA_CACHE_DIR`` point at a new temporary folder: the first
 process in it starts from a cold cache and compiles every kernel it needs; the processes after
 it reuse that folder, so they load the compiled kernels from disk (a warm cache, what a user
@@ -32,8 +33,8 @@ import autograd_nb
 timings = {"import": time.perf_counter() - start}
 sys.path.insert(0, sys.argv[1])
 from benchmarks.workloads import WORKLOADS, make_step
-for workload in WORKLOADS:
-    step = make_step(workload, "autograd_nb")
+for workload, spec in WORKLOADS.items():
+    step = make_step(workload, "autograd_nb", **spec.compare[0])
     start = time.perf_counter()
     step()
     timings[workload + ", first"] = time.perf_counter() - start

@@ -1,37 +1,117 @@
-"""Issue 2's workloads, autograd_nb beside PyTorch eager, JAX (jit) and HIPS autograd.
+"""The workloads of issues 2, 4 and 6: autograd_nb beside PyTorch eager, JAX (jit) and HIPS
+autograd.
 
-Each benchmark runs one forward and backward pass. ``setup`` builds the inputs and runs the
-step once, so compilation (numba kernels, XLA) happens there and is never timed; measure it
-with ``compile_latency.py`` instead. An engine that is not installed is skipped
-(``NotImplementedError`` in ``setup``).
+Each benchmark times one iteration of a workload from ``workloads.py`` (forward and backward;
+for ``mlp_train_step`` also the SGD update). ``setup`` builds the seeded inputs and runs the
+iteration once, so compilation (numba kernels, XLA) happens there and is never timed; measure
+it with ``compile_latency.py`` or read the "first call" column of ``compare.py``. An engine that
+is not installed, or cannot express a workload, is skipped (``NotImplementedError`` in
+``setup``).
 """
 
-from .workloads import DESCRIPTIONS, ENGINES, make_step
+import os
+
+from .workloads import WORKLOADS, make_step, set_threads
+
+# XLA compiles the 1,000-op scalar graph of fastest_autograd for ~30 s, and asv runs each
+# benchmark in a fresh process: keep the compiled programs on disk, so it compiles once.
+os.environ.setdefault(
+    "JAX_COMPILATION_CACHE_DIR",
+    os.path.join(os.path.expanduser("~"), ".cache", "autograd_nb", "jax"),
+)
 
 
-class _EngineSuite:
-    params = [list(ENGINES)]
-    param_names = ["engine"]
+class _WorkloadSuite:
+    """Parameters: the workload's own (sizes, dtype), then the engine variant."""
+
+    workload = None
     # Setup includes the first (compiling) call: a cold numba cache or XLA takes seconds.
     timeout = 300
-    workload = None
 
-    def setup(self, engine):
-        self.step = make_step(self.workload, engine)
+    def setup(self, *values):
+        params = dict(zip(self.param_names, values))
+        engine = params.pop("engine")
+        self.step = make_step(self.workload, engine, **params)
         self.step()
 
-    def time_forward_backward(self, engine):
+    def time_forward_backward(self, *values):
         self.step()
 
-    def peakmem_forward_backward(self, engine):
+    def peakmem_forward_backward(self, *values):
         self.step()
 
 
-class ElementwiseChain(_EngineSuite):
-    __doc__ = DESCRIPTIONS["chain_1000x16"]
+def _params_of(workload):
+    spec = WORKLOADS[workload]
+    params = [list(values) for values in spec.params.values()] + [spec.variants]
+    return params, list(spec.params) + ["engine"]
+
+
+class SeedOuter(_WorkloadSuite):
+    __doc__ = WORKLOADS["seed_outer"].description
+    workload = "seed_outer"
+    params, param_names = _params_of(workload)
+
+
+class ElementwiseChain(_WorkloadSuite):
+    __doc__ = WORKLOADS["elementwise_chain"].description
+    workload = "elementwise_chain"
+    params, param_names = _params_of(workload)
+
+
+class FastestAutograd(_WorkloadSuite):
+    __doc__ = WORKLOADS["fastest_autograd"].description
+    workload = "fastest_autograd"
+    params, param_names = _params_of(workload)
+
+
+class JacobianBatched(_WorkloadSuite):
+    """The 128x256 MLP Jacobian by batched VJPs, at 1 and 2 threads.
+
+    ``threads`` caps numba's pool, every OpenBLAS and torch's pool at run time. XLA's pool is
+    fixed when jax is imported, so the jax rows run at its default (all cores) and skip at
+    ``threads=1``; ``compare.py --threads 1`` caps it too.
+    """
+
+    workload = "jacobian_batched"
+    params = [WORKLOADS[workload].variants, [1, 2]]
+    param_names = ["engine", "threads"]
+
+    def setup(self, engine, threads):
+        import numba
+
+        if engine == "jax" and threads == 1:
+            raise NotImplementedError("XLA's thread pool is fixed when jax is imported")
+        if threads > numba.config.NUMBA_NUM_THREADS:
+            raise NotImplementedError(
+                f"numba may start at most {numba.config.NUMBA_NUM_THREADS} threads here"
+            )
+        super().setup(engine)
+        # After the first call: by then torch is imported and every BLAS library is loaded
+        # (numba binds SciPy's on first use), so that all of them can be capped.
+        set_threads(threads)
+        self.step()
+
+
+class MlpTrainStep(_WorkloadSuite):
+    __doc__ = WORKLOADS["mlp_train_step"].description
+    workload = "mlp_train_step"
+    params, param_names = _params_of(workload)
+
+
+class OdeRollout(_WorkloadSuite):
+    __doc__ = WORKLOADS["ode_rollout"].description
+    workload = "ode_rollout"
+    params, param_names = _params_of(workload)
+
+
+class Chain1000x16(_WorkloadSuite):
+    __doc__ = WORKLOADS["chain_1000x16"].description
     workload = "chain_1000x16"
+    params, param_names = _params_of(workload)
 
 
-class MatmulTanh(_EngineSuite):
-    __doc__ = DESCRIPTIONS["matmul_tanh_256"]
+class MatmulTanh(_WorkloadSuite):
+    __doc__ = WORKLOADS["matmul_tanh_256"].description
     workload = "matmul_tanh_256"
+    params, param_names = _params_of(workload)

@@ -1,71 +1,97 @@
 """The benchmarked computations, written once per engine.
 
-``make_step(workload, engine)`` returns a zero-argument function that runs one forward and
-backward pass and returns the gradients as NumPy arrays. It raises ``NotImplementedError``
-when the engine is not installed, which is also how asv skips a benchmark. The asv suite and
-``compare.py`` both build their work from here, so they time the same thing.
+A workload is a computation with a gradient (``seed_outer``, ``mlp_train_step``, ...) and a
+set of parameters (sizes, dtype). For each engine that can express it, a *maker* takes the
+engine's module and the parameters, builds the seeded data and returns ``step``: a function
+of no arguments that runs one iteration (forward and backward; for ``mlp_train_step`` also the
+SGD update) and returns the gradients as NumPy arrays. A workload may have several variants
+per engine, named ``engine:how`` (``torch:jacrev``). The asv suite (``bench_engines.py``) and
+``compare.py`` both get their work from :func:`make_step`, so they time the same thing.
+
+``make_step`` raises ``NotImplementedError`` when the engine is not installed or cannot
+express the workload; that is also how asv skips a benchmark.
 """
+
+import ctypes
+import os
 
 import numpy as np
 
 ENGINES = ("autograd_nb", "torch", "jax", "autograd")
 
-#: The elementwise chain cycles through these five ops; ``add_input`` adds the chain's input
-#: back in, so the gradient of the input accumulates from every cycle.
-CHAIN_CYCLE = ("sin", "scale", "tanh", "add_input", "exp")
-CHAIN_OPS = 1000
-CHAIN_SIZE = 16
-MATMUL_SIZE = 256
+WORKLOADS = {}
 
 
-def seeded(shape, seed=0, scale=1.0):
-    """Reproducible float64 data: the same arrays for every engine."""
-    return scale * np.random.default_rng(seed).standard_normal(shape)
+class Workload:
+    """A named computation, its parameters and its makers (one per engine variant).
+
+    Parameters
+    ----------
+    name : str
+        The name used by ``compare.py --workloads`` and in the tables.
+    description : str
+        One line for the tables and the docs.
+    params : dict
+        Parameter name -> the values the asv suite sweeps.
+    compare : list of dict
+        The parameter sets ``compare.py`` runs (the sizes and dtype the issues name).
+    dtype : str
+        The dtype of the gradients when ``params`` has no ``dtype``.
+    """
+
+    def __init__(self, name, description, params, compare, dtype="float64"):
+        self.name = name
+        self.dtype = dtype
+        self.description = description
+        self.params = params
+        self.compare = compare
+        self.makers = {}
+        self.closed_form = None
+        WORKLOADS[name] = self
+
+    def variant(self, name):
+        """Decorator: register the maker of engine variant ``name`` (``engine[:how]``)."""
+
+        def register(maker):
+            self.makers[name] = maker
+            return maker
+
+        return register
+
+    def exact(self, function):
+        """Decorator: register the gradient in closed form (NumPy), a check beside torch's."""
+        self.closed_form = function
+        return function
+
+    @property
+    def variants(self):
+        return list(self.makers)
 
 
-def _chain(namespace, x, n_ops):
-    """``n_ops`` elementwise ops on x, built from sin, *0.9, tanh, +x and exp; then sum."""
-    h = x
-    for i in range(n_ops):
-        op = CHAIN_CYCLE[i % len(CHAIN_CYCLE)]
-        if op == "sin":
-            h = namespace.sin(h)
-        elif op == "scale":
-            h = h * 0.9
-        elif op == "tanh":
-            h = namespace.tanh(h)
-        elif op == "add_input":
-            h = h + x
-        else:
-            h = namespace.exp(h)
-    return namespace.sum(h)
+def engine_of(variant):
+    return variant.split(":", 1)[0]
 
 
-def _matmul_tanh(namespace, x, w):
-    return namespace.sum(namespace.tanh(x @ w))
+def make_step(workload, variant, **params):
+    """One iteration of ``workload`` on engine ``variant``, as a function of no arguments.
+
+    The first call may compile (numba kernels, XLA); callers warm it up before timing.
+    """
+    spec = WORKLOADS[workload]
+    if variant not in spec.makers:
+        raise NotImplementedError(f"{workload} has no {variant} variant")
+    module = _import(engine_of(variant))
+    return spec.makers[variant](module, **params)
 
 
-def _chain_data(n_ops=CHAIN_OPS, size=CHAIN_SIZE):
-    return (seeded(size, seed=1, scale=0.5),), lambda ns, x: _chain(ns, x, n_ops)
+def seeded(shape, seed=0, scale=1.0, dtype="float64"):
+    """Reproducible normal data: the same arrays for every engine."""
+    data = scale * np.random.default_rng(seed).standard_normal(shape)
+    return data.astype(dtype)
 
 
-def _matmul_data(size=MATMUL_SIZE):
-    # Scaled so that tanh(x @ w) stays away from saturation.
-    x = seeded((size, size), seed=2, scale=size**-0.5)
-    w = seeded((size, size), seed=3)
-    return (x, w), _matmul_tanh
-
-
-WORKLOADS = {
-    "chain_1000x16": _chain_data,
-    "matmul_tanh_256": _matmul_data,
-}
-
-DESCRIPTIONS = {
-    "chain_1000x16": "1,000 elementwise ops (sin, *0.9, tanh, +x, exp) on 16 float64, "
-    "grad of the sum",
-    "matmul_tanh_256": "sum(tanh(x @ w)), 256x256 float64, grads of x and w",
-}
+def seeded_uniform(shape, low, high, seed=0, dtype="float64"):
+    return np.random.default_rng(seed).uniform(low, high, shape).astype(dtype)
 
 
 def _import(engine):
@@ -81,7 +107,7 @@ def _import(engine):
         if engine == "jax":
             import jax
 
-            # Every engine computes in float64; JAX needs to be told so before making arrays.
+            # float64 workloads stay float64 (JAX would silently compute in float32).
             jax.config.update("jax_enable_x64", True)
             return jax
         if engine == "autograd":
@@ -105,67 +131,828 @@ def engine_version(engine):
     return module.__version__
 
 
-def make_step(workload, engine):
-    """One forward + backward of ``workload`` on ``engine``, as a function of no arguments.
+def set_threads(threads):
+    """Cap, at run time, the thread pools that can still be resized after import.
 
-    The first call may compile (numba kernels, XLA); callers warm it up before timing.
+    numba's (``prange`` kernels), every loaded OpenBLAS (NumPy's and SciPy's: autograd_nb's
+    matmuls call SciPy's BLAS through numba) and torch's intra-op pool. XLA's pool is fixed
+    when jax is imported; ``compare.py --threads`` sets the environment before any import
+    instead, which caps everything.
     """
-    arrays, loss = WORKLOADS[workload]()
-    module = _import(engine)
-    return _STEP_MAKERS[engine](module, arrays, loss)
+    import sys
+
+    import numba
+
+    numba.set_num_threads(threads)
+    for library in _loaded_openblas():
+        for symbol in (
+            "openblas_set_num_threads",
+            "scipy_openblas_set_num_threads64_",
+            "scipy_openblas_set_num_threads",
+        ):
+            setter = getattr(library, symbol, None)
+            if setter is not None:
+                setter(ctypes.c_int(threads))
+                break
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(threads)
 
 
-def _autograd_nb_step(anb, arrays, loss):
-    inputs = [anb.tensor(a, requires_grad=True) for a in arrays]
+def _loaded_openblas():
+    """The OpenBLAS builds mapped into this process (what threadpoolctl finds, without it)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if "openblas" in line.lower()}
+    except OSError:
+        return []
+    return [ctypes.CDLL(path) for path in sorted(paths) if os.path.isfile(path)]
+
+
+# -- seed_outer ---------------------------------------------------------------------------------
+
+seed_outer = Workload(
+    "seed_outer",
+    "grad(outer(x, x), x, grad_outputs=ones): the VJP of an n x n result",
+    params={"n": (100, 2000), "dtype": ("float32", "float64")},
+    compare=[{"n": 100, "dtype": "float64"}, {"n": 2000, "dtype": "float64"}],
+)
+
+
+def _outer_data(n, dtype):
+    return seeded(n, seed=10, dtype=dtype), np.ones((n, n), dtype=dtype)
+
+
+@seed_outer.exact
+def _(n, dtype):
+    x, _ = _outer_data(n, dtype)
+    # d/dx_k sum_ij x_i x_j = 2 sum(x)
+    return [np.full(n, 2 * x.astype(np.float64).sum())]
+
+
+@seed_outer.variant("autograd_nb")
+def _(anb, n, dtype):
+    data, ones = _outer_data(n, dtype)
+    x = anb.tensor(data, requires_grad=True)
+    ones = anb.tensor(ones)
 
     def step():
-        for t in inputs:
-            t.grad = None
-        loss(anb, *inputs).backward()
-        return [t.grad.numpy() for t in inputs]
+        return [anb.grad(anb.outer(x, x), x, grad_outputs=ones)[0].numpy()]
 
     return step
 
 
-def _torch_step(torch, arrays, loss):
-    inputs = [torch.tensor(a, requires_grad=True) for a in arrays]
+@seed_outer.variant("torch")
+def _(torch, n, dtype):
+    data, ones = _outer_data(n, dtype)
+    x = torch.tensor(data, requires_grad=True)
+    ones = torch.tensor(ones)
 
     def step():
-        for t in inputs:
-            t.grad = None
-        loss(torch, *inputs).backward()
-        return [t.grad.numpy() for t in inputs]
+        return [torch.autograd.grad(torch.outer(x, x), x, grad_outputs=ones)[0].numpy()]
 
     return step
 
 
-def _jax_step(jax, arrays, loss):
+@seed_outer.variant("jax")
+def _(jax, n, dtype):
     import jax.numpy as jnp
 
-    inputs = [jnp.asarray(a) for a in arrays]
-    grad_fn = jax.jit(jax.grad(lambda *xs: loss(jnp, *xs), argnums=tuple(range(len(inputs)))))
+    data, ones = _outer_data(n, dtype)
+    x, ones = jnp.asarray(data), jnp.asarray(ones)
+
+    @jax.jit
+    def value_and_vjp(x, ones):
+        # Returning y as well: an eager engine computes it, and XLA would otherwise
+        # never build the n x n product at all.
+        y, vjp = jax.vjp(lambda x: jnp.outer(x, x), x)
+        return y, vjp(ones)[0]
 
     def step():
-        return [np.asarray(g) for g in jax.block_until_ready(grad_fn(*inputs))]
+        _, grad = jax.block_until_ready(value_and_vjp(x, ones))
+        return [np.asarray(grad)]
 
     return step
 
 
-def _hips_step(autograd, arrays, loss):
+@seed_outer.variant("autograd")
+def _(autograd, n, dtype):
     import autograd.numpy as hnp
 
-    grad_fn = autograd.grad(lambda xs: loss(hnp, *xs))
-    inputs = tuple(arrays)
+    x, ones = _outer_data(n, dtype)
 
     def step():
-        return list(grad_fn(inputs))
+        vjp, _ = autograd.make_vjp(lambda x: hnp.outer(x, x))(x)
+        return [vjp(ones)]
 
     return step
 
 
-_STEP_MAKERS = {
-    "autograd_nb": _autograd_nb_step,
-    "torch": _torch_step,
-    "jax": _jax_step,
-    "autograd": _hips_step,
-}
+# -- elementwise_chain --------------------------------------------------------------------------
+
+#: The fixed 20-op chain: (op, constant). Bounded ops only, so no value overflows at any size.
+CHAIN_20 = (
+    ("sin", None),
+    ("multiply", 0.9),
+    ("tanh", None),
+    ("add", 0.1),
+    ("sigmoid", None),
+    ("square", None),
+    ("cos", None),
+    ("multiply", 1.5),
+    ("sin", None),
+    ("add", -0.2),
+    ("tanh", None),
+    ("square", None),
+    ("sigmoid", None),
+    ("cos", None),
+    ("multiply", 0.7),
+    ("add", 0.3),
+    ("sin", None),
+    ("tanh", None),
+    ("square", None),
+    ("sigmoid", None),
+)
+
+elementwise_chain = Workload(
+    "elementwise_chain",
+    "a fixed 20-op elementwise chain (sin, tanh, sigmoid, square, cos, *c, +c), grad of the sum",
+    params={"size": (10_000, 1_000_000), "dtype": ("float32", "float64")},
+    compare=[{"size": 10_000, "dtype": "float64"}, {"size": 1_000_000, "dtype": "float64"}],
+)
+
+
+def _run_chain(unary, x):
+    """CHAIN_20 on ``x``, with the engine's ``unary`` functions by op name."""
+    h = x
+    for op, constant in CHAIN_20:
+        if op == "multiply":
+            h = h * constant
+        elif op == "add":
+            h = h + constant
+        else:
+            h = unary[op](h)
+    return h
+
+
+def _chain20_data(size, dtype):
+    return seeded(size, seed=11, dtype=dtype)
+
+
+@elementwise_chain.variant("autograd_nb")
+def _(anb, size, dtype):
+    x = anb.tensor(_chain20_data(size, dtype), requires_grad=True)
+    unary = {name: getattr(anb, name) for name in ("sin", "cos", "tanh", "sigmoid", "square")}
+
+    def step():
+        return [anb.grad(anb.sum(_run_chain(unary, x)), x)[0].numpy()]
+
+    return step
+
+
+@elementwise_chain.variant("torch")
+def _(torch, size, dtype):
+    x = torch.tensor(_chain20_data(size, dtype), requires_grad=True)
+    unary = {name: getattr(torch, name) for name in ("sin", "cos", "tanh", "sigmoid", "square")}
+
+    def step():
+        return [torch.autograd.grad(torch.sum(_run_chain(unary, x)), x)[0].numpy()]
+
+    return step
+
+
+@elementwise_chain.variant("jax")
+def _(jax, size, dtype):
+    import jax.numpy as jnp
+
+    x = jnp.asarray(_chain20_data(size, dtype))
+    unary = {name: getattr(jnp, name) for name in ("sin", "cos", "tanh", "square")}
+    unary["sigmoid"] = jax.nn.sigmoid
+    value_and_grad = jax.jit(jax.value_and_grad(lambda x: jnp.sum(_run_chain(unary, x))))
+
+    def step():
+        _, grad = jax.block_until_ready(value_and_grad(x))
+        return [np.asarray(grad)]
+
+    return step
+
+
+@elementwise_chain.variant("autograd")
+def _(autograd, size, dtype):
+    import autograd.numpy as hnp
+
+    x = _chain20_data(size, dtype)
+    unary = {name: getattr(hnp, name) for name in ("sin", "cos", "tanh", "square")}
+    # HIPS autograd has no sigmoid; this is the overflow-free form of 1 / (1 + exp(-h)).
+    unary["sigmoid"] = lambda h: 0.5 * (hnp.tanh(0.5 * h) + 1.0)
+    grad = autograd.grad(lambda x: hnp.sum(_run_chain(unary, x)))
+
+    def step():
+        return [grad(x)]
+
+    return step
+
+
+# -- fastest_autograd ---------------------------------------------------------------------------
+
+FASTEST_INPUTS = 100
+FASTEST_OPS = ("softplus", "sum4", "product", "softmax4")
+FASTEST_ARITY = {"softplus": 1, "sum4": 4, "product": 2, "softmax4": 4}
+#: The first argument of each op is one of the last RECENT variables (a deep graph, like the
+#: post's nodes[-10], nodes[-20], nodes[-30:-10:5]); the others are any earlier variable.
+RECENT = 30
+
+fastest_autograd = Workload(
+    "fastest_autograd",
+    'the scalar graph of "Fastest Autograd in the West": 100 scalar inputs, ops cycling '
+    "softplus / sum of 4 / product / softmax of 4 over seeded earlier variables; build + "
+    "backward",
+    params={"n_ops": (1_000, 10_000)},
+    compare=[{"n_ops": 1_000}, {"n_ops": 10_000}],
+)
+
+
+def fastest_graph(n_ops, seed=0):
+    """The graph as ``[(op, argument indices), ...]``, a function of ``seed`` alone.
+
+    Variables are numbered in creation order: the inputs are 0..99, each op appends one
+    variable (softmax of 4 appends four). The loss is the last variable.
+    """
+    rng = np.random.default_rng(seed)
+    graph = []
+    n_variables = FASTEST_INPUTS
+    for i in range(n_ops):
+        op = FASTEST_OPS[i % len(FASTEST_OPS)]
+        first = int(rng.integers(max(0, n_variables - RECENT), n_variables))
+        others = rng.integers(0, n_variables, size=FASTEST_ARITY[op] - 1)
+        graph.append((op, (first, *(int(j) for j in others))))
+        n_variables += 4 if op == "softmax4" else 1
+    return graph
+
+
+def _fastest_inputs():
+    return seeded_uniform(FASTEST_INPUTS, -1.0, 1.0, seed=12)
+
+
+def _run_fastest(graph, variables, softplus, softmax4):
+    """Build the graph over ``variables`` (a list of scalars); return the last variable.
+
+    ``softmax4(a, b, c, d)`` returns the four results as a sequence of scalars.
+    """
+    variables = list(variables)
+    for op, args in graph:
+        a = [variables[j] for j in args]
+        if op == "softplus":
+            variables.append(softplus(a[0]))
+        elif op == "sum4":
+            variables.append(a[0] + a[1] + a[2] + a[3])
+        elif op == "product":
+            variables.append(a[0] * a[1])
+        else:
+            variables.extend(softmax4(*a))
+    return variables[-1]
+
+
+@fastest_autograd.variant("autograd_nb")
+def _(anb, n_ops):
+    graph = fastest_graph(n_ops)
+    inputs = [anb.tensor(value, requires_grad=True) for value in _fastest_inputs()]
+
+    def softmax4(*scalars):
+        s = anb.softmax(anb.stack(scalars))
+        return [s[k] for k in range(4)]
+
+    def step():
+        for x in inputs:
+            x.grad = None
+        _run_fastest(graph, inputs, anb.softplus, softmax4).backward()
+        return [np.array([0.0 if x.grad is None else x.grad.item() for x in inputs])]
+
+    return step
+
+
+@fastest_autograd.variant("torch")
+def _(torch, n_ops):
+    graph = fastest_graph(n_ops)
+    inputs = [torch.tensor(value, requires_grad=True) for value in _fastest_inputs()]
+    softplus = torch.nn.functional.softplus
+
+    def softmax4(*scalars):
+        return torch.softmax(torch.stack(scalars), dim=0).unbind()
+
+    def step():
+        for x in inputs:
+            x.grad = None
+        _run_fastest(graph, inputs, softplus, softmax4).backward()
+        return [np.array([0.0 if x.grad is None else x.grad.item() for x in inputs])]
+
+    return step
+
+
+@fastest_autograd.variant("jax")
+def _(jax, n_ops):
+    import jax.numpy as jnp
+
+    if n_ops > 1_000:
+        # Measured here: XLA compiles the 1,000-op graph in ~35 s and was still compiling
+        # the 10,000-op one after 14 minutes.
+        raise NotImplementedError("XLA compiles a 10,000-op scalar graph for over 14 minutes")
+    graph = fastest_graph(n_ops)
+
+    def softmax4(*scalars):
+        s = jax.nn.softmax(jnp.stack(scalars))
+        return [s[k] for k in range(4)]
+
+    def loss(x):
+        scalars = [x[i] for i in range(FASTEST_INPUTS)]
+        return _run_fastest(graph, scalars, jax.nn.softplus, softmax4)
+
+    grad = jax.jit(jax.grad(loss))
+    x = jnp.asarray(_fastest_inputs())
+
+    def step():
+        return [np.asarray(jax.block_until_ready(grad(x)))]
+
+    return step
+
+
+@fastest_autograd.variant("autograd")
+def _(autograd, n_ops):
+    import autograd.numpy as hnp
+
+    graph = fastest_graph(n_ops)
+
+    def softplus(h):
+        return hnp.logaddexp(h, 0.0)
+
+    def softmax4(*scalars):
+        s = hnp.stack(scalars)
+        e = hnp.exp(s - hnp.max(s))
+        e = e / hnp.sum(e)
+        return [e[k] for k in range(4)]
+
+    def loss(x):
+        scalars = [x[i] for i in range(FASTEST_INPUTS)]
+        return _run_fastest(graph, scalars, softplus, softmax4)
+
+    grad = autograd.grad(loss)
+    x = _fastest_inputs()
+
+    def step():
+        return [grad(x)]
+
+    return step
+
+
+# -- jacobian_batched ---------------------------------------------------------------------------
+
+JACOBIAN_IN, JACOBIAN_HIDDEN, JACOBIAN_OUT = 256, 512, 128
+
+jacobian_batched = Workload(
+    "jacobian_batched",
+    "the full 128x256 Jacobian of tanh(W2 @ tanh(W1 @ x + b1) + b2), hidden 512, float64, "
+    "by batched VJPs (forward included)",
+    params={},
+    compare=[{}],
+)
+
+
+def _jacobian_data():
+    return {
+        "x": seeded(JACOBIAN_IN, seed=20),
+        "W1": seeded((JACOBIAN_HIDDEN, JACOBIAN_IN), seed=21, scale=JACOBIAN_IN**-0.5),
+        "b1": seeded(JACOBIAN_HIDDEN, seed=22, scale=0.1),
+        "W2": seeded((JACOBIAN_OUT, JACOBIAN_HIDDEN), seed=23, scale=JACOBIAN_HIDDEN**-0.5),
+        "b2": seeded(JACOBIAN_OUT, seed=24, scale=0.1),
+    }
+
+
+def _mlp2(tanh, x, W1, b1, W2, b2, **_):
+    return tanh(W2 @ tanh(W1 @ x + b1) + b2)
+
+
+@jacobian_batched.exact
+def _():
+    d = _jacobian_data()
+    h = np.tanh(d["W1"] @ d["x"] + d["b1"])
+    y = np.tanh(d["W2"] @ h + d["b2"])
+    return [((1 - y**2)[:, None] * d["W2"]) @ ((1 - h**2)[:, None] * d["W1"])]
+
+
+@jacobian_batched.variant("autograd_nb")
+def _(anb, **_):
+    data = {name: anb.tensor(value) for name, value in _jacobian_data().items()}
+    x = anb.tensor(data.pop("x").numpy(), requires_grad=True)
+    identity = anb.eye(JACOBIAN_OUT, dtype="float64")
+
+    def step():
+        y = _mlp2(anb.tanh, x, **data)
+        return [anb.grad(y, x, grad_outputs=identity, is_grads_batched=True)[0].numpy()]
+
+    return step
+
+
+@jacobian_batched.variant("autograd_nb:jacobian")
+def _(anb, **_):
+    from autograd_nb.autograd.functional import jacobian
+
+    data = {name: anb.tensor(value) for name, value in _jacobian_data().items()}
+    x = data.pop("x")
+
+    def step():
+        return [jacobian(lambda x: _mlp2(anb.tanh, x, **data), x, vectorize=True).numpy()]
+
+    return step
+
+
+@jacobian_batched.variant("torch")
+def _(torch, **_):
+    data = {name: torch.tensor(value) for name, value in _jacobian_data().items()}
+    x = data.pop("x").requires_grad_()
+    identity = torch.eye(JACOBIAN_OUT, dtype=torch.float64)
+
+    def step():
+        y = _mlp2(torch.tanh, x, **data)
+        grad = torch.autograd.grad(y, x, grad_outputs=identity, is_grads_batched=True)[0]
+        return [grad.numpy()]
+
+    return step
+
+
+@jacobian_batched.variant("torch:jacrev")
+def _(torch, **_):
+    import torch.func
+
+    data = {name: torch.tensor(value) for name, value in _jacobian_data().items()}
+    x = data.pop("x")
+    jacrev = torch.func.jacrev(lambda x: _mlp2(torch.tanh, x, **data))
+
+    def step():
+        return [jacrev(x).numpy()]
+
+    return step
+
+
+@jacobian_batched.variant("jax")
+def _(jax, **_):
+    import jax.numpy as jnp
+
+    data = {name: jnp.asarray(value) for name, value in _jacobian_data().items()}
+    x = data.pop("x")
+    jacrev = jax.jit(jax.jacrev(lambda x, data: _mlp2(jnp.tanh, x, **data)))
+
+    def step():
+        return [np.asarray(jax.block_until_ready(jacrev(x, data)))]
+
+    return step
+
+
+@jacobian_batched.variant("autograd")
+def _(autograd, **_):
+    import autograd.numpy as hnp
+
+    data = _jacobian_data()
+    x = data.pop("x")
+    # HIPS autograd's jacobian: one VJP per output row, over one shared forward pass.
+    jacobian = autograd.jacobian(lambda x: _mlp2(hnp.tanh, x, **data))
+
+    def step():
+        return [jacobian(x)]
+
+    return step
+
+
+# -- mlp_train_step -----------------------------------------------------------------------------
+
+MLP_SIZES = (784, 512, 512, 10)
+MLP_BATCH = 256
+MLP_LEARNING_RATE = 0.01
+
+mlp_train_step = Workload(
+    "mlp_train_step",
+    "one SGD step of a 784-512-512-10 tanh MLP, softmax cross-entropy (log_softmax + label "
+    "gather), batch 256, float32",
+    params={},
+    compare=[{}],
+    dtype="float32",
+)
+
+
+def _mlp_data():
+    """Inputs, integer labels and the initial [W1, b1, W2, b2, W3, b3], all float32."""
+    rng = np.random.default_rng(30)
+    inputs = rng.standard_normal((MLP_BATCH, MLP_SIZES[0])).astype(np.float32)
+    labels = rng.integers(0, MLP_SIZES[-1], size=MLP_BATCH)
+    params = []
+    for fan_in, fan_out in zip(MLP_SIZES[:-1], MLP_SIZES[1:]):
+        params.append((rng.standard_normal((fan_in, fan_out)) * fan_in**-0.5).astype(np.float32))
+        params.append(np.zeros(fan_out, dtype=np.float32))
+    return inputs, labels, params
+
+
+def _mlp_loss(tanh, log_softmax, inputs, labels, rows, params):
+    """Mean softmax cross-entropy; ``rows`` is arange(batch), for the label gather."""
+    h = inputs
+    for i in range(0, len(params) - 2, 2):
+        h = tanh(h @ params[i] + params[i + 1])
+    logits = h @ params[-2] + params[-1]
+    return -log_softmax(logits)[rows, labels].mean()
+
+
+@mlp_train_step.variant("autograd_nb")
+def _(anb, **_):
+    inputs, labels, params = _mlp_data()
+    inputs, rows = anb.tensor(inputs), np.arange(MLP_BATCH)
+    params = [anb.tensor(p, requires_grad=True) for p in params]
+
+    def log_softmax(logits):
+        return anb.log_softmax(logits, axis=-1)
+
+    def step():
+        for p in params:
+            p.grad = None
+        _mlp_loss(anb.tanh, log_softmax, inputs, labels, rows, params).backward()
+        with anb.no_grad():
+            for p in params:
+                p -= MLP_LEARNING_RATE * p.grad
+        return [p.grad.numpy() for p in params]
+
+    return step
+
+
+@mlp_train_step.variant("torch")
+def _(torch, **_):
+    inputs, labels, params = _mlp_data()
+    inputs, labels = torch.tensor(inputs), torch.tensor(labels)
+    rows = torch.arange(MLP_BATCH)
+    params = [torch.tensor(p, requires_grad=True) for p in params]
+
+    def log_softmax(logits):
+        return torch.log_softmax(logits, dim=-1)
+
+    def step():
+        for p in params:
+            p.grad = None
+        _mlp_loss(torch.tanh, log_softmax, inputs, labels, rows, params).backward()
+        with torch.no_grad():
+            for p in params:
+                p -= MLP_LEARNING_RATE * p.grad
+        return [p.grad.numpy() for p in params]
+
+    return step
+
+
+@mlp_train_step.variant("jax")
+def _(jax, **_):
+    import jax.numpy as jnp
+
+    inputs, labels, params = _mlp_data()
+    inputs, labels = jnp.asarray(inputs), jnp.asarray(labels)
+    rows = jnp.arange(MLP_BATCH)
+    state = {"params": [jnp.asarray(p) for p in params]}
+
+    @jax.jit
+    def train_step(params, inputs, labels):
+        loss = lambda params: _mlp_loss(  # noqa: E731
+            jnp.tanh, jax.nn.log_softmax, inputs, labels, rows, params
+        )
+        grads = jax.grad(loss)(params)
+        return [p - MLP_LEARNING_RATE * g for p, g in zip(params, grads)], grads
+
+    def step():
+        state["params"], grads = jax.block_until_ready(train_step(state["params"], inputs, labels))
+        return [np.asarray(g) for g in grads]
+
+    return step
+
+
+@mlp_train_step.variant("autograd")
+def _(autograd, **_):
+    import autograd.numpy as hnp
+    from autograd.scipy.special import logsumexp
+
+    inputs, labels, params = _mlp_data()
+    rows = np.arange(MLP_BATCH)
+    state = {"params": params}
+
+    def log_softmax(logits):
+        return logits - logsumexp(logits, axis=-1, keepdims=True)
+
+    grad = autograd.grad(
+        lambda params: _mlp_loss(hnp.tanh, log_softmax, inputs, labels, rows, params)
+    )
+
+    def step():
+        grads = grad(state["params"])
+        state["params"] = [
+            (p - MLP_LEARNING_RATE * g).astype(np.float32) for p, g in zip(state["params"], grads)
+        ]
+        return grads
+
+    return step
+
+
+# -- ode_rollout --------------------------------------------------------------------------------
+
+ODE_PARTICLES, ODE_STEPS, ODE_DT = 64, 200, 0.01
+SPRING_K, SPRING_REST, ANCHOR_K = 10.0, 1.0, 0.01
+
+ode_rollout = Workload(
+    "ode_rollout",
+    "64 particles in 2-D on a chain of springs with a weak anchor, 200 semi-implicit Euler "
+    "steps; gradient of the final energy w.r.t. the initial positions",
+    params={},
+    compare=[{}],
+)
+
+
+def _ode_data():
+    """Initial positions: a stretched, jittered chain along x; initial velocities zero."""
+    positions = np.zeros((ODE_PARTICLES, 2))
+    positions[:, 0] = 1.1 * np.arange(ODE_PARTICLES)
+    positions += seeded((ODE_PARTICLES, 2), seed=40, scale=0.1)
+    return positions, np.zeros((ODE_PARTICLES, 2)), np.zeros((1, 2))
+
+
+def _springs(ns, x):
+    """Spring vectors between consecutive particles, and their lengths (as a column)."""
+    d = x[1:] - x[:-1]
+    return d, ns.sqrt(ns.sum(d * d, axis=1, keepdims=True))
+
+
+def _ode_step(ns, x, v, zero_row):
+    """One semi-implicit Euler step; ``ns`` is the engine's NumPy-like namespace."""
+    d, length = _springs(ns, x)
+    # Tension of spring i, pulling particle i towards i + 1 and i + 1 towards i.
+    tension = SPRING_K * (length - SPRING_REST) / length * d
+    force = ns.concatenate([tension, zero_row]) - ns.concatenate([zero_row, tension]) - ANCHOR_K * x
+    v = v + ODE_DT * force
+    return x + ODE_DT * v, v
+
+
+def _ode_energy(ns, x, v):
+    """Kinetic + spring potential energy (unit masses)."""
+    _, length = _springs(ns, x)
+    kinetic = 0.5 * ns.sum(v * v)
+    return kinetic + 0.5 * SPRING_K * ns.sum(ns.square(length - SPRING_REST))
+
+
+def _ode_rollout(ns, x, v, zero_row):
+    """The energy after ODE_STEPS steps from (x, v), for the eager engines."""
+    for _ in range(ODE_STEPS):
+        x, v = _ode_step(ns, x, v, zero_row)
+    return _ode_energy(ns, x, v)
+
+
+@ode_rollout.variant("autograd_nb")
+def _(anb, **_):
+    positions, velocities, zero_row = _ode_data()
+    x = anb.tensor(positions, requires_grad=True)
+    v, zero_row = anb.tensor(velocities), anb.tensor(zero_row)
+
+    def step():
+        return [anb.grad(_ode_rollout(anb, x, v, zero_row), x)[0].numpy()]
+
+    return step
+
+
+@ode_rollout.variant("torch")
+def _(torch, **_):
+    positions, velocities, zero_row = _ode_data()
+    x = torch.tensor(positions, requires_grad=True)
+    v, zero_row = torch.tensor(velocities), torch.tensor(zero_row)
+
+    def step():
+        return [torch.autograd.grad(_ode_rollout(torch, x, v, zero_row), x)[0].numpy()]
+
+    return step
+
+
+@ode_rollout.variant("jax")
+def _(jax, **_):
+    import jax.numpy as jnp
+
+    positions, velocities, zero_row = _ode_data()
+    x, v, zero_row = jnp.asarray(positions), jnp.asarray(velocities), jnp.asarray(zero_row)
+
+    def rollout(x, v, zero_row):
+        # A loop primitive, not 200 unrolled steps: XLA took 80 s to compile those.
+        x, v = jax.lax.fori_loop(
+            0, ODE_STEPS, lambda _, state: _ode_step(jnp, *state, zero_row), (x, v)
+        )
+        return _ode_energy(jnp, x, v)
+
+    value_and_grad = jax.jit(jax.value_and_grad(rollout))
+
+    def step():
+        _, grad = jax.block_until_ready(value_and_grad(x, v, zero_row))
+        return [np.asarray(grad)]
+
+    return step
+
+
+@ode_rollout.variant("autograd")
+def _(autograd, **_):
+    import autograd.numpy as hnp
+
+    x, v, zero_row = _ode_data()
+    grad = autograd.grad(lambda x: _ode_rollout(hnp, x, v, zero_row))
+
+    def step():
+        return [grad(x)]
+
+    return step
+
+
+# -- issue 2's workloads: a long chain on a few numbers, and a matmul ---------------------------
+
+#: The long chain cycles through these five ops; ``add_input`` adds the chain's input back in,
+#: so the gradient of the input accumulates from every cycle.
+CHAIN_CYCLE = ("sin", "scale", "tanh", "add_input", "exp")
+
+
+def _long_chain(namespace, x, n_ops):
+    """``n_ops`` elementwise ops on x, built from sin, *0.9, tanh, +x and exp; then sum."""
+    h = x
+    for i in range(n_ops):
+        op = CHAIN_CYCLE[i % len(CHAIN_CYCLE)]
+        if op == "sin":
+            h = namespace.sin(h)
+        elif op == "scale":
+            h = h * 0.9
+        elif op == "tanh":
+            h = namespace.tanh(h)
+        elif op == "add_input":
+            h = h + x
+        else:
+            h = namespace.exp(h)
+    return namespace.sum(h)
+
+
+def _matmul_tanh(namespace, x, w):
+    return namespace.sum(namespace.tanh(x @ w))
+
+
+def _namespace_workload(name, description, make_arrays, loss):
+    """A workload whose loss is written once over a NumPy-like namespace."""
+    spec = Workload(name, description, params={}, compare=[{}])
+
+    @spec.variant("autograd_nb")
+    def _(anb):
+        inputs = [anb.tensor(a, requires_grad=True) for a in make_arrays()]
+
+        def step():
+            return [g.numpy() for g in anb.grad(loss(anb, *inputs), inputs)]
+
+        return step
+
+    @spec.variant("torch")
+    def _(torch):
+        inputs = [torch.tensor(a, requires_grad=True) for a in make_arrays()]
+
+        def step():
+            return [g.numpy() for g in torch.autograd.grad(loss(torch, *inputs), inputs)]
+
+        return step
+
+    @spec.variant("jax")
+    def _(jax):
+        import jax.numpy as jnp
+
+        inputs = [jnp.asarray(a) for a in make_arrays()]
+        argnums = tuple(range(len(inputs)))
+        value_and_grad = jax.jit(jax.value_and_grad(lambda *xs: loss(jnp, *xs), argnums=argnums))
+
+        def step():
+            _, grads = jax.block_until_ready(value_and_grad(*inputs))
+            return [np.asarray(g) for g in grads]
+
+        return step
+
+    @spec.variant("autograd")
+    def _(autograd):
+        import autograd.numpy as hnp
+
+        inputs = tuple(make_arrays())
+        grad = autograd.grad(lambda xs: loss(hnp, *xs))
+
+        def step():
+            return list(grad(inputs))
+
+        return step
+
+    return spec
+
+
+_namespace_workload(
+    "chain_1000x16",
+    "1,000 elementwise ops (sin, *0.9, tanh, +x, exp) on 16 float64, grad of the sum",
+    lambda: [seeded(16, seed=1, scale=0.5)],
+    lambda ns, x: _long_chain(ns, x, 1000),
+)
+_namespace_workload(
+    "matmul_tanh_256",
+    "sum(tanh(x @ w)), 256x256 float64, grads of x and w",
+    # x scaled so that tanh(x @ w) stays away from saturation.
+    lambda: [seeded((256, 256), seed=2, scale=256**-0.5), seeded((256, 256), seed=3)],
+    _matmul_tanh,
+)
