@@ -105,7 +105,7 @@ class Tensor:
 
     @property
     def device(self):
-        """Where the data lives: ``"cpu"``."""
+        """The device holding the data, ``"cpu"`` (``"cuda"`` comes with the CUDA backend)."""
         return "cpu"
 
     @property
