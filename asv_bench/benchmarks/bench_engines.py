@@ -21,8 +21,26 @@ os.environ.setdefault(
 )
 
 
+#: Every workload runs per device; "cuda" rows skip until autograd_nb can put a tensor there.
+DEVICES = ["cpu", "cuda"]
+
+
+def require_device(device):
+    """Skip (NotImplementedError) a device autograd_nb cannot use here, with its own reason:
+    no CUDA backend yet, or no GPU."""
+    if device == "cpu":
+        return
+    import autograd_nb as anb
+
+    try:
+        anb.zeros(1, device=device)
+    except RuntimeError as error:
+        raise NotImplementedError(f"device={device!r} unavailable: {error}") from None
+    raise NotImplementedError(f"the workloads do not run on device={device!r} yet")
+
+
 class _WorkloadSuite:
-    """Parameters: the workload's own (sizes, dtype), then the engine variant."""
+    """Parameters: the workload's own (sizes, dtype), the engine variant, then the device."""
 
     workload = None
     # Setup includes the first (compiling) call: a cold numba cache or XLA takes seconds.
@@ -31,6 +49,7 @@ class _WorkloadSuite:
     def setup(self, *values):
         params = dict(zip(self.param_names, values))
         engine = params.pop("engine")
+        require_device(params.pop("device"))
         self.step = make_step(self.workload, engine, **params)
         self.step()
 
@@ -43,8 +62,8 @@ class _WorkloadSuite:
 
 def _params_of(workload):
     spec = WORKLOADS[workload]
-    params = [list(values) for values in spec.params.values()] + [spec.variants]
-    return params, list(spec.params) + ["engine"]
+    params = [list(values) for values in spec.params.values()] + [spec.variants, DEVICES]
+    return params, list(spec.params) + ["engine", "device"]
 
 
 class SeedOuter(_WorkloadSuite):
@@ -74,19 +93,20 @@ class JacobianBatched(_WorkloadSuite):
     """
 
     workload = "jacobian_batched"
-    params = [WORKLOADS[workload].variants, [1, 2]]
-    param_names = ["engine", "threads"]
+    params = [WORKLOADS[workload].variants, [1, 2], DEVICES]
+    param_names = ["engine", "threads", "device"]
 
-    def setup(self, engine, threads):
+    def setup(self, engine, threads, device):
         import numba
 
+        require_device(device)
         if engine == "jax" and threads == 1:
             raise NotImplementedError("XLA's thread pool is fixed when jax is imported")
         if threads > numba.config.NUMBA_NUM_THREADS:
             raise NotImplementedError(
                 f"numba may start at most {numba.config.NUMBA_NUM_THREADS} threads here"
             )
-        super().setup(engine)
+        super().setup(engine, device)
         # After the first call: by then torch is imported and every BLAS library is loaded
         # (numba binds SciPy's on first use), so that all of them can be capped.
         set_threads(threads)
