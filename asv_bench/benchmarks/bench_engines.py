@@ -106,7 +106,8 @@ class JacobianBatched(_WorkloadSuite):
             raise NotImplementedError(
                 f"numba may start at most {numba.config.NUMBA_NUM_THREADS} threads here"
             )
-        super().setup(engine, device)
+        self.step = make_step(self.workload, engine)
+        self.step()
         # After the first call: by then torch is imported and every BLAS library is loaded
         # (numba binds SciPy's on first use), so that all of them can be capped.
         set_threads(threads)
