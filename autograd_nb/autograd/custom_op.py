@@ -281,7 +281,6 @@ def unregister_op(name):
     >>> import autograd_nb as anb
     >>> anb.autograd.unregister_op("exp")
     Traceback (most recent call last):
-    ...
     ValueError: 'exp' is not a custom op: only ops made by register_op can be unregistered
     """
     op = REGISTRY.get(name)
