@@ -7,10 +7,13 @@ dimensions. Its VJP scatters back with ``+=``, which also sums over stride-0 (br
 dimensions. Advanced indexing uses an explicit flat index map instead.
 """
 
+import functools
+
 import numpy as np
 from numba import njit
 
 from . import _broadcast
+from ._pointers import array_at
 
 
 @njit(cache=True, nogil=True)
@@ -84,3 +87,77 @@ def strided_scatter_add(values, shape, strides, target, offset=0):
     if values.size:
         collapsed, (collapsed_strides,) = _broadcast.collapse(shape, [strides])
         scatter_add(values.reshape(-1), offset, collapsed, collapsed_strides, target.reshape(-1))
+
+
+# -- drivers of the compiled executor (calling convention of ``_pointers``) -------------------
+
+
+@njit(cache=True, nogil=True)
+def accumulate_driver(operands, ints, floats, like):
+    """``target += values`` over ``ints[0]`` elements (seeds, the VJP of a reshape)."""
+    n = ints[0]
+    accumulate(array_at(operands[0], n, like), array_at(operands[1], n, like))
+
+
+@njit(cache=True, nogil=True)
+def scatter_add_driver(operands, ints, floats, like):
+    """:func:`scatter_add` of ``values`` (``ints``: ``[n, size, offset, nd, shape.., strides..]``)
+    into a target of ``size`` elements."""
+    n, size, offset, nd = ints[0], ints[1], ints[2], ints[3]
+    scatter_add(array_at(operands[0], n, like), offset, ints[4:4 + nd], ints[4 + nd:4 + 2 * nd],
+                array_at(operands[1], size, like))
+
+
+@njit(cache=True, nogil=True)
+def gather_add_driver(operands, ints, floats, like):
+    """``target += source[offset + position . strides]`` (``ints`` as :func:`scatter_add_driver`
+    with ``n`` the target's elements and ``size`` the source's)."""
+    n, size, offset, nd = ints[0], ints[1], ints[2], ints[3]
+    source = array_at(operands[0], size, like)
+    target = array_at(operands[1], n, like)
+    shape = ints[4:4 + nd]
+    strides = ints[4 + nd:4 + 2 * nd]
+    inner = shape[nd - 1]
+    step = strides[nd - 1]
+    rows = n // inner if inner > 0 else 0
+    for r in range(rows):
+        rem = r
+        start = offset
+        for d in range(nd - 2, -1, -1):
+            start += (rem % shape[d]) * strides[d]
+            rem //= shape[d]
+        base = r * inner
+        for j in range(inner):
+            target[base + j] += source[start + j * step]
+
+
+_INDEX = np.empty(0, dtype=np.int64)
+
+
+@njit(cache=True, nogil=True)
+def put_add_driver(operands, ints, floats, like):
+    """:func:`put_add` of ``ints[0]`` values through a flat int64 index map into a target of
+    ``ints[1]`` elements (the VJP of advanced indexing)."""
+    n, size = ints[0], ints[1]
+    put_add(array_at(operands[0], n, like), array_at(operands[1], n, _INDEX),
+            array_at(operands[2], size, like))
+
+
+@njit(cache=True, nogil=True)
+def take_add_driver(operands, ints, floats, like):
+    """``target[i] += source[index[i]]`` over ``ints[0]`` elements of the target, from a
+    source of ``ints[1]`` (the VJP of the advanced-index scatter)."""
+    n, size = ints[0], ints[1]
+    source = array_at(operands[0], size, like)
+    index = array_at(operands[1], n, _INDEX)
+    target = array_at(operands[2], n, like)
+    for i in range(n):
+        target[i] += source[index[i]]
+
+
+@functools.lru_cache(maxsize=4096)
+def strided_ints(n, size, offset, shape, strides):
+    """The ``ints`` of :func:`scatter_add_driver` / :func:`gather_add_driver`, collapsed
+    (``shape`` and ``strides`` as tuples; cached, as programs repeat their layouts)."""
+    collapsed, (collapsed_strides,) = _broadcast.collapse(shape, [list(strides)])
+    return (n, size, offset, len(collapsed), *collapsed.tolist(), *collapsed_strides.tolist())

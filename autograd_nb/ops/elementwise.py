@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import config
 from . import _broadcast, _kernels, _scalar
-from .registry import Op, call
+from .registry import EXEC_GRAD, EXEC_TARGET, Op, call
 
 _NO_PARAMS = np.empty(0, dtype=np.float64)
 
@@ -53,6 +53,8 @@ class ElementwiseOp(Op):
     """
 
     family = "elementwise"
+    #: Per input, the dtype of its buffer as the compiled executor sees it (see _kernels).
+    input_kinds = None
 
     def __init__(self, name, inputs, forward, vjps, params="", keeps_int=False, domain=(-3, 3)):
         self.name = name
@@ -99,7 +101,7 @@ class ElementwiseOp(Op):
         """The generated kernel module (written and imported on first use)."""
         if self._module is None:
             source = _kernels.elementwise_source(
-                self.input_names, self.params, self.formula, self.vjp_formulas
+                self.input_names, self.params, self.formula, self.vjp_formulas, self.input_kinds
             )
             self._module = _kernels.load_module(self.name, source)
         return self._module
@@ -206,6 +208,27 @@ class ElementwiseOp(Op):
             step, target_step,
         )
 
+    def exec_spec(self, k, node):
+        used, reads_g, reads_y = self._vjp_args[k]
+        attrs = node.attrs
+        shape, shapes = attrs["shape"], attrs["shapes"]
+        saved = node.saved_inputs
+        operands = [EXEC_GRAD] if reads_g else []
+        operands += [saved[i] for i in used]
+        if reads_y:
+            operands.append(node.saved_output)
+        operands.append(EXEC_TARGET)
+        n = _size(shape)
+        if shapes[k] == shape and all(shapes[i] == shape for i in used):
+            ints = (n, 0)
+        else:
+            collapsed, strides = _broadcast.layout(shape, tuple(shapes[i] for i in used)
+                                                   + (shapes[k],))
+            ints = [n, 1, len(collapsed), *collapsed]
+            for s in strides:
+                ints.extend(s)
+        return getattr(self.kernels, f"vjp{k}_exec"), operands, ints, attrs["params"]
+
     def rule(self, k, grad_output, inputs, output, attrs):
         namespace = _tensor_namespace()
         namespace.update(zip(self.input_names, inputs))
@@ -214,6 +237,13 @@ class ElementwiseOp(Op):
             namespace[p] = float(attrs["params"][i])
         result = eval(self._compiled_rules[k], {"__builtins__": {"abs": abs}}, namespace)
         return _broadcast.sum_to_shape(result, attrs["shapes"][k])
+
+
+def _size(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
 
 
 def _param_value(value, position):
@@ -225,6 +255,8 @@ def _param_value(value, position):
 
 class WhereOp(ElementwiseOp):
     """``where(condition, a, b)``: the condition stays boolean and takes no gradient."""
+
+    input_kinds = ("bool", "like", "like")
 
     def prepare(self, values, attrs):
         condition, a, b = values

@@ -13,13 +13,16 @@ interprets the index; what this module adds is the way back (the VJPs):
   scattered back with ``put_add``, so repeated indices accumulate in the VJP.
 """
 
+import functools
 import numbers
 
 import numpy as np
 from numba import njit
 
 from . import _broadcast, _strided
-from .registry import Op, call
+from .registry import EXEC_GRAD, EXEC_TARGET, Op, call
+
+_GRAD_TO_TARGET = (EXEC_GRAD, EXEC_TARGET)
 
 
 def _is_basic(items):
@@ -105,16 +108,22 @@ class Selection:
     def layout(self):
         """Shape, element strides and flat offset of a basic selection's view."""
         if self._layout is None:
-            # Index a fake byte array with the input's element strides: NumPy works out the
-            # view (every basic form, negative steps included) without touching memory.
-            strides = _broadcast.contiguous_strides(self.input_shape)
-            fake = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), self.input_shape, strides)
-            view = fake[self.index]
-            offset = 0
-            if view.size:
-                offset = view.__array_interface__["data"][0] - fake.__array_interface__["data"][0]
-            self._layout = (view.shape, list(view.strides), offset)
+            key = tuple(
+                ("slice", i.start, i.stop, i.step) if isinstance(i, slice) else i
+                for i in self.index
+            )
+            shape, strides, offset = _basic_layout(self.input_shape, key)
+            self._layout = (shape, list(strides), offset)
         return self._layout
+
+    def exec_ints(self, n):
+        """``ints`` of the strided drivers (``_strided``) for a basic selection of ``n``
+        elements."""
+        shape, strides, offset = self.layout()
+        size = 1
+        for d in self.input_shape:
+            size *= d
+        return _strided.strided_ints(n, size, offset, tuple(shape), tuple(strides))
 
     def flat_map(self):
         """Flat input position of each selected element, in the selection's C order."""
@@ -148,6 +157,29 @@ class Selection:
             self._last = last
 
 
+@functools.lru_cache(maxsize=4096)
+def _basic_layout(input_shape, key):
+    """Shape, element strides and offset of ``x[index]`` (``key``: the index, slices as
+    tuples) for an ``x`` of ``input_shape``; cached, as programs repeat their indexing."""
+    index = tuple(slice(*i[1:]) if isinstance(i, tuple) else i for i in key)
+    # Index a fake byte array with the input's element strides: NumPy works out the view
+    # (every basic form, negative steps included) without touching memory.
+    strides = _broadcast.contiguous_strides(input_shape)
+    fake = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), input_shape, strides)
+    view = fake[index]
+    offset = 0
+    if view.size:
+        offset = view.__array_interface__["data"][0] - fake.__array_interface__["data"][0]
+    return view.shape, tuple(view.strides), offset
+
+
+def _exec_sizes(node):
+    n = 1
+    for d in node.shape:
+        n *= d
+    return n
+
+
 class GetItem(Op):
     """``x[index]`` for every NumPy index form; VJP scatters (and accumulates) back."""
 
@@ -169,6 +201,15 @@ class GetItem(Op):
 
     def vjp_batched(self, k, grad_outputs, saved, attrs, grad_inputs):
         attrs["selection"].scatter_add_batched(grad_outputs, grad_inputs)
+
+    def exec_spec(self, k, node):
+        selection = node.attrs["selection"]
+        n = _exec_sizes(node)
+        if selection.basic:
+            return _strided.scatter_add_driver, _GRAD_TO_TARGET, selection.exec_ints(n), ()
+        size = int(np.prod(selection.input_shape, dtype=np.int64))
+        return (_strided.put_add_driver, (EXEC_GRAD, selection.flat_map(), EXEC_TARGET),
+                (n, size), ())
 
     def rule(self, k, grad_output, inputs, output, attrs):
         return call("_index_scatter", grad_output, source=attrs)
@@ -201,6 +242,16 @@ class IndexScatter(Op):
     def vjp(self, k, grad_output, saved, attrs, grad_input):
         gathered = attrs["selection"].gather(grad_output)
         _strided.accumulate(gathered.reshape(-1), grad_input.reshape(-1))
+
+    def exec_spec(self, k, node):
+        # The selection of the scattered gradient, added into this node's input.
+        selection = node.attrs["selection"]
+        if selection.basic:
+            n = int(np.prod(selection.layout()[0], dtype=np.int64))
+            return _strided.gather_add_driver, _GRAD_TO_TARGET, selection.exec_ints(n), ()
+        flat = selection.flat_map()
+        operands = (EXEC_GRAD, flat, EXEC_TARGET)
+        return _strided.take_add_driver, operands, (flat.size, _exec_sizes(node)), ()
 
     def rule(self, k, grad_output, inputs, output, attrs):
         return call("getitem", grad_output, index=attrs["index"])

@@ -11,7 +11,8 @@ import numpy as np
 from numba import njit
 
 from . import _broadcast
-from .registry import Op, call, public
+from ._pointers import array_at
+from .registry import EXEC_GRAD, EXEC_TARGET, Op, call, public
 
 #: Products with at most this many multiply-adds per batch entry (m * k * n) run as plain loops;
 #: above it, one BLAS call per batch entry pays for its overhead. Measured (float64, 1,000 batch
@@ -103,6 +104,28 @@ def _add_vjp_b(g, a, grad_b):
         _bmm_vjp_b_loops(g, a, grad_b)
 
 
+@njit(cache=True, nogil=True)
+def _bmm_driver(operands, ints, floats, like):
+    """The compiled executor's driver of ``_bmm``'s VJPs: ``ints`` is ``[k, batch, m, inner,
+    n, blas]``; operands the gradient, the other factor and the target."""
+    k, batch, m, inner, n, blas = ints[0], ints[1], ints[2], ints[3], ints[4], ints[5]
+    g = array_at(operands[0], batch * m * n, like).reshape((batch, m, n))
+    if k == 0:
+        b = array_at(operands[1], batch * inner * n, like).reshape((batch, inner, n))
+        grad_a = array_at(operands[2], batch * m * inner, like).reshape((batch, m, inner))
+        if blas:
+            _bmm_vjp_a(g, b, grad_a, np.empty((m, inner), dtype=like.dtype))
+        else:
+            _bmm_vjp_a_loops(g, b, grad_a)
+    else:
+        a = array_at(operands[1], batch * m * inner, like).reshape((batch, m, inner))
+        grad_b = array_at(operands[2], batch * inner * n, like).reshape((batch, inner, n))
+        if blas:
+            _bmm_vjp_b(g, a, grad_b, np.empty((inner, n), dtype=like.dtype))
+        else:
+            _bmm_vjp_b_loops(g, a, grad_b)
+
+
 class BatchedMatmul(Op):
     """``_bmm(a, b)``: ``a (batch, m, k) @ b (batch, k, n)``, the primitive of this family."""
 
@@ -176,6 +199,16 @@ class BatchedMatmul(Op):
             out = np.zeros((batch, inner, vectors * n), dtype=a.dtype)
             _add_vjp_b(columns, a, out)
             grad_inputs += out.reshape(batch, inner, vectors, n).transpose(2, 0, 1, 3)
+
+    def exec_spec(self, k, node):
+        a, b = node.saved_inputs
+        if a.dtype != node.dtype or not (a.size and b.size):
+            return None
+        batch, m, inner = a.shape
+        n = b.shape[2]
+        blas = _blas(a.dtype, m, inner, n)
+        operands = (EXEC_GRAD, b if k == 0 else a, EXEC_TARGET)
+        return _bmm_driver, operands, (k, batch, m, inner, n, blas), ()
 
     def rule(self, k, grad_output, inputs, output, attrs):
         a, b = inputs

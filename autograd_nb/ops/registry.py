@@ -76,6 +76,12 @@ def call(name, *args, **attrs):
     return _dispatch(REGISTRY[name], args, attrs)
 
 
+#: Operand roles in :meth:`Op.exec_spec`: the node's gradient (the grad_output of its VJP) and
+#: the gradient buffer of input ``k`` (the target the VJP accumulates into).
+EXEC_GRAD = "grad"
+EXEC_TARGET = "target"
+
+
 class Saved:
     """What a node keeps for its op's VJP: the saved inputs by position, and the output."""
 
@@ -158,6 +164,17 @@ class Op:
         for b in range(grad_outputs.shape[0]):
             # ``[b, ...]``: a view even for 0-d rows (``[b]`` would give a scalar copy).
             self.vjp(k, grad_outputs[b, ...], saved, attrs, grad_inputs[b, ...])
+
+    def exec_spec(self, k, node):
+        """How the compiled executor runs VJP ``k`` of the recorded ``node``, or None.
+
+        Returns ``(driver, operands, ints, floats)``: ``driver`` an ``@njit`` function
+        ``driver(operands, ints, floats, like)`` (see :mod:`autograd_nb.ops._pointers`),
+        ``operands`` its arrays in order (:data:`EXEC_GRAD`, :data:`EXEC_TARGET`, or saved
+        C-contiguous arrays, whose data pointers it receives), and ``ints``/``floats`` its
+        attributes. None (the default) makes the engine run this backward as a Python walk.
+        """
+        return None
 
     def __repr__(self):
         return f"<op {self.name}>"

@@ -10,7 +10,9 @@ import numpy as np
 from numba import njit
 
 from . import _broadcast, _strided
-from .registry import Op, call, public
+from .registry import EXEC_GRAD, EXEC_TARGET, Op, call, public
+
+_GRAD_TO_TARGET = (EXEC_GRAD, EXEC_TARGET)
 
 
 class ShapeOp(Op):
@@ -26,6 +28,27 @@ class ShapeOp(Op):
 
     def make_function(self):
         return None  # each op below publishes its NumPy signature
+
+    def exec_spec(self, k, node):
+        # Reshape and same-dtype casts: the gradient adds back element for element.
+        n = _size(node.shape)
+        return _strided.accumulate_driver, _GRAD_TO_TARGET, (n,), ()
+
+
+def _size(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _scatter_spec(node, out_shape, strides):
+    """Compiled-executor spec of a VJP that adds the gradient back through ``strides``."""
+    ints = _strided.strided_ints(
+        _size(out_shape), _size(node.attrs["input_shape"]), 0, tuple(out_shape), tuple(strides)
+    )
+    return _strided.scatter_add_driver, _GRAD_TO_TARGET, ints, ()
+
 
 
 def _scatter_batch(grad_outputs, out_shape, strides, input_shape, grad_inputs):
@@ -112,6 +135,9 @@ class Transpose(ShapeOp):
         out_shape, strides = self._layout(attrs)
         _strided.strided_scatter_add(grad_output, out_shape, strides, grad_input)
 
+    def exec_spec(self, k, node):
+        return _scatter_spec(node, *self._layout(node.attrs))
+
     def vjp_batched(self, k, grad_outputs, saved, attrs, grad_inputs):
         out_shape, strides = self._layout(attrs)
         _scatter_batch(grad_outputs, out_shape, strides, attrs["input_shape"], grad_inputs)
@@ -146,6 +172,11 @@ class BroadcastTo(ShapeOp):
     def vjp(self, k, grad_output, saved, attrs, grad_input):
         strides = _broadcast.broadcast_strides(attrs["input_shape"], attrs["shape"])
         _strided.strided_scatter_add(grad_output, attrs["shape"], strides, grad_input)
+
+    def exec_spec(self, k, node):
+        attrs = node.attrs
+        strides = _broadcast.broadcast_strides(attrs["input_shape"], attrs["shape"])
+        return _scatter_spec(node, attrs["shape"], strides)
 
     def vjp_batched(self, k, grad_outputs, saved, attrs, grad_inputs):
         strides = _broadcast.broadcast_strides(attrs["input_shape"], attrs["shape"])
@@ -251,6 +282,18 @@ class Join(Op):
         # The batch is one more leading dimension: ``outer`` rows per vector.
         outer = grad_outputs.shape[0] * attrs["outer"]
         self._add_back(k, grad_outputs, outer, attrs, grad_inputs)
+
+    def exec_spec(self, k, node):
+        # Input k is the (outer, width) block of columns from ``start`` of the (outer, total)
+        # gradient: a strided read of it.
+        attrs = node.attrs
+        outer, width, total = attrs["outer"], attrs["widths"][k], attrs["starts"][-1]
+        if outer * width == 0:
+            return _strided.accumulate_driver, _GRAD_TO_TARGET, (0,), ()
+        ints = _strided.strided_ints(
+            outer * width, outer * total, attrs["starts"][k], (outer, width), (total, 1)
+        )
+        return _strided.gather_add_driver, _GRAD_TO_TARGET, ints, ()
 
     def _add_back(self, k, grad_output, outer, attrs, grad_input):
         if grad_input.size == 0:

@@ -1,0 +1,300 @@
+"""The compiled backward: a plan becomes an instruction table, run in ONE call into compiled code.
+
+:func:`run` is what :func:`autograd_nb.engine.run_plan` tries first for ``create_graph=False``
+without a batch. It turns the plan (:func:`autograd_nb.engine.backward.make_plan`, which has
+already pruned the graph and checked every saved buffer's version) into flat tables:
+
+* ``objects``: every array the backward reads or writes outside the arena (saved values,
+  seeds, the gradient buffers handed back to the caller), passed as ``id()`` values; the
+  executor reads their data pointers (:mod:`autograd_nb.ops._pointers`);
+* ``slots``: gradient buffers, one per node or leaf that receives a gradient. Intermediate
+  ones live in one zeroed arena and are reused once consumed (a freed slot is zeroed again
+  before reuse, by an instruction); the caller's results are separate arrays;
+* ``code``: one row per VJP: the driver's entry (a C function address of
+  :func:`~autograd_nb.ops._pointers.entry_address`), and offsets into the operand list and the
+  int and float attribute arrays.
+
+:func:`execute` is compiled once per dtype (cached on disk) and is the same for every graph,
+so a graph of any length or shape costs no compilation beyond the drivers of the ops it uses.
+Fused groups of elementwise VJPs (:mod:`autograd_nb.engine.fusion`) are drivers too.
+
+When a node's op has no driver (``Op.exec_spec`` returns None: custom Functions, some
+indexing and linear-algebra forms), the dtypes are mixed, or NumPy's array struct is not the
+one this module reads, :func:`run` returns None and the Python walk runs instead.
+"""
+
+import numpy as np
+from numba import njit
+
+from .. import tape
+from ..ops import _pointers, _strided
+from ..ops.registry import EXEC_GRAD, EXEC_TARGET
+from . import fusion
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+#: Columns of a code row.
+ENTRY, N_OPERANDS, OPERANDS, INTS, FLOATS = range(5)
+ROW = 5
+#: An ``ENTRY`` of ZERO clears a reused arena slot: ``OPERANDS`` is the slot reference and
+#: ``INTS`` its size in bytes.
+ZERO = -1
+
+
+@njit(cache=True, nogil=True)
+def execute(code, references, objects, slot_offsets, entries, ints, floats, arena):
+    """Run every row of ``code``; see the module docstring for the tables."""
+    n_objects = objects.size
+    pointers = np.empty(n_objects + slot_offsets.size, dtype=np.int64)
+    for i in range(n_objects):
+        pointers[i] = _pointers.data_address(objects[i])
+    base = arena.ctypes.data
+    itemsize = arena.itemsize
+    for s in range(slot_offsets.size):
+        offset = slot_offsets[s]
+        if offset >= 0:
+            pointers[n_objects + s] = base + offset * itemsize
+        else:
+            pointers[n_objects + s] = pointers[-offset - 1]
+    operands = np.empty(64, dtype=np.int64)
+    operands_address = operands.ctypes.data
+    ints_address = ints.ctypes.data
+    floats_address = floats.ctypes.data
+    for r in range(code.shape[0]):
+        entry = code[r, ENTRY]
+        if entry == ZERO:
+            region = _pointers.array_at(pointers[code[r, OPERANDS]], code[r, INTS], _BYTES)
+            region[:] = 0
+            continue
+        start = code[r, OPERANDS]
+        for j in range(code[r, N_OPERANDS]):
+            reference = references[start + j]
+            operands[j] = pointers[reference]
+        _pointers.call_entry(
+            entries[entry],
+            operands_address,
+            ints_address + 8 * code[r, INTS],
+            floats_address + 8 * code[r, FLOATS],
+        )
+
+
+_BYTES = np.empty(0, dtype=np.uint8)
+
+
+class _Tables:
+    """The tables of one run as Python lists, filled by :func:`_build` (see the module
+    docstring); :meth:`execute` hands them to the compiled executor."""
+
+    def __init__(self, dtype):
+        self.dtype = dtype
+        self.objects = []  # ``id()`` of arrays; kept alive by the nodes and ``keep``
+        self.keep = []
+        self.slot_offsets = []
+        self.arena_size = 0
+        self.free = {}
+        self.code = []
+        self.references = []
+        self.ints = []
+        self.floats = []
+        self.entries = []
+        self.entry_index = {}
+
+    def external_slot(self, array):
+        self.keep.append(array)
+        self.objects.append(id(array))
+        self.slot_offsets.append(-len(self.objects))
+        return len(self.slot_offsets) - 1
+
+    def arena_slot(self, size):
+        """A slot of ``size`` elements in the arena: a freed one (zeroed first) or a new one."""
+        reusable = self.free.get(size)
+        if reusable:
+            slot = reusable.pop()
+            self.code.append((ZERO, 0, -slot - 1, size * self.dtype.itemsize, 0))
+            return slot
+        self.slot_offsets.append(self.arena_size)
+        self.arena_size += size
+        return len(self.slot_offsets) - 1
+
+    def entry(self, driver):
+        index = self.entry_index.get(driver)
+        if index is None:
+            index = self.entry_index[driver] = len(self.entries)
+            self.entries.append(_pointers.entry_address(driver, self.dtype))
+        return index
+
+    def execute(self):
+        n_objects = len(self.objects)
+        references = np.array(self.references, dtype=np.int64)
+        # Slot references were written as -(slot + 1); the executor's pointer table puts the
+        # slots after the objects.
+        slots = references < 0
+        references[slots] = n_objects - references[slots] - 1
+        code = np.array(self.code, dtype=np.int64).reshape(-1, ROW)
+        zero_rows = code[:, ENTRY] == ZERO
+        code[zero_rows, OPERANDS] = n_objects - code[zero_rows, OPERANDS] - 1
+        execute(
+            code,
+            references,
+            np.array(self.objects, dtype=np.int64),
+            np.array(self.slot_offsets, dtype=np.int64),
+            np.array(self.entries, dtype=np.int64),
+            np.array(self.ints, dtype=np.int64) if self.ints else np.zeros(1, np.int64),
+            np.array(self.floats, dtype=np.float64) if self.floats else np.zeros(1),
+            np.zeros(max(self.arena_size, 1), dtype=self.dtype),
+        )
+
+
+def _plan_dtype(plan, seeds):
+    dtype = None
+    for node in plan.nodes:
+        if dtype is None:
+            dtype = node.dtype
+        elif node.dtype != dtype:
+            return None
+    for edge, _ in seeds:
+        if dtype is None:
+            dtype = edge.dtype
+        elif edge.dtype != dtype:
+            return None
+    return dtype if dtype in _FLOATS else None
+
+
+def run(plan, seeds, targets, all_leaves, retain_graph):
+    """Run ``plan`` in one compiled call; None where it cannot (then nothing has changed).
+
+    Arguments and result as :func:`autograd_nb.engine.backward.run_plan` without
+    ``create_graph`` and ``batch``: the gradients by ``id`` of every target, retaining node
+    and (``all_leaves``) leaf that received one, and the leaves met.
+    """
+    if not _pointers.SUPPORTED:
+        return None
+    dtype = _plan_dtype(plan, seeds)
+    if dtype is None:
+        return None
+    tables = _Tables(dtype)
+    slot_of = {}
+    results = {}  # id(edge) -> the array handed back
+    leaves = {}
+    try:
+        ran = _build(tables, plan, seeds, targets, all_leaves, slot_of, results, leaves)
+    except _Unsupported:
+        return None
+    tables.execute()
+    if not retain_graph:
+        for node in ran:
+            node.free()
+    return results, leaves
+
+
+def _build(tables, plan, seeds, targets, all_leaves, slot_of, results, leaves):
+    """Fill ``tables`` with the plan's instructions (the hot Python loop of a backward: it
+    keeps to local names and list appends)."""
+    dtype = tables.dtype
+    Node = tape.Node
+    needed = plan.needed
+    references = tables.references
+    objects = tables.objects
+    code = tables.code
+    ints_list = tables.ints
+    floats_list = tables.floats
+    entry_of = tables.entry_index
+    free = tables.free
+
+    def slot_for(edge, key):
+        if edge.dtype != dtype:
+            raise _Unsupported
+        if not isinstance(edge, Node) or key in targets or edge.retained:
+            array = np.zeros(edge.shape, dtype=dtype)
+            results[key] = array
+            slot = tables.external_slot(array)
+        else:
+            slot = tables.arena_slot(_size(edge.shape))
+        slot_of[key] = slot
+        return slot
+
+    def emit(driver, operands, ints, floats, slot, target):
+        entry = entry_of.get(driver)
+        if entry is None:
+            entry = tables.entry(driver)
+        start = len(references)
+        for operand in operands:
+            if operand is EXEC_GRAD:
+                references.append(-slot - 1)
+            elif operand is EXEC_TARGET:
+                references.append(-target - 1)
+            else:
+                references.append(len(objects))
+                objects.append(id(operand))
+        code.append((entry, len(operands), start, len(ints_list), len(floats_list)))
+        ints_list.extend(ints)
+        floats_list.extend(floats)
+
+    for edge, grad in seeds:
+        key = id(edge)
+        slot = slot_of.get(key)
+        if slot is None:
+            slot = slot_for(edge, key)
+        seed = np.array(grad, dtype=dtype, copy=True).reshape(edge.shape)
+        tables.keep.append(seed)
+        emit(_strided.accumulate_driver, (seed, EXEC_TARGET), (seed.size,), (), None, slot)
+        if not isinstance(edge, Node):
+            leaves[key] = edge
+    ran = []
+    groups = {}
+    if fusion.ENABLED:
+        groups = fusion.groups(plan, targets, all_leaves, {id(edge) for edge, _ in seeds})
+    for node in plan.nodes:
+        slot = slot_of.get(id(node))
+        if slot is None:
+            continue
+        ran.append(node)
+        group = groups.get(id(node)) if groups else None
+        if group is not None:
+            ran.extend(group.nodes[1:])
+            target = group.target
+            key = id(target)
+            if not isinstance(target, Node):
+                leaves[key] = target
+            slot_target = slot_of.get(key)
+            if slot_target is None:
+                slot_target = slot_for(target, key)
+            emit(*group.spec(), slot, slot_target)
+            if tables.slot_offsets[slot] >= 0:
+                free.setdefault(_size(node.shape), []).append(slot)
+            continue
+        exec_spec = node.op.exec_spec
+        k = -1
+        for edge in node.edges:
+            k += 1
+            if edge is None:
+                continue
+            key = id(edge)
+            if isinstance(edge, Node):
+                if key not in needed:
+                    continue
+            elif all_leaves or key in targets:
+                leaves[key] = edge
+            else:
+                continue
+            spec = exec_spec(k, node)
+            if spec is None:
+                raise _Unsupported
+            target = slot_of.get(key)
+            if target is None:
+                target = slot_for(edge, key)
+            emit(*spec, slot, target)
+        if tables.slot_offsets[slot] >= 0:  # consumed: the arena slot can be reused
+            free.setdefault(_size(node.shape), []).append(slot)
+    return ran
+
+
+class _Unsupported(Exception):
+    """A node the executor has no driver for: the Python walk runs the plan instead."""
+
+
+def _size(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n

@@ -1,0 +1,235 @@
+"""Fusion: a chain of elementwise VJPs over one buffer shape runs as one loop over memory.
+
+In a chain ``y = f20(...f2(f1(x)))`` of elementwise ops, the unfused backward runs 20 VJP
+kernels, each reading the incoming gradient, the saved values and writing a gradient buffer:
+60 passes over memory. A fused group computes, per element, the whole chain of derivative
+formulas in registers: it reads each saved value once and writes the target once.
+
+A *group* is a run of nodes ``n1 -> n2 -> ... -> nm`` in backward order where every ``ni``
+is an :class:`~autograd_nb.ops.elementwise.ElementwiseOp` whose gradient flows to exactly
+one input (the next node of the chain, or for ``nm`` the group's target), every operand its
+VJP reads has the output's shape or one element (a broadcast scalar), and every intermediate
+node has no other consumer in the plan and is not asked for (a target, ``retain_grad``).
+Groups are made only for buffers of at least ``config.FUSION_MIN_ELEMENTS`` elements: below
+that a VJP's cost is the call, not memory, and each distinct chain would be one more kernel
+to compile.
+
+The loop of a group is generated from the ops' formulas, written to the kernel folder under
+a name hashing its source (so a chain seen once is cached on disk and compiled once), and
+split over the cores with ``prange`` from ``config.PARALLEL_MIN_ELEMENTS`` elements. It is a
+driver of the compiled executor like any op's.
+"""
+
+import ast
+
+from .. import config, tape
+from ..ops import _kernels
+from ..ops.elementwise import ElementwiseOp
+from ..ops.registry import EXEC_GRAD, EXEC_TARGET
+
+#: Set False to run every VJP on its own (tests compare the two).
+ENABLED = True
+
+
+class Group:
+    """One fused chain: ``nodes`` in backward order (``nodes[0]`` is the head, whose gradient
+    slot feeds the loop), ``edges`` the input position followed at each node, and
+    ``target`` the edge that receives the result."""
+
+    __slots__ = ("nodes", "positions", "target", "kinds", "_driver")
+
+    def __init__(self, nodes, positions, kinds):
+        self.nodes = nodes
+        self.positions = positions
+        self.kinds = kinds
+        self.target = nodes[-1].edges[positions[-1]]
+        self._driver = None
+
+    @property
+    def head(self):
+        return self.nodes[0]
+
+    def spec(self):
+        """``(driver, operands, ints, floats)`` for the executor (see ``Op.exec_spec``)."""
+        operands = [EXEC_GRAD]
+        floats = []
+        for node, k, kinds in zip(self.nodes, self.positions, self.kinds, strict=True):
+            used, _, reads_y = node.op._vjp_args[k]
+            operands += [node.saved_inputs[i] for i in used]
+            if reads_y:
+                operands.append(node.saved_output)
+            floats.extend(node.attrs["params"])
+        operands.append(EXEC_TARGET)
+        return self.driver(), operands, (_size(self.head.shape),), floats
+
+    def driver(self):
+        if self._driver is None:
+            source = fused_source(
+                [(node.op, k, kinds) for node, k, kinds in
+                 zip(self.nodes, self.positions, self.kinds, strict=True)]
+            )
+            self._driver = _kernels.load_module("fused", source).driver
+        return self._driver
+
+
+def _size(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _link(node, needed, targets, all_leaves):
+    """The one input position through which ``node``'s gradient flows, and the kinds
+    ("full"/"scalar") of the operands its VJP reads; None if the node cannot be fused."""
+    op = node.op
+    if not isinstance(op, ElementwiseOp) or op.input_kinds is not None:
+        return None
+    attrs = node.attrs
+    shape = attrs["shape"]
+    position = None
+    for k, edge in enumerate(node.edges):
+        if edge is None:
+            continue
+        if isinstance(edge, tape.Node):
+            wanted = id(edge) in needed
+        else:
+            wanted = all_leaves or id(edge) in targets
+        if wanted:
+            if position is not None:
+                return None
+            position = k
+    if position is None or attrs["shapes"][position] != shape:
+        return None
+    used, _, _ = op._vjp_args[position]
+    kinds = []
+    for i in used:
+        operand_shape = attrs["shapes"][i]
+        if operand_shape == shape:
+            kinds.append("full")
+        elif _size(operand_shape) == 1:
+            kinds.append("scalar")
+        else:
+            return None
+    return position, tuple(kinds)
+
+
+def groups(plan, targets, all_leaves, roots):
+    """The fused groups of ``plan``, by ``id`` of every node they contain (``roots``: ``id``
+    of the seeded edges, which cannot be inside a chain)."""
+    minimum = config.FUSION_MIN_ELEMENTS
+    candidates = {}
+    for node in plan.nodes:
+        if _size(node.shape) >= minimum and isinstance(node.op, ElementwiseOp):
+            link = _link(node, plan.needed, targets, all_leaves)
+            if link is not None:
+                candidates[id(node)] = link
+    if len(candidates) < 2:
+        return {}
+    consumers = {}
+    for node in plan.nodes:
+        for edge in node.edges:
+            if edge is not None and isinstance(edge, tape.Node):
+                consumers[id(edge)] = consumers.get(id(edge), 0) + 1
+    found = {}
+    for node in plan.nodes:  # backward order: a chain is met at its head first
+        key = id(node)
+        if key in found or key not in candidates:
+            continue
+        chain, positions, kinds = [node], [], []
+        current = node
+        while True:
+            position, operand_kinds = candidates[id(current)]
+            positions.append(position)
+            kinds.append(operand_kinds)
+            following = current.edges[position]
+            following_key = id(following)
+            if (
+                not isinstance(following, tape.Node)
+                or following_key not in candidates
+                or following_key in found
+                or consumers.get(following_key, 0) != 1
+                or following_key in targets
+                or following_key in roots
+                or following.retained
+                or following.shape != current.shape
+            ):
+                break
+            chain.append(following)
+            current = following
+        if len(chain) >= 2:
+            group = Group(chain, positions, kinds)
+            for member in chain:
+                found[id(member)] = group
+    return found
+
+
+# -- source generation -------------------------------------------------------------------------
+
+_LOOP_JIT = '@njit(cache=True, error_model="numpy", nogil=True{parallel})'
+
+
+def fused_source(stages):
+    """Source of the fused loop and its executor driver for ``stages``: ``(op, position,
+    operand kinds)`` per node, head first."""
+    lines = [_kernels.HEADER]
+    arguments = []  # loop arguments after ``g``: operand arrays, in the driver's order
+    loads = []
+    body = []
+    unpack = []
+    n_params = 0
+    for stage, (op, position, kinds) in enumerate(stages):
+        used, _, reads_y = op._vjp_args[position]
+        rename = {name: f"{name}_{stage}" for name in op.input_names + op.params}
+        rename["g"] = "g_"
+        rename["y"] = f"y_{stage}"
+        for i, kind in zip(used, kinds, strict=True):
+            array = f"o{len(arguments)}"
+            arguments.append((array, kind))
+            at = "i_" if kind == "full" else "0"
+            loads.append(f"{rename[op.input_names[i]]} = {array}[{at}]")
+        if reads_y:
+            array = f"o{len(arguments)}"
+            arguments.append((array, "full"))
+            loads.append(f"{rename['y']} = {array}[i_]")
+        for name in op.params:
+            unpack.append(f"{rename[name]} = params[{n_params}]")
+            n_params += 1
+        body.append(f"g_ = {_rename(op.vjp_formulas[position], rename)}")
+    names = ", ".join(["g"] + [a for a, _ in arguments] + ["target", "params"])
+    for suffix, parallel, loop in (("", "", "range"), ("_parallel", ", parallel=True", "prange")):
+        lines.append(_LOOP_JIT.format(parallel=parallel))
+        lines.append(f"def loop{suffix}({names}):")
+        lines.extend("    " + line for line in unpack)
+        lines.append(f"    for i_ in {loop}(target.size):")
+        lines.append("        g_ = g[i_]")
+        lines.extend("        " + line for line in loads + body)
+        lines.append("        target[i_] += g_")
+        lines.append("")
+    lines.append(_LOOP_JIT.format(parallel=""))
+    lines.append("def driver(operands, ints, floats, like):")
+    lines.append("    n = ints[0]")
+    lines.append("    g = array_at(operands[0], n, like)")
+    for j, (array, kind) in enumerate(arguments):
+        lines.append(f"    {array} = array_at(operands[{j + 1}], {'n' if kind == 'full' else 1},"
+                     " like)")
+    lines.append(f"    target = array_at(operands[{len(arguments) + 1}], n, like)")
+    lines.append(f"    params = floats[:{n_params}]")
+    lines.append(f"    if n >= {config.PARALLEL_MIN_ELEMENTS}:")
+    lines.append(f"        loop_parallel({names})")
+    lines.append("    else:")
+    lines.append(f"        loop({names})")
+    lines.append("")
+    return "\n".join(lines)
+
+
+def _rename(formula, names):
+    tree = ast.parse(formula, mode="eval")
+
+    class Rename(ast.NodeTransformer):
+        def visit_Name(self, node):
+            if node.id in names:
+                return ast.copy_location(ast.Name(id=names[node.id], ctx=node.ctx), node)
+            return node
+
+    return ast.unparse(Rename().visit(tree))
