@@ -15,9 +15,13 @@ KERNEL_DIR = os.environ.get(
 
 #: CUDA threads per block for one-dimensional launches.
 THREADS_PER_BLOCK = 256
+CUDA_THREADS_PER_BLOCK = 256
+CUDA_MATMUL_TILE = 16
 
-#: Elementwise chains at least this long are fused into one generated loop by the engine.
-FUSION_MIN_OPS = 2
+#: The compiled backward fuses chains of elementwise VJPs over buffers of at least this many
+#: elements into one generated loop (``engine.fusion``). Smaller buffers run op by op: their
+#: cost is the call (~40 ns in the executor), and each distinct chain is a kernel to compile.
+FUSION_MIN_ELEMENTS = 4096
 
 #: Batched VJPs with fewer elements than this (batch x elements) run row by row on one thread:
 #: starting a parallel region costs more than the work (measured here: ~20 ms per prange
