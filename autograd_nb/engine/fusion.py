@@ -22,6 +22,8 @@ driver of the compiled executor like any op's.
 
 import ast
 
+from numba.np.ufunc.parallel import _launch_threads
+
 from .. import config, tape
 from ..ops import _kernels
 from ..ops.elementwise import ElementwiseOp
@@ -64,6 +66,10 @@ class Group:
 
     def driver(self):
         if self._driver is None:
+            # The loop may run in parallel; its C entry is loaded from numba's cache as plain
+            # machine code, which needs the threading layer's symbols (allocate_sched, ...)
+            # already registered: numba does that itself only for its dispatchers.
+            _launch_threads()
             source = fused_source(
                 [(node.op, k, kinds) for node, k, kinds in
                  zip(self.nodes, self.positions, self.kinds, strict=True)]
