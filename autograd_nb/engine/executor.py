@@ -223,14 +223,19 @@ def _build(tables, plan, seeds, targets, all_leaves, slot_of, results, leaves):
                 references.append(-slot - 1)
             elif operand is EXEC_TARGET:
                 references.append(-target - 1)
-            else:
+            elif type(operand) is ndarray:
                 references.append(len(objects))
                 objects.append(id(operand))
+            else:  # a device array (CUDA graphs run their own launch sequence)
+                raise _Unsupported
         code.append((entry, len(operands), start, len(ints_list), len(floats_list)))
         ints_list.extend(ints)
         floats_list.extend(floats)
 
+    ndarray = np.ndarray
     for edge, grad in seeds:
+        if not isinstance(grad, (ndarray, float, int)):
+            raise _Unsupported
         key = id(edge)
         slot = slot_of.get(key)
         if slot is None:

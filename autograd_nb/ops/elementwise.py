@@ -80,6 +80,7 @@ class ElementwiseOp(Op):
             for k, formula in self.vjp_formulas.items()
         }
         self._module = None
+        self._attrs_cache = {}
         super().__init__()
 
     def make_function(self):
@@ -115,7 +116,14 @@ class ElementwiseOp(Op):
 
     def prepare(self, values, attrs):
         arrays = self._prepare_common(values) if not self.params else None
-        if arrays is None:
+        if arrays is not None:
+            # The attributes depend on the shapes alone: programs repeat theirs, so they are
+            # worked out once per combination (attributes are read-only after prepare).
+            shapes = tuple([a.shape for a in arrays])
+            cached = self._attrs_cache.get(shapes)
+            if cached is not None:
+                return arrays, cached
+        else:
             extra = [attrs[p] for p in self.params if attrs[p] is not None]
             dtype = self.result_dtype(values + extra)
             arrays = [np.asarray(v, dtype=dtype, order="C") for v in values]
@@ -125,13 +133,18 @@ class ElementwiseOp(Op):
             if other != shape:
                 shape = _broadcast.broadcast_shapes_cached(shapes)
                 break
+        flat = shapes.count(shape) == len(arrays)
         if self.params:
             params = np.array(
                 [_param_value(attrs[p], i) for i, p in enumerate(self.params)], dtype=np.float64
             )
-        else:
-            params = _NO_PARAMS
-        return arrays, {"shape": shape, "shapes": shapes, "params": params}
+            return arrays, {"shape": shape, "shapes": shapes, "params": params, "flat": flat}
+        attrs = {"shape": shape, "shapes": shapes, "params": _NO_PARAMS, "flat": flat}
+        if type(self).prepare is ElementwiseOp.prepare:
+            if len(self._attrs_cache) > 4096:
+                self._attrs_cache.clear()
+            self._attrs_cache[shapes] = attrs
+        return arrays, attrs
 
     @staticmethod
     def _prepare_common(values):
@@ -155,7 +168,7 @@ class ElementwiseOp(Op):
     def forward(self, arrays, attrs):
         shape = attrs["shape"]
         out = np.empty(shape, dtype=arrays[-1].dtype)
-        if attrs["shapes"].count(shape) == len(arrays):
+        if attrs["flat"]:
             flat = [a.reshape(-1) for a in arrays]
             self.kernels.forward(*flat, out.reshape(-1), attrs["params"])
         else:
@@ -265,7 +278,8 @@ class WhereOp(ElementwiseOp):
         arrays += [np.asarray(v, dtype=dtype, order="C") for v in (a, b)]
         shape = _broadcast.broadcast_shapes(*(x.shape for x in arrays))
         shapes = tuple(x.shape for x in arrays)
-        return arrays, {"shape": shape, "shapes": shapes, "params": _NO_PARAMS}
+        flat = shapes.count(shape) == len(arrays)
+        return arrays, {"shape": shape, "shapes": shapes, "params": _NO_PARAMS, "flat": flat}
 
     def forward(self, arrays, attrs):
         out = super().forward(arrays, attrs)

@@ -7,6 +7,7 @@ same way in its VJP, so every axis/keepdims combination is one op on the tape.
 """
 
 
+import functools
 import hashlib
 import inspect
 
@@ -59,6 +60,13 @@ class Layout:
             _strided.strided_scatter_add(canonical_grad, self.permuted, self.strides, grad_input)
 
 
+@functools.lru_cache(maxsize=4096)
+def _layout(shape, axes):
+    """:class:`Layout` of ``shape`` over ``axes``, cached: programs repeat their reductions,
+    and a layout is immutable."""
+    return Layout(shape, axes)
+
+
 class AxisOp(Op):
     """Base of ops over axes. Subclasses set ``forward_kernel`` and ``vjp_kernel``.
 
@@ -88,7 +96,7 @@ class AxisOp(Op):
                 raise TypeError(f"{self.name}() takes a single integer axis, got {axis!r}")
         axes = _broadcast.normalize_axis(axis, x.ndim)
         keepdims = bool(attrs.get("keepdims", False))
-        layout = Layout(x.shape, axes)
+        layout = _layout(x.shape, axes)
         shape = _broadcast.reduced_shape(x.shape, axes, keepdims) if self.reduces else x.shape
         extra = {k: v for k, v in attrs.items() if k not in ("axis", "keepdims")}
         return [x], dict(extra, axes=axes, keepdims=keepdims, layout=layout, shape=shape)

@@ -237,6 +237,19 @@ def _add_block(grad_output, start, grad_piece):
             grad_piece[o, j] += grad_output[o, start + j]
 
 
+def _same_dtype_arrays(values):
+    """``values`` when they are all C-contiguous arrays of one dtype (the common case, which
+    needs no conversion), else None."""
+    first = values[0]
+    if type(first) is not np.ndarray:
+        return None
+    dtype = first.dtype
+    for v in values:
+        if type(v) is not np.ndarray or v.dtype != dtype or not v.flags.c_contiguous:
+            return None
+    return list(values)
+
+
 class Join(Op):
     """Base of ``concatenate`` and ``stack``: any number of inputs, copied into blocks."""
 
@@ -245,24 +258,39 @@ class Join(Op):
     method = False
     verb = None
 
+    def __init__(self):
+        self._attrs = {}
+        super().__init__()
+
     def prepare(self, values, attrs):
         if not values:
             raise ValueError(f"need at least one array to {self.verb}")
-        arrays = [np.asarray(v) for v in values]
-        dtype = np.result_type(*arrays)
-        arrays = [np.asarray(a, dtype=dtype, order="C") for a in arrays]
-        shapes = [a.shape for a in arrays]
-        shape, outer, widths, index = self.layout(shapes, attrs.get("axis", 0))
-        starts = np.concatenate([[0], np.cumsum(widths)]).astype(np.int64)
-        return arrays, {
-            "axis": attrs.get("axis", 0),
-            "shape": shape,
-            "outer": outer,
-            "widths": tuple(widths),
-            "starts": tuple(int(n) for n in starts),
-            "input_shapes": tuple(shapes),
-            "index": index,
-        }
+        arrays = _same_dtype_arrays(values)
+        if arrays is None:
+            arrays = [np.asarray(v) for v in values]
+            dtype = np.result_type(*arrays)
+            arrays = [np.asarray(a, dtype=dtype, order="C") for a in arrays]
+        shapes = tuple(a.shape for a in arrays)
+        axis = attrs.get("axis", 0)
+        key = (shapes, axis)
+        cached = self._attrs.get(key)
+        if cached is None:
+            shape, outer, widths, index = self.layout(shapes, axis)
+            starts = np.concatenate([[0], np.cumsum(widths)]).astype(np.int64)
+            cached = {
+                "axis": axis,
+                "shape": shape,
+                "outer": outer,
+                "widths": tuple(widths),
+                "starts": tuple(int(n) for n in starts),
+                "input_shapes": shapes,
+                "index": tuple(index),
+            }
+            if len(self._attrs) > 4096:
+                self._attrs.clear()
+            self._attrs[key] = cached
+        # A program repeats its joins: the attributes are worked out once per layout.
+        return arrays, dict(cached)
 
     def forward(self, arrays, attrs):
         out = np.empty(attrs["shape"], dtype=arrays[0].dtype)
