@@ -8,11 +8,13 @@ PIP_INSTALL := $(PY) -m pip install --quiet --disable-pip-version-check
 # `make bench ASV_ARGS=` for a full (slower, statistically meaningful) asv run.
 ASV_ARGS ?= --quick
 
-.PHONY: help demo test bench bench-report docs lint
+.PHONY: help demo test test-gpu bench bench-report docs lint
 
 help:
 	@echo "make demo          create $(VENV), install the package, run the grad_outputs tour"
-	@echo "make test          install the test and docs extras into $(VENV) and run the whole suite"
+	@echo "make test          install the test, docs and cuda extras into $(VENV) and run the whole"
+	@echo "                   suite (the CUDA tests on numba's simulator: no GPU needed)"
+	@echo "make test-gpu      run the CUDA tests (tests/cuda) on a real NVIDIA GPU"
 	@echo "make bench         install the bench extra and run the asv suite in $(VENV)"
 	@echo "make bench-report  turn the asv results into HTML (asv_bench/html)"
 	@echo "make docs          build the Sphinx site (warnings are errors) into docs/_build/html"
@@ -26,8 +28,14 @@ demo: $(PY)
 	$(PY) -m autograd_nb
 
 test: $(PY)
-	$(PIP_INSTALL) -e ".[test,docs]"
+	$(PIP_INSTALL) -e ".[test,docs,cuda]"
 	$(PY) -m pytest
+
+# The same CUDA tests as `make test` runs on the simulator, on the GPU (tests/conftest.py leaves
+# NUMBA_ENABLE_CUDASIM alone when AUTOGRAD_NB_TEST_GPU=1).
+test-gpu: $(PY)
+	$(PIP_INSTALL) -e ".[test,cuda]"
+	AUTOGRAD_NB_TEST_GPU=1 NUMBA_ENABLE_CUDASIM=0 $(PY) -m pytest tests/cuda
 
 # The peers (torch, jax, HIPS autograd) are only compared against; when one cannot be
 # installed here, its benchmarks skip (NotImplementedError in setup) and the run still completes.

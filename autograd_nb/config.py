@@ -13,9 +13,10 @@ KERNEL_DIR = os.environ.get(
     os.path.join(os.path.expanduser("~"), ".cache", "autograd_nb", "kernels"),
 )
 
-#: CUDA threads per block for one-dimensional launches.
-THREADS_PER_BLOCK = 256
+#: CUDA threads per block for one-dimensional launches (tests under the simulator patch it
+#: smaller: each simulated thread is a Python thread).
 CUDA_THREADS_PER_BLOCK = 256
+#: Side of the square shared-memory tiles of the CUDA matmul kernel.
 CUDA_MATMUL_TILE = 16
 
 #: The compiled backward fuses chains of elementwise VJPs over buffers of at least this many

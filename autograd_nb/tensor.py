@@ -1,7 +1,8 @@
-"""Tensor: a buffer (a C-contiguous NumPy array) plus autograd metadata.
+"""Tensor: a buffer (a C-contiguous NumPy array, or a CUDA device array) plus autograd metadata.
 
 This module is the surface over the layers below: it turns op calls on Tensors into forward
-kernels (:mod:`autograd_nb.ops`) and records them (:mod:`autograd_nb.tape`).
+kernels (:mod:`autograd_nb.ops`, or :mod:`autograd_nb.cuda` for device arrays) and records them
+(:mod:`autograd_nb.tape`).
 """
 
 import numbers
@@ -10,6 +11,7 @@ import weakref
 import numpy as np
 
 from . import ops, tape
+from .cuda import _device as _cuda_device
 from .ops import registry
 from .ops.registry import FUNCTIONS, REGISTRY
 
@@ -23,16 +25,47 @@ LEAF_FLAG = (
 )
 
 
+#: Set once a CUDA tensor exists: until then ``apply`` never looks for device arrays.
+_cuda_used = False
+
+CUDA_TO_NUMPY = (
+    "can't convert cuda device type tensor to numpy. Use Tensor.cpu() to copy the tensor to "
+    "host memory first."
+)
+
+
 def _check_device(device):
+    """The canonical device name, ``"cpu"`` or ``"cuda"``; for ``"cuda"``, CUDA must be usable
+    here (RuntimeError naming why not)."""
+    global _cuda_used
     device = str(device)
     if device == "cpu":
         return device
-    if device == "cuda" or device.startswith("cuda:"):
-        raise RuntimeError(
-            f"device={device!r} is not available: the CUDA backend of autograd_nb is not built "
-            "in this version (tensors live on device='cpu')"
-        )
+    if device in ("cuda", "cuda:0"):
+        _cuda_device.require()
+        _cuda_used = True
+        return "cuda"
+    if device.startswith("cuda:"):
+        raise RuntimeError(f"device={device!r} is not available: autograd_nb uses one GPU, 'cuda'")
     raise RuntimeError(f"unknown device {device!r}; expected 'cpu' or 'cuda'")
+
+
+def _device_of(data):
+    return "cpu" if type(data) is np.ndarray else "cuda"
+
+
+def _to_device(data, device):
+    """``data`` (a host or device array) on ``device``: itself, or a copy."""
+    if _device_of(data) == device:
+        return data
+    if device == "cuda":
+        return _cuda_device.to_device(data)
+    return _cuda_device.to_host(data)
+
+
+def _host(data):
+    """The data for display or conversion to Python values (a copy from the device)."""
+    return _cuda_device.to_host(data) if _cuda_device.is_device_array(data) else data
 
 
 class Tensor:
@@ -105,8 +138,18 @@ class Tensor:
 
     @property
     def device(self):
-        """The device holding the data, ``"cpu"`` (``"cuda"`` comes with the CUDA backend)."""
-        return "cpu"
+        """The device holding the data, ``"cpu"`` or ``"cuda"``."""
+        return "cpu" if type(self._data) is np.ndarray else "cuda"
+
+    @property
+    def __cuda_array_interface__(self):
+        """The CUDA Array Interface of a cuda tensor's data (no copy), for CuPy, PyTorch,
+        numba; AttributeError on the CPU, so ``hasattr`` tells the devices apart."""
+        if type(self._data) is np.ndarray:
+            raise AttributeError(
+                "__cuda_array_interface__ is only defined for cuda tensors (this one is on cpu)"
+            )
+        return _cuda_device.interface(self._data)
 
     @property
     def requires_grad(self):
@@ -165,6 +208,11 @@ class Tensor:
                 raise RuntimeError(
                     f"assigned grad has data of a different size: {value.shape} vs {self.shape}"
                 )
+            if value.device != self.device:
+                raise RuntimeError(
+                    f"assigned grad has data located on {value.device}, different from the "
+                    f"tensor's device {self.device}"
+                )
         self._grad = value
 
     @property
@@ -201,15 +249,21 @@ class Tensor:
     def numpy(self):
         """The data as a NumPy array (shares memory with the tensor on the CPU).
 
+        A cuda tensor raises TypeError: copy it to the host with :meth:`cpu` first.
+
         Examples
         --------
         >>> import autograd_nb as anb
         >>> anb.tensor([1.0, 2.0]).numpy()
         array([1., 2.])
         """
+        if type(self._data) is not np.ndarray:
+            raise TypeError(CUDA_TO_NUMPY)
         return self._data
 
     def __array__(self, dtype=None, copy=None):
+        if type(self._data) is not np.ndarray:
+            raise TypeError(CUDA_TO_NUMPY)
         if copy is False and dtype is not None and np.dtype(dtype) != self._data.dtype:
             raise ValueError("a copy is needed to convert the tensor to the requested dtype")
         if copy:
@@ -231,7 +285,7 @@ class Tensor:
             raise RuntimeError(
                 f"a Tensor with {self._data.size} elements cannot be converted to Scalar"
             )
-        return self._data.reshape(-1)[0].item()
+        return _host(self._data).reshape(-1)[0].item()
 
     def tolist(self):
         """The data as nested Python lists (a Python number for a 0-d tensor).
@@ -242,7 +296,7 @@ class Tensor:
         >>> anb.tensor([[1, 2], [3, 4]]).tolist()
         [[1, 2], [3, 4]]
         """
-        return self._data.tolist()
+        return _host(self._data).tolist()
 
     def __float__(self):
         return float(self.item())
@@ -255,7 +309,7 @@ class Tensor:
             raise RuntimeError(
                 f"Boolean value of Tensor with {self._data.size} elements is ambiguous"
             )
-        return bool(self._data.reshape(-1)[0])
+        return bool(_host(self._data).reshape(-1)[0])
 
     def __index__(self):
         if self._data.dtype.kind not in "iub" or self._data.size != 1:
@@ -275,11 +329,13 @@ class Tensor:
     __hash__ = object.__hash__
 
     def __repr__(self):
-        data = self._data
+        data = _host(self._data)
         body = np.array2string(data, separator=", ", prefix="tensor(")
         extras = []
         if data.size == 0 and data.shape != (0,):
             extras.append(f"size={data.shape}")
+        if data is not self._data:
+            extras.append("device='cuda'")
         if data.dtype not in (np.dtype(np.float64), np.dtype(np.int64), np.dtype(bool)):
             extras.append(f"dtype={data.dtype.name}")
         if self._node is not None:
@@ -375,7 +431,8 @@ class Tensor:
     def to(self, device=None, dtype=None):
         """Move to ``device`` and/or cast to ``dtype`` (``x.to(np.float32)`` also works).
 
-        Returns ``self`` when nothing changes.
+        Returns ``self`` when nothing changes. A move copies the data to the other device;
+        it is recorded like an op, so gradients flow back across it to ``self``.
 
         Examples
         --------
@@ -388,18 +445,21 @@ class Tensor:
         """
         if device is not None and not isinstance(device, str):
             device, dtype = None, device if dtype is None else dtype
+        result = self
         if device is not None:
-            _check_device(device)
-        if dtype is not None and np.dtype(dtype) != self._data.dtype:
-            return self.astype(dtype)
-        return self
+            device = _check_device(device)
+            if device != self.device:
+                result = _transfer(self, device)
+        if dtype is not None and np.dtype(dtype) != result._data.dtype:
+            return result.astype(dtype)
+        return result
 
     def cpu(self):
-        """This tensor (it already lives on the CPU)."""
-        return self
+        """This tensor on the CPU: itself, or a copy from the GPU (see :meth:`to`)."""
+        return self.to("cpu")
 
     def cuda(self):
-        """Move to the GPU (raises: the CUDA backend is not built in this version)."""
+        """This tensor on the GPU: itself, or a copy to it (see :meth:`to`)."""
         return self.to("cuda")
 
     def astype(self, dtype):
@@ -578,7 +638,31 @@ def _data_of(value):
 
 
 def _no_grad_result(ufunc, *args):
-    return Tensor._make(np.asarray(ufunc(*[_data_of(a) for a in args]), order="C"))
+    values = [_data_of(a) for a in args]
+    if _cuda_used and _cuda_device.any_device_array(values):
+        from .cuda import elementwise
+
+        _check_one_device(args)
+        return Tensor._make(elementwise.apply_ufunc(ufunc, values))
+    return Tensor._make(np.asarray(ufunc(*values), order="C"))
+
+
+def _check_one_device(args):
+    """With cuda tensors among ``args``: RuntimeError naming both devices if a CPU tensor is
+    there too (0-d ones excepted, as PyTorch's; plain NumPy arrays are constants)."""
+    for arg in args:
+        if isinstance(arg, Tensor) and type(arg._data) is np.ndarray and arg._data.ndim:
+            from .cuda.dispatch import MIXED_DEVICES
+
+            raise RuntimeError(MIXED_DEVICES)
+
+
+def _transfer(tensor, device):
+    """``tensor`` copied to ``device``, recorded when it requires grad (the copy's VJP is the
+    copy back)."""
+    from .cuda import transfer
+
+    return registry._dispatch(transfer.TO[device], (tensor,), {})
 
 
 def _unwrap_index_item(item):
@@ -617,8 +701,14 @@ def apply(op, args, attrs):
             values.append(np.asarray(arg))
         else:
             values.append(arg)
-    arrays, attrs = op.prepare(values, attrs)
-    output = op.forward(arrays, attrs)
+    if _cuda_used and _cuda_device.any_device_array(values):
+        from .cuda import dispatch
+
+        _check_one_device(args)
+        arrays, attrs, output = dispatch.run(op, values, attrs)
+    else:
+        arrays, attrs = op.prepare(values, attrs)
+        output = op.forward(arrays, attrs)
     result = Tensor._make(output)
     if any_requires_grad and tape.is_grad_enabled():
         edges = []
@@ -661,7 +751,7 @@ def _inplace(target, op_name, other, **attrs):
     other_requires = isinstance(other, Tensor) and other.requires_grad
     source = target
     if recording and 0 in op.saves and (target._node is not None or other_requires):
-        source = Tensor._make(target._data.copy(), target._node, target._requires_grad)
+        source = Tensor._make(_copy_data(target._data), target._node, target._requires_grad)
     result = registry.call(op_name, source, other, **attrs)
     if result.shape != target.shape:
         raise RuntimeError(
@@ -676,7 +766,10 @@ def _inplace(target, op_name, other, **attrs):
             )
         if result._node is not None:
             result = registry.call("astype", result, dtype=target.dtype)
-    target._data[...] = result._data
+    if type(target._data) is np.ndarray:
+        target._data[...] = result._data
+    else:
+        _cuda_device.assign(target._data, result._data)
     target._version[0] += 1
     # The node keeps its own copy of the result if it saved it, rather than the target's
     # buffer: ops save their output whether or not the edge that reads it is live (``y /= 4``
@@ -689,6 +782,10 @@ def _inplace(target, op_name, other, **attrs):
             target._retains_grad = False
             target.retain_grad()  # .grad now means the gradient of the new value
     return target
+
+
+def _copy_data(data):
+    return data.copy() if type(data) is np.ndarray else _cuda_device.copy(data)
 
 
 # -- creation ----------------------------------------------------------------------------------
@@ -709,10 +806,11 @@ def _result_dtype(data, dtype):
     raise TypeError(f"unsupported data type {dtype} for a tensor")
 
 
-def _leaf(array, requires_grad):
+def _leaf(array, requires_grad, device="cpu"):
+    """A leaf tensor on ``device`` from a host array (copied to the GPU for ``"cuda"``)."""
     if requires_grad and array.dtype not in _FLOAT_DTYPES:
         raise RuntimeError(REQUIRES_GRAD_DTYPE)
-    return Tensor._make(array, requires_grad=bool(requires_grad))
+    return Tensor._make(_to_device(array, device), requires_grad=bool(requires_grad))
 
 
 def tensor(data, dtype=None, requires_grad=False, device="cpu"):
@@ -728,7 +826,7 @@ def tensor(data, dtype=None, requires_grad=False, device="cpu"):
     requires_grad : bool
         Record operations on this tensor so gradients can flow to it.
     device : {"cpu", "cuda"}
-        Where the tensor lives (``"cuda"`` raises: the CUDA backend is not built yet).
+        Where the tensor lives (``"cuda"``: on the GPU, see :doc:`/cuda`).
 
     Returns
     -------
@@ -743,24 +841,33 @@ def tensor(data, dtype=None, requires_grad=False, device="cpu"):
     >>> anb.tensor([[1.0, 2.0]], requires_grad=True)
     tensor([[1., 2.]], requires_grad=True)
     """
-    _check_device(device)
-    array = np.array(_data_of(data), copy=True)
+    device = _check_device(device)
+    data = _data_of(data)
+    if _cuda_device.is_device_array(data):
+        dtype = _result_dtype(data, dtype)
+        if device == "cuda":
+            return _leaf(_cuda_device.copy(data, dtype), requires_grad, device)
+        data = _cuda_device.to_host(data)
+    array = np.array(data, copy=True)
     array = np.asarray(array, dtype=_result_dtype(array, dtype), order="C")
-    return _leaf(array, requires_grad)
+    return _leaf(array, requires_grad, device)
 
 
-def as_tensor(data, dtype=None, device="cpu"):
+def as_tensor(data, dtype=None, device=None):
     """Wrap ``data`` as a tensor, without copying where it can.
 
     A C-contiguous float32/float64 (or int64, bool) NumPy array is shared, not copied: writes
-    to one show in the other. Other data is converted as by :func:`tensor`. A Tensor of the
-    requested dtype is returned as it is.
+    to one show in the other. So is GPU memory: any object with a ``__cuda_array_interface__``
+    (numba device arrays, CuPy arrays, PyTorch CUDA tensors) gives a cuda tensor on the same
+    memory. Other data is converted as by :func:`tensor`. A Tensor of the requested dtype and
+    device is returned as it is.
 
     Parameters
     ----------
-    data : array_like or Tensor
+    data : array_like, GPU array or Tensor
     dtype : dtype, optional
-    device : {"cpu", "cuda"}
+    device : {"cpu", "cuda"}, optional
+        Where ``data`` is unless given (copied there otherwise).
 
     Returns
     -------
@@ -775,14 +882,23 @@ def as_tensor(data, dtype=None, device="cpu"):
     >>> t
     tensor([5., 0., 0.])
     """
-    _check_device(device)
+    if device is not None:
+        device = _check_device(device)
     if isinstance(data, Tensor):
+        data = data if device is None else data.to(device)
         if dtype is None or np.dtype(dtype) == data.dtype:
             return data
         return data.astype(dtype)
+    if type(data) is not np.ndarray and _cuda_device.has_interface(data):
+        _check_device("cuda")
+        array = _cuda_device.from_interface(data)
+        wanted = _result_dtype(array, dtype)
+        if wanted != array.dtype:
+            array = _cuda_device.copy(array, wanted)
+        return _leaf(array, False, device or "cuda")
     array = np.asarray(data)
     array = np.asarray(array, dtype=_result_dtype(array, dtype), order="C")
-    return _leaf(array, False)
+    return _leaf(array, False, device or "cpu")
 
 
 def _shape_of(shape):
@@ -819,19 +935,35 @@ _CREATION_DOC = """A tensor of ``shape`` {what}.
     """
 
 
-def _creation(name, make, what):
+def _filled(shape, fill_value, dtype, requires_grad, device):
+    """A leaf of ``shape`` holding ``fill_value`` (None: uninitialised), made on ``device``."""
+    if requires_grad and dtype not in _FLOAT_DTYPES:
+        raise RuntimeError(REQUIRES_GRAD_DTYPE)
+    if device == "cuda":
+        if fill_value is None:
+            array = _cuda_device.empty(shape, dtype)
+        else:
+            array = _cuda_device.full(shape, fill_value, dtype)
+    elif fill_value is None:
+        array = np.empty(shape, dtype)
+    else:
+        array = np.full(shape, fill_value, dtype)
+    return Tensor._make(array, requires_grad=bool(requires_grad))
+
+
+def _creation(name, fill_value, what):
     def create(shape, dtype=None, requires_grad=False, device="cpu"):
-        _check_device(device)
-        return _leaf(make(_shape_of(shape), dtype=_float_or(dtype)), requires_grad)
+        device = _check_device(device)
+        return _filled(_shape_of(shape), fill_value, _float_or(dtype), requires_grad, device)
 
     create.__name__ = create.__qualname__ = name
     create.__doc__ = _CREATION_DOC.format(what=what, name=name)
     return create
 
 
-zeros = _creation("zeros", np.zeros, "filled with zeros")
-ones = _creation("ones", np.ones, "filled with ones")
-empty = _creation("empty", np.empty, "with uninitialised values")
+zeros = _creation("zeros", 0, "filled with zeros")
+ones = _creation("ones", 1, "filled with ones")
+empty = _creation("empty", None, "with uninitialised values")
 
 
 def full(shape, fill_value, dtype=None, requires_grad=False, device="cpu"):
@@ -860,10 +992,10 @@ def full(shape, fill_value, dtype=None, requires_grad=False, device="cpu"):
     >>> anb.full(3, 7).dtype
     dtype('int64')
     """
-    _check_device(device)
-    fill_value = _data_of(fill_value)
+    device = _check_device(device)
+    fill_value = _host(_data_of(fill_value))
     dtype = _result_dtype(np.asarray(fill_value), dtype)
-    return _leaf(np.full(_shape_of(shape), fill_value, dtype=dtype), requires_grad)
+    return _filled(_shape_of(shape), fill_value, dtype, requires_grad, device)
 
 
 _LIKE_DOC = """A tensor with the shape and dtype of ``other``, {what}.
@@ -895,22 +1027,21 @@ def _like_array(other):
     return other._data if isinstance(other, Tensor) else np.asarray(other)
 
 
-def _like(name, make, what):
+def _like(name, fill_value, what):
     def create(other, dtype=None, requires_grad=False, device=None):
-        if device is not None:
-            _check_device(device)
         data = _like_array(other)
-        array = make(data.shape, dtype=data.dtype if dtype is None else np.dtype(dtype))
-        return _leaf(array, requires_grad)
+        device = _device_of(data) if device is None else _check_device(device)
+        dtype = data.dtype if dtype is None else np.dtype(dtype)
+        return _filled(data.shape, fill_value, dtype, requires_grad, device)
 
     create.__name__ = create.__qualname__ = name
     create.__doc__ = _LIKE_DOC.format(what=what, name=name)
     return create
 
 
-zeros_like = _like("zeros_like", np.zeros, "filled with zeros")
-ones_like = _like("ones_like", np.ones, "filled with ones")
-empty_like = _like("empty_like", np.empty, "with uninitialised values")
+zeros_like = _like("zeros_like", 0, "filled with zeros")
+ones_like = _like("ones_like", 1, "filled with ones")
+empty_like = _like("empty_like", None, "with uninitialised values")
 
 
 def full_like(other, fill_value, dtype=None, requires_grad=False, device=None):
@@ -935,11 +1066,10 @@ def full_like(other, fill_value, dtype=None, requires_grad=False, device=None):
     >>> anb.full_like(anb.zeros(3), 2.0)
     tensor([2., 2., 2.])
     """
-    if device is not None:
-        _check_device(device)
     data = _like_array(other)
+    device = _device_of(data) if device is None else _check_device(device)
     dtype = data.dtype if dtype is None else np.dtype(dtype)
-    return _leaf(np.full(data.shape, _data_of(fill_value), dtype=dtype), requires_grad)
+    return _filled(data.shape, _host(_data_of(fill_value)), dtype, requires_grad, device)
 
 
 def arange(start, stop=None, step=1, dtype=None, requires_grad=False, device="cpu"):
@@ -967,10 +1097,10 @@ def arange(start, stop=None, step=1, dtype=None, requires_grad=False, device="cp
     >>> anb.arange(1.0, 2.0, 0.25)
     tensor([1.  , 1.25, 1.5 , 1.75])
     """
-    _check_device(device)
+    device = _check_device(device)
     array = np.arange(start, stop, step, dtype=None if dtype is None else np.dtype(dtype))
     array = np.asarray(array, dtype=_result_dtype(array, dtype), order="C")
-    return _leaf(array, requires_grad)
+    return _leaf(array, requires_grad, device)
 
 
 def linspace(start, stop, num=50, endpoint=True, dtype=None, requires_grad=False, device="cpu"):
@@ -997,9 +1127,9 @@ def linspace(start, stop, num=50, endpoint=True, dtype=None, requires_grad=False
     >>> anb.linspace(0, 1, 5)
     tensor([0.  , 0.25, 0.5 , 0.75, 1.  ])
     """
-    _check_device(device)
+    device = _check_device(device)
     array = np.linspace(start, stop, num, endpoint=endpoint, dtype=dtype)
-    return _leaf(np.asarray(array, order="C"), requires_grad)
+    return _leaf(np.asarray(array, order="C"), requires_grad, device)
 
 
 def eye(N, M=None, k=0, dtype=None, requires_grad=False, device="cpu"):
@@ -1029,8 +1159,8 @@ def eye(N, M=None, k=0, dtype=None, requires_grad=False, device="cpu"):
     tensor([[0., 1., 0.],
             [0., 0., 1.]])
     """
-    _check_device(device)
-    return _leaf(np.eye(N, M, k, dtype=_float_or(dtype)), requires_grad)
+    device = _check_device(device)
+    return _leaf(np.eye(N, M, k, dtype=_float_or(dtype)), requires_grad, device)
 
 
 CREATION = (

@@ -1,7 +1,15 @@
-"""Suite-wide reporting: which registered ops the gradient checks covered."""
+"""Suite-wide setup and reporting: which registered ops the gradient checks covered."""
 
-from autograd_nb.ops.registry import FUNCTIONS, REGISTRY
-from tests.checks import COVERED
+import os
+
+# numba reads NUMBA_ENABLE_CUDASIM once, when it is first imported: set it before anything
+# imports numba, so the CUDA tests (tests/cuda) run on numba's simulator without a GPU. With
+# AUTOGRAD_NB_TEST_GPU=1 (``make test-gpu``) the real GPU is left in place.
+if os.environ.get("AUTOGRAD_NB_TEST_GPU") != "1":
+    os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
+
+from autograd_nb.ops.registry import FUNCTIONS, REGISTRY  # noqa: E402
+from tests.checks import COVERED  # noqa: E402
 
 
 def pytest_terminal_summary(terminalreporter):

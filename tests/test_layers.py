@@ -13,6 +13,7 @@ FORBIDDEN = {
     "tape": {"autograd", "engine", "tensor", "ops"},
     "tensor": {"autograd", "engine"},
     "engine": {"autograd"},
+    "cuda": {"autograd", "engine", "tape", "tensor"},
 }
 
 

@@ -67,7 +67,7 @@ def _make_seeds(outputs, grad_outputs, create_graph, is_grads_batched):
                     "is_grads_batched=True needs an explicit batch of grad_outputs for "
                     f"output[{i}]"
                 )
-            grad = np.ones(output.shape, dtype=output.dtype)
+            grad = _filled(output.shape, 1, output.dtype, output.device)
             grad = Tensor._make(grad) if create_graph else grad
         else:
             grad = _check_grad_output(i, output, grad_output, create_graph, is_grads_batched)
@@ -75,11 +75,27 @@ def _make_seeds(outputs, grad_outputs, create_graph, is_grads_batched):
     return seeds
 
 
+def _filled(shape, value, dtype, device):
+    """A new array of ``value`` on ``device`` (seeds and materialized zeros)."""
+    if device == "cpu":
+        return np.full(shape, value, dtype=dtype)
+    from ..cuda import _device
+
+    return _device.full(shape, value, dtype)
+
+
 def _check_grad_output(i, output, grad_output, create_graph, is_grads_batched):
     if isinstance(grad_output, Tensor):
         data = grad_output._data
+        device = grad_output.device
     else:
         data = np.asarray(grad_output)
+        device = "cpu"
+    if device != output.device:
+        raise RuntimeError(
+            f"grad_output[{i}] is on device {device} but output[{i}] is on device "
+            f"{output.device}; move one of them (Tensor.to)"
+        )
     if data.dtype.kind not in "fiub":
         raise TypeError(f"grad_output[{i}] must be numeric, not {data.dtype}")
     shape = tuple(data.shape)
@@ -102,6 +118,10 @@ def _check_grad_output(i, output, grad_output, create_graph, is_grads_batched):
             return grad_output if grad_output.dtype == output.dtype else grad_output.astype(
                 output.dtype)
         return Tensor._make(np.array(data, dtype=output.dtype))
+    if device != "cpu":
+        from ..cuda import _device
+
+        return data if data.dtype == output.dtype else _device.copy(data, output.dtype)
     return np.asarray(data, dtype=output.dtype)
 
 
@@ -227,7 +247,7 @@ def _grad(seeds, inputs, targets, retain_graph, create_graph, allow_unused, mate
         value = slots.get(id(edge))
         if value is None:
             if materialize_grads:
-                value = np.zeros(lead + tensor.shape, dtype=tensor.dtype)
+                value = _filled(lead + tensor.shape, 0, tensor.dtype, tensor.device)
             else:
                 results.append(None)
                 continue
@@ -306,6 +326,11 @@ def _accumulate(tensor, value, create_graph):
         tensor._grad = new
     elif create_graph or current.requires_grad:
         tensor._grad = current + new
+    elif current.device != "cpu":
+        from ..cuda import _device
+
+        _device.add_into(current._data, new._data)
+        current._version[0] += 1
     else:
         current._data += new._data
         current._version[0] += 1

@@ -8,7 +8,9 @@ A run has two phases, so that an error changes nothing:
 2. :func:`run_plan` seeds the gradient slots with the grad_outputs and visits the nodes. With
    ``create_graph=False`` it calls each op's ``@njit`` VJP kernels, which *accumulate* into
    the input's gradient slot, so no separate add runs; with ``create_graph=True`` it evaluates
-   the ops' differentiable rules on Tensors, recording them on the tape.
+   the ops' differentiable rules on Tensors, recording them on the tape. On CUDA (a node whose
+   gradient is a device array) the slots are device arrays and the VJPs launch the op's
+   ``@cuda.jit`` kernels through :mod:`autograd_nb.cuda.dispatch`: nothing leaves the device.
 
 The compiled executor (one call into compiled code per backward) replaces the loop of phase 2;
 the plan is already the instruction list it needs.
@@ -152,10 +154,12 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch
                     continue
                 buffer = slots.get(id(edge))
                 if buffer is None:
-                    buffer = np.zeros(lead + edge.shape, dtype=edge.dtype)
+                    buffer = _zeros_for(node, grad, lead + edge.shape, edge.dtype)
                     slots[id(edge)] = buffer
                 saved = Saved(node.saved_inputs, node.saved_output)
-                if batch is None:
+                if type(grad) is not np.ndarray:
+                    _device_vjp(node, k, grad, saved, buffer, batch)
+                elif batch is None:
                     node.op.vjp(k, grad, saved, node.attrs, buffer)
                 else:
                     node.op.vjp_batched(k, grad, saved, node.attrs, buffer)
@@ -174,7 +178,37 @@ def _add_into(slots, edge, grad, create_graph, lead=()):
         if grad.dtype != edge.dtype:
             grad = grad.astype(edge.dtype)
         slots[key] = grad if current is None else current + grad
+    elif type(grad) is not np.ndarray:  # a CUDA device array: the slot stays on the device
+        from ..cuda import _device
+
+        if current is None:
+            slots[key] = _device.copy(grad, edge.dtype).reshape(lead + edge.shape)
+        else:
+            _device.add_into(current, grad)
     elif current is None:
         slots[key] = np.array(grad, dtype=edge.dtype, copy=True).reshape(lead + edge.shape)
     else:
         current += grad
+
+
+def _zeros_for(node, grad, shape, dtype):
+    """A zero gradient buffer for an input of ``node``, on that input's device: the device of
+    the node's gradient, except across a transfer op (``input_device``)."""
+    device = getattr(node.op, "input_device", None)
+    if device is None:
+        device = "cpu" if type(grad) is np.ndarray else "cuda"
+    if device == "cpu":
+        return np.zeros(shape, dtype=dtype)
+    from ..cuda import _device
+
+    return _device.zeros(shape, dtype)
+
+
+def _device_vjp(node, k, grad, saved, buffer, batch):
+    """A VJP whose grad_output is a device array: the op's CUDA implementation runs it."""
+    from ..cuda import dispatch
+
+    if batch is None:
+        dispatch.vjp(node.op, k, grad, saved, node.attrs, buffer)
+    else:
+        dispatch.vjp_batched(node.op, k, grad, saved, node.attrs, buffer)

@@ -55,7 +55,7 @@ class Group:
         """``(driver, operands, ints, floats)`` for the executor (see ``Op.exec_spec``)."""
         operands = [EXEC_GRAD]
         floats = []
-        for node, k, kinds in zip(self.nodes, self.positions, self.kinds, strict=True):
+        for node, k in zip(self.nodes, self.positions, strict=True):
             used, _, reads_y = node.op._vjp_args[k]
             operands += [node.saved_inputs[i] for i in used]
             if reads_y:

@@ -91,10 +91,10 @@ def elementwise_source(inputs, params, forward, vjps, kinds=None):
         may use ``g`` (the grad_output element), ``y`` (the result) and the inputs.
 
     The generated functions are ``forward``, ``forward_strided``, and for each ``k`` in ``vjps``
-    ``vjp{k}``, ``vjp{k}_strided``, ``vjp{k}_batched`` and ``vjp{k}_exec``; a VJP kernel takes
-    only the arrays its formula reads (see :func:`vjp_arguments`). ``kinds`` names, per input,
-    the dtype its buffer has in the compiled executor: ``"like"`` (the gradient's, default)
-    or ``"bool"`` (``where``'s condition).
+    ``vjp{k}``, ``vjp{k}_strided``, ``vjp{k}_batched`` (and ``_serial``), ``vjp{k}_exec``; a
+    VJP kernel takes only the arrays its formula reads (see :func:`vjp_arguments`). ``kinds``
+    names, per input, the dtype its buffer has in the compiled executor: ``"like"`` (the
+    gradient's, default) or ``"bool"`` (``where``'s condition).
     """
     lines = [HEADER]
     unpack = [f"    {name} = params[{i}]" for i, name in enumerate(params)]
@@ -200,16 +200,20 @@ def _emit(lines, fname, inputs, used, unpack, target, k, formula, reads_g=False,
     batched = _strided_body(
         inputs, ins, strided, target, expression, True, reads_g, reads_y, batched=True
     )
-    lines.append(JIT_PARALLEL)
-    lines.append(
-        f"def {fname}_batched({', '.join(strided_head)}, shape, params, batch, g_step, t_step):"
-    )
-    lines.extend(unpack)
-    lines.append("    for b_ in prange(batch):")
-    lines.append("        gb_ = b_ * g_step")
-    lines.append("        tb_ = b_ * t_step")
-    lines.extend("        " + line for line in batched)
-    lines.append("")
+    # ``_serial``: the same loop on one thread, for batches too small to pay for a parallel
+    # region (but not for a Python call per row).
+    for suffix, jit, loop in (("", JIT_PARALLEL, "prange"), ("_serial", JIT, "range")):
+        lines.append(jit)
+        lines.append(
+            f"def {fname}_batched{suffix}({', '.join(strided_head)}, shape, params, batch, "
+            "g_step, t_step):"
+        )
+        lines.extend(unpack)
+        lines.append(f"    for b_ in {loop}(batch):")
+        lines.append("        gb_ = b_ * g_step")
+        lines.append("        tb_ = b_ * t_step")
+        lines.extend("        " + line for line in batched)
+        lines.append("")
 
 
 def _strided_body(inputs, ins, strided, target, expression, is_vjp, reads_g, reads_y,

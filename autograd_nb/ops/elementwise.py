@@ -209,14 +209,14 @@ class ElementwiseOp(Op):
         )
 
     def vjp_batched(self, k, grad_outputs, saved, attrs, grad_inputs):
-        if grad_outputs.size < config.PARALLEL_MIN_ELEMENTS:
-            super().vjp_batched(k, grad_outputs, saved, attrs, grad_inputs)
-            return
+        # One kernel call for the whole batch: in parallel when it is large enough to pay for
+        # starting the threads, else on this thread.
+        parallel = grad_outputs.size >= config.PARALLEL_MIN_ELEMENTS
         args, target_strides, collapsed = self._strided_args(k, grad_outputs, saved, attrs)
         batch = grad_outputs.shape[0]
         step = grad_outputs.size // batch if batch else 0
         target_step = grad_inputs.size // batch if batch else 0
-        getattr(self.kernels, f"vjp{k}_batched")(
+        getattr(self.kernels, f"vjp{k}_batched" if parallel else f"vjp{k}_batched_serial")(
             *args, grad_inputs.reshape(-1), target_strides, collapsed, attrs["params"], batch,
             step, target_step,
         )

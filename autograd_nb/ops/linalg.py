@@ -44,6 +44,13 @@ def _bmm_vjp_b(g, a, grad_b, scratch):
 
 
 @njit(cache=True, nogil=True)
+def _add_product(x, y, out, scratch):
+    # out += x @ y (BLAS into a contiguous scratch; ``out`` may be a strided view)
+    np.dot(x, y, scratch)
+    out += scratch
+
+
+@njit(cache=True, nogil=True)
 def _bmm_forward_loops(a, b, out):
     batch, m, k = a.shape
     n = b.shape[2]
@@ -189,6 +196,22 @@ class BatchedMatmul(Op):
         vectors, batch, m, n = grad_outputs.shape
         inner = a.shape[2]
         g = grad_outputs.astype(a.dtype, copy=False)
+        if (k == 1 and n == 1) or (k == 0 and m == 1):
+            # A matrix-vector product (the Jacobian of ``W @ x``): the vectors' gradients are
+            # the rows of one product, with no transposed copies: ``G (B, m) @ a[i]`` for x,
+            # ``G (B, n) @ b[i].T`` for a row vector.
+            # numba's BLAS, not NumPy's: NumPy's threaded OpenBLAS measured 40 ms against
+            # 1.3 ms here when the other core was busy (its threads wait on each other).
+            for i in range(batch):
+                if k == 1:
+                    rows = np.ascontiguousarray(g[:, i, :, 0])
+                    _add_product(rows, a[i], grad_inputs[:, i, :, 0],
+                                 np.empty((vectors, inner), dtype=a.dtype))
+                else:
+                    rows = np.ascontiguousarray(g[:, i, 0, :])
+                    _add_product(rows, np.ascontiguousarray(b[i].T), grad_inputs[:, i, 0, :],
+                                 np.empty((vectors, inner), dtype=a.dtype))
+            return
         if k == 0:
             rows = np.ascontiguousarray(g.transpose(1, 0, 2, 3)).reshape(batch, vectors * m, n)
             out = np.zeros((batch, vectors * m, inner), dtype=a.dtype)

@@ -181,8 +181,8 @@ def test_grad_outputs_length_differs_from_outputs(graph):
 
 
 def test_mixing_devices_names_both():
-    with pytest.raises(RuntimeError, match="cuda"):
-        anb.tensor([1.0], device="cuda")
+    with pytest.raises(RuntimeError, match="cuda and cpu"):
+        anb.tensor([1.0], device="cuda") + anb.tensor([1.0, 2.0])
 
 
 def test_differentiating_a_tensor_that_does_not_require_grad():

@@ -57,7 +57,8 @@ def programs(draw):
     n_values = 2
     for _ in range(draw(st.integers(1, 8))):
         kind = draw(st.sampled_from(("unary", "binary", "scalar", "sum", "reshape", "index",
-                                     "stack", "matmul", "softmax", "transpose")))
+                                     "stack", "matmul", "softmax", "transpose", "prod",
+                                     "clip", "where", "index_array")))
         a = draw(st.integers(0, n_values - 1))
         b = draw(st.integers(0, n_values - 1))
         if kind == "unary":
@@ -97,6 +98,14 @@ def run_program(steps, x, w):
                 value = a @ anb.transpose(a) @ a * 0.1
             elif kind == "softmax":
                 value = anb.softmax(a, axis=1)
+            elif kind == "prod":
+                value = anb.prod(a * 0.5 + 1.0, axis=1, keepdims=True)
+            elif kind == "clip":
+                value = anb.clip(a, -0.5, 0.4)
+            elif kind == "where":
+                value = anb.where(a > 0, a, a * a)
+            elif kind == "index_array":
+                value = a[[2, 0, 2]].sum(axis=0)
             else:
                 value = anb.transpose(anb.transpose(a))
         pool.append(value)

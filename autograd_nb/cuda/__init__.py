@@ -1,0 +1,16 @@
+"""The CUDA backend: ``device="cuda"`` tensors on numba-cuda device arrays.
+
+Importing this package does not import ``numba.cuda``; :mod:`._device` does it on first use.
+The ops run through :mod:`.dispatch`, which finds each op's implementation in its family
+module (``elementwise``, ``shape``, ``indexing``, ``reduction``, ``linalg``).
+
+Examples
+--------
+>>> import autograd_nb as anb
+>>> anb.cuda.is_available() in (True, False)
+True
+"""
+
+from ._device import is_available, unavailable_reason
+
+__all__ = ["is_available", "unavailable_reason"]

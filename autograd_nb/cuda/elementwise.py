@@ -1,0 +1,196 @@
+"""Elementwise ops on the device: the generated kernels of :mod:`._kernels`, launched.
+
+Every :class:`autograd_nb.ops.elementwise.ElementwiseOp` in the registry gets this one
+implementation: its kernels are generated from the op's own formula table, so an op added to
+the table runs on the GPU with no code here. The comparison and logic operators of ``Tensor``
+(``<``, ``==``, ``&``, ...), which give bool tensors outside the graph, run through
+:func:`apply_ufunc` with a formula per NumPy ufunc.
+"""
+
+import functools
+
+import numpy as np
+
+from ..ops import _broadcast
+from ..ops.elementwise import ElementwiseOp
+from ..ops.registry import REGISTRY
+from . import _device, _kernels
+from ._kernels import flat, launch, launch_batched
+from .dispatch import implements
+
+#: A VJP into a broadcast input splits each input element's sum over threads (then adds the
+#: parts atomically) until about this many threads run; patchable in tests.
+REDUCTION_THREADS = 1 << 16
+
+
+def _params(attrs):
+    # numba-cuda takes a tuple by value: no host-to-device copy per launch. Never empty,
+    # so the kernels' argument types stay simple.
+    return tuple(float(p) for p in attrs["params"]) or (0.0,)
+
+
+@functools.lru_cache(maxsize=4096)
+def _forward_layout(shape, shapes):
+    collapsed, strides = _broadcast.layout(shape, shapes)
+    return _tuple(collapsed), [_tuple(s) for s in strides]
+
+
+def _tuple(values):
+    return tuple(int(v) for v in values)
+
+
+@functools.lru_cache(maxsize=4096)
+def vjp_layout(shape, operand_shapes, target_shape):
+    """Layout of a VJP into an input of ``target_shape`` broadcast to ``shape``.
+
+    Returns ``(dims, n_kept, output_strides, operand_strides, kept_size, reduced_size)``:
+    the collapsed output dimensions ordered with the target's own ("kept") dimensions first,
+    then the broadcast ("reduced") ones, and the element strides of the output (for ``g`` and
+    ``y``) and of each operand over them. The target is contiguous over the kept dimensions,
+    so a kept position is its flat index.
+    """
+    out_strides = list(_broadcast.contiguous_strides(shape))
+    target_strides = _broadcast.broadcast_strides(target_shape, shape)
+    strides = [_broadcast.broadcast_strides(s, shape) for s in operand_shapes]
+    collapsed, merged = _broadcast.collapse(shape, [out_strides, target_strides] + strides)
+    kept = [d for d in range(len(collapsed)) if merged[1][d] != 0]
+    reduced = [d for d in range(len(collapsed)) if merged[1][d] == 0]
+    order = kept + reduced
+    dims = tuple(int(collapsed[d]) for d in order)
+    permuted = [tuple(int(s[d]) for d in order) for s in merged]
+    kept_size = int(np.prod(dims[: len(kept)], dtype=np.int64))
+    reduced_size = int(np.prod(dims[len(kept) :], dtype=np.int64))
+    return dims, len(kept), permuted[0], permuted[2:], kept_size, reduced_size
+
+
+def _chunk(kept_size, reduced_size):
+    """Reduction elements per thread: whole rows when there are enough targets to fill the
+    GPU, otherwise rows split so that about ``REDUCTION_THREADS`` threads run."""
+    parts = max(1, min(reduced_size, -(-REDUCTION_THREADS // max(kept_size, 1))))
+    return max(1, -(-reduced_size // parts))
+
+
+def _count(shape):
+    size = 1
+    for n in shape:
+        size *= int(n)
+    return size
+
+
+def _run_forward(module, arrays, out, params):
+    """Launch ``module``'s forward kernel: flat when every operand has the output's shape,
+    strided (broadcasting) otherwise."""
+    if out.size == 0:
+        return
+    shapes = tuple(a.shape for a in arrays)
+    if all(s == out.shape for s in shapes):
+        launch(module.forward, out.size, *[flat(a) for a in arrays], flat(out), params)
+        return
+    dims, strides = _forward_layout(tuple(out.shape), shapes)
+    args = []
+    for array, stride in zip(arrays, strides):
+        args += [flat(array), stride]
+    launch(module.forward_strided, out.size, *args, flat(out), dims, params)
+
+
+class Elementwise:
+    """The CUDA implementation shared by every elementwise op."""
+
+    @staticmethod
+    def forward(op, arrays, attrs):
+        out = _device.empty(attrs["shape"], arrays[-1].dtype)
+        _run_forward(_kernels.elementwise_module(op), arrays, out, _params(attrs))
+        return out
+
+    @classmethod
+    def vjp(cls, op, k, grad_output, saved, attrs, grad_input):
+        cls.run_vjp(op, k, grad_output, saved, attrs, grad_input, 1)
+
+    @classmethod
+    def vjp_batched(cls, op, k, grad_outputs, saved, attrs, grad_inputs):
+        cls.run_vjp(op, k, grad_outputs, saved, attrs, grad_inputs, grad_outputs.shape[0])
+
+    @staticmethod
+    def run_vjp(op, k, grad_output, saved, attrs, grad_input, batch):
+        """Accumulate VJP ``k`` for ``batch`` rows of grad_output (row-major, one after the
+        other in ``grad_output`` and ``grad_input``)."""
+        used, reads_g, reads_y = op._vjp_args[k]
+        shape, shapes = attrs["shape"], attrs["shapes"]
+        size = _count(shape)
+        if size == 0 or grad_input.size == 0 or batch == 0:
+            return
+        module = _kernels.elementwise_module(op)
+        params = _params(attrs)
+        g = [flat(grad_output)] if reads_g else []
+        y = [flat(saved.output)] if reads_y else []
+        if shapes[k] == shape and all(shapes[i] == shape for i in used):
+            xs = [flat(saved[i]) for i in used]
+            kernel = getattr(module, f"vjp{k}")
+            launch_batched(kernel, size, batch, *g, *xs, *y, flat(grad_input), params, batch,
+                           size)
+            return
+        dims, n_kept, out_strides, strides, kept_size, reduced_size = vjp_layout(
+            shape, tuple(shapes[i] for i in used), shapes[k]
+        )
+        xs = []
+        for i, stride in zip(used, strides):
+            xs += [flat(saved[i]), stride]
+        chunk = _chunk(kept_size, reduced_size)
+        threads = kept_size * (-(-reduced_size // chunk))
+        kernel = getattr(module, f"vjp{k}_strided")
+        launch_batched(
+            kernel, threads, batch, *g, *xs, *y, flat(grad_input), out_strides, dims, n_kept,
+            chunk, params, batch, size, kept_size,
+        )
+
+
+implements(*[name for name, op in REGISTRY.items() if isinstance(op, ElementwiseOp)])(
+    Elementwise
+)
+
+
+# -- comparisons and logic (no gradient) -------------------------------------------------------
+
+UFUNC_FORMULAS = {
+    "less": "a < b",
+    "less_equal": "a <= b",
+    "greater": "a > b",
+    "greater_equal": "a >= b",
+    "equal": "a == b",
+    "not_equal": "a != b",
+    "bitwise_and": "a & b",
+    "bitwise_or": "a | b",
+    "bitwise_xor": "a ^ b",
+    "invert": "~a",
+}
+
+
+def apply_ufunc(ufunc, values):
+    """``ufunc(*values)`` on the device, for the comparison and logic ufuncs of
+    ``UFUNC_FORMULAS``; values are device arrays and host constants (scalars, arrays)."""
+    from . import dispatch
+
+    formula = UFUNC_FORMULAS.get(ufunc.__name__)
+    if formula is None:
+        raise NotImplementedError(f"{ufunc.__name__} has no CUDA implementation")
+    hosts = [
+        dispatch.standin((1,) * np.ndim(v), v.dtype) if _device.is_device_array(v) else v
+        for v in values
+    ]
+    dtype = np.asarray(ufunc(*hosts)).dtype  # NumPy's promotion and result type
+    if ufunc.__name__ == "invert" and dtype == np.bool_:
+        formula = "not a"
+    names = ("a", "b")[: len(values)]
+    arrays = []
+    for v in values:
+        if _device.is_device_array(v):
+            arrays.append(v)
+        elif np.ndim(v) == 0:
+            host = np.asarray(v)
+            arrays.append(_device.constant(host, host.dtype))
+        else:
+            arrays.append(_device.to_device(np.asarray(v)))
+    shape = _broadcast.broadcast_shapes_cached(tuple(a.shape for a in arrays))
+    out = _device.empty(shape, dtype)
+    _run_forward(_kernels.formula_module(ufunc.__name__, names, formula), arrays, out, (0.0,))
+    return out
