@@ -36,21 +36,40 @@ _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 #: Columns of a code row.
 ENTRY, N_OPERANDS, OPERANDS, INTS, FLOATS = range(5)
 ROW = 5
+#: Length of the table's header (the lengths of its sections).
+HEADER = 5
 #: An ``ENTRY`` of ZERO clears a reused arena slot: ``OPERANDS`` is the slot reference and
 #: ``INTS`` its size in bytes.
 ZERO = -1
 
 
 @njit(cache=True, nogil=True)
-def execute(code, references, objects, slot_offsets, entries, ints, floats, arena):
-    """Run every row of ``code``; see the module docstring for the tables."""
-    n_objects = objects.size
-    pointers = np.empty(n_objects + slot_offsets.size, dtype=np.int64)
+def execute(table, floats, arena):
+    """Run a backward; see the module docstring. ``table`` holds, after a header of section
+    lengths, the code rows, the operand references, the objects' ``id()``, the slot offsets,
+    the driver entries and the int attributes (one array: one argument to type-check)."""
+    n_code, n_references, n_objects, n_slots, n_entries = (
+        table[0], table[1], table[2], table[3], table[4]
+    )
+    at = HEADER
+    code = table[at:at + n_code * ROW]
+    at += n_code * ROW
+    references = table[at:at + n_references]
+    at += n_references
+    objects = table[at:at + n_objects]
+    at += n_objects
+    slot_offsets = table[at:at + n_slots]
+    at += n_slots
+    entries = table[at:at + n_entries]
+    at += n_entries
+    ints_address = table.ctypes.data + 8 * at
+    # Pointers: the objects' data, then the slots' (in the arena, or an object's).
+    pointers = np.empty(n_objects + n_slots, dtype=np.int64)
     for i in range(n_objects):
         pointers[i] = _pointers.data_address(objects[i])
     base = arena.ctypes.data
     itemsize = arena.itemsize
-    for s in range(slot_offsets.size):
+    for s in range(n_slots):
         offset = slot_offsets[s]
         if offset >= 0:
             pointers[n_objects + s] = base + offset * itemsize
@@ -58,23 +77,26 @@ def execute(code, references, objects, slot_offsets, entries, ints, floats, aren
             pointers[n_objects + s] = pointers[-offset - 1]
     operands = np.empty(64, dtype=np.int64)
     operands_address = operands.ctypes.data
-    ints_address = ints.ctypes.data
     floats_address = floats.ctypes.data
-    for r in range(code.shape[0]):
-        entry = code[r, ENTRY]
+    for r in range(n_code):
+        row = r * ROW
+        entry = code[row + ENTRY]
+        start = code[row + OPERANDS]
         if entry == ZERO:
-            region = _pointers.array_at(pointers[code[r, OPERANDS]], code[r, INTS], _BYTES)
+            address = pointers[n_objects - start - 1]  # a slot reference, -(slot + 1)
+            region = _pointers.array_at(address, code[row + INTS], _BYTES)
             region[:] = 0
             continue
-        start = code[r, OPERANDS]
-        for j in range(code[r, N_OPERANDS]):
+        for j in range(code[row + N_OPERANDS]):
             reference = references[start + j]
+            if reference < 0:
+                reference = n_objects - reference - 1
             operands[j] = pointers[reference]
         _pointers.call_entry(
             entries[entry],
             operands_address,
-            ints_address + 8 * code[r, INTS],
-            floats_address + 8 * code[r, FLOATS],
+            ints_address + 8 * code[row + INTS],
+            floats_address + 8 * code[row + FLOATS],
         )
 
 
@@ -110,7 +132,7 @@ class _Tables:
         reusable = self.free.get(size)
         if reusable:
             slot = reusable.pop()
-            self.code.append((ZERO, 0, -slot - 1, size * self.dtype.itemsize, 0))
+            self.code.extend((ZERO, 0, -slot - 1, size * self.dtype.itemsize, 0))
             return slot
         self.slot_offsets.append(self.arena_size)
         self.arena_size += size
@@ -124,25 +146,21 @@ class _Tables:
         return index
 
     def execute(self):
-        n_objects = len(self.objects)
-        references = np.array(self.references, dtype=np.int64)
-        # Slot references were written as -(slot + 1); the executor's pointer table puts the
-        # slots after the objects.
-        slots = references < 0
-        references[slots] = n_objects - references[slots] - 1
-        code = np.array(self.code, dtype=np.int64).reshape(-1, ROW)
-        zero_rows = code[:, ENTRY] == ZERO
-        code[zero_rows, OPERANDS] = n_objects - code[zero_rows, OPERANDS] - 1
+        header = [len(self.code) // ROW, len(self.references), len(self.objects),
+                  len(self.slot_offsets), len(self.entries)]
+        table = np.array(
+            header + self.code + self.references + self.objects + self.slot_offsets
+            + self.entries + self.ints + [0],
+            dtype=np.int64,
+        )
         execute(
-            code,
-            references,
-            np.array(self.objects, dtype=np.int64),
-            np.array(self.slot_offsets, dtype=np.int64),
-            np.array(self.entries, dtype=np.int64),
-            np.array(self.ints, dtype=np.int64) if self.ints else np.zeros(1, np.int64),
-            np.array(self.floats, dtype=np.float64) if self.floats else np.zeros(1),
+            table,
+            np.array(self.floats, dtype=np.float64) if self.floats else _NO_FLOATS,
             np.zeros(max(self.arena_size, 1), dtype=self.dtype),
         )
+
+
+_NO_FLOATS = np.zeros(1)
 
 
 def _plan_dtype(plan, seeds):
@@ -228,7 +246,7 @@ def _build(tables, plan, seeds, targets, all_leaves, slot_of, results, leaves):
                 objects.append(id(operand))
             else:  # a device array (CUDA graphs run their own launch sequence)
                 raise _Unsupported
-        code.append((entry, len(operands), start, len(ints_list), len(floats_list)))
+        code.extend((entry, len(operands), start, len(ints_list), len(floats_list)))
         ints_list.extend(ints)
         floats_list.extend(floats)
 

@@ -66,16 +66,27 @@ class Group:
 
     def driver(self):
         if self._driver is None:
-            # The loop may run in parallel; its C entry is loaded from numba's cache as plain
-            # machine code, which needs the threading layer's symbols (allocate_sched, ...)
-            # already registered: numba does that itself only for its dispatchers.
-            _launch_threads()
-            source = fused_source(
-                [(node.op, k, kinds) for node, k, kinds in
-                 zip(self.nodes, self.positions, self.kinds, strict=True)]
+            stages = tuple(
+                (node.op, k, kinds)
+                for node, k, kinds in zip(self.nodes, self.positions, self.kinds, strict=True)
             )
-            self._driver = _kernels.load_module("fused", source).driver
+            driver = _drivers.get(stages)
+            if driver is None:
+                # The loop may run in parallel; its C entry is loaded from numba's cache as
+                # plain machine code, which needs the threading layer's symbols
+                # (allocate_sched, ...) registered: numba does that only for its dispatchers.
+                _launch_threads()
+                driver = _kernels.load_module("fused", fused_source(stages)).driver
+                if len(_drivers) > 1024:
+                    _drivers.clear()
+                _drivers[stages] = driver
+            self._driver = driver
         return self._driver
+
+
+#: Fused drivers by chain (ops, input positions, operand kinds): a program repeats its chains,
+#: and writing and hashing the source each time would cost more than the loop.
+_drivers = {}
 
 
 def _size(shape):

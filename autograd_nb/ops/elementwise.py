@@ -81,6 +81,7 @@ class ElementwiseOp(Op):
         }
         self._module = None
         self._attrs_cache = {}
+        self._exec_cache = {}
         super().__init__()
 
     def make_function(self):
@@ -231,16 +232,29 @@ class ElementwiseOp(Op):
         if reads_y:
             operands.append(node.saved_output)
         operands.append(EXEC_TARGET)
+        key = (k, shape, shapes)
+        found = self._exec_cache.get(key)
+        if found is None:
+            found = self._exec_cache[key] = self._exec_ints(k, shape, shapes)
+        return found[0], operands, found[1], attrs["params"]
+
+    def _exec_ints(self, k, shape, shapes):
+        """The driver of VJP ``k`` and its ``ints`` (see ``_kernels._emit_exec``) for these
+        shapes; worked out once per combination."""
+        if len(self._exec_cache) > 4096:
+            self._exec_cache.clear()
+        used = self._vjp_args[k][0]
         n = _size(shape)
         if shapes[k] == shape and all(shapes[i] == shape for i in used):
             ints = (n, 0)
         else:
             collapsed, strides = _broadcast.layout(shape, tuple(shapes[i] for i in used)
                                                    + (shapes[k],))
-            ints = [n, 1, len(collapsed), *collapsed]
+            ints = [n, 1, len(collapsed), *collapsed.tolist()]
             for s in strides:
-                ints.extend(s)
-        return getattr(self.kernels, f"vjp{k}_exec"), operands, ints, attrs["params"]
+                ints.extend(s.tolist())
+            ints = tuple(ints)
+        return getattr(self.kernels, f"vjp{k}_exec"), ints
 
     def rule(self, k, grad_output, inputs, output, attrs):
         namespace = _tensor_namespace()
