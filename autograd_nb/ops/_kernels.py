@@ -111,8 +111,9 @@ def _emit_exec(lines, k, used, n_params, reads_g, reads_y, kinds):
     """The compiled executor's driver of VJP ``k`` (calling convention of ``ops._pointers``).
 
     ``ints`` is ``[n, 0]`` for the flat layout (every operand of the output's ``n``
-    elements), or ``[n, 1, nd, shape.., strides of each input read.., strides of the
-    target..]`` (collapsed, in elements) for the strided one.
+    elements), ``[n, 2 + mask]`` for a scalar variant (see :func:`scalar_masks`), or
+    ``[n, 1, nd, shape.., strides of each input read.., strides of the target..]``
+    (collapsed, in elements) for the strided one.
     """
     names = (["g"] if reads_g else []) + [f"x{i}" for i in used] + (["y"] if reads_y else [])
     names.append(f"grad{k}")
@@ -128,6 +129,17 @@ def _emit_exec(lines, k, used, n_params, reads_g, reads_y, kinds):
         lines.append(f"        {name} = array_at(operands[{j}], n, {like.get(name, 'like')})")
     lines.append(f"        vjp{k}({', '.join(names)}, params)")
     lines.append("        return")
+    # ``ints[1] == 2 + mask``: the scalar variant ``vjp{k}_s{mask}`` (one-element inputs).
+    target = used.index(k) if k in used else None
+    for mask in scalar_masks(len(used), True, target):
+        scalar = {f"x{i}" for j, i in enumerate(used) if mask >> j & 1}
+        lines.append(f"    if ints[1] == {2 + mask}:")
+        for j, name in enumerate(names):
+            length = "1" if name in scalar else "n"
+            lines.append(f"        {name} = array_at(operands[{j}], {length}, "
+                         f"{like.get(name, 'like')})")
+        lines.append(f"        vjp{k}_s{mask}({', '.join(names)}, params)")
+        lines.append("        return")
     lines.append("    nd = ints[2]")
     lines.append("    shape = ints[3:3 + nd]")
     args = []
@@ -143,6 +155,34 @@ def _emit_exec(lines, k, used, n_params, reads_g, reads_y, kinds):
             strided += 1
     lines.append(f"    vjp{k}_strided({', '.join(args)}, shape, params)")
     lines.append("")
+
+
+def scalar_masks(n_read, is_vjp, target=None):
+    """The masks of the scalar variants for a kernel reading ``n_read`` inputs: every
+    non-empty subset, but for a forward not all of them (all-scalar inputs give a one-element
+    result: the flat layout), and for a VJP none holding its own input position ``target``
+    (the gradient of a broadcast input is a sum: the strided kernel)."""
+    end = 1 << n_read
+    if not is_vjp:
+        end -= 1
+    return [m for m in range(1, end) if target is None or not m >> target & 1]
+
+
+def scalar_mask(shapes, shape, used):
+    """The mask of ``scalar_masks`` for operands of ``shapes`` read as ``shape`` (bit j: input
+    ``used[j]`` is one element), or None when some operand is neither full nor one element."""
+    mask = 0
+    for j, i in enumerate(used):
+        operand = shapes[i]
+        if operand == shape:
+            continue
+        n = 1
+        for d in operand:
+            n *= d
+        if n != 1:
+            return None
+        mask |= 1 << j
+    return mask
 
 
 def vjp_arguments(inputs, params, formula):
@@ -178,6 +218,21 @@ def _emit(lines, fname, inputs, used, unpack, target, k, formula, reads_g=False,
     lines.extend("        " + line for line in flat_loads)
     lines.append("        " + store)
     lines.append("")
+    # Scalar variants ``{fname}_s{mask}``: the flat layout where the inputs in ``mask`` (bit j:
+    # the j-th input read) are one element, broadcast (``x * 0.9``). Read once, outside the
+    # loop, they leave it a plain vectorisable loop, unlike the strided kernel's stride 0.
+    for mask in scalar_masks(len(used), is_vjp, used.index(k) if is_vjp and k in used else None):
+        hoisted = [f"{inputs[i]} = x{i}[0]" for j, i in enumerate(used) if mask >> j & 1]
+        loads = [f"{inputs[i]} = x{i}[i_]" for j, i in enumerate(used) if not mask >> j & 1]
+        loads += flat_loads[len(used):]
+        lines.append(JIT)
+        lines.append(f"def {fname}_s{mask}({', '.join(head)}, params):")
+        lines.extend(unpack)
+        lines.extend("    " + line for line in hoisted)
+        lines.append(f"    for i_ in range({target}.size):")
+        lines.extend("        " + line for line in loads)
+        lines.append("        " + store)
+        lines.append("")
 
     # Strided: operands carry element strides over the collapsed output shape.
     strided_head = []

@@ -135,12 +135,15 @@ class ElementwiseOp(Op):
                 shape = _broadcast.broadcast_shapes_cached(shapes)
                 break
         flat = shapes.count(shape) == len(arrays)
+        mask = None if flat else _kernels.scalar_mask(shapes, shape, range(len(arrays)))
         if self.params:
             params = np.array(
                 [_param_value(attrs[p], i) for i, p in enumerate(self.params)], dtype=np.float64
             )
-            return arrays, {"shape": shape, "shapes": shapes, "params": params, "flat": flat}
-        attrs = {"shape": shape, "shapes": shapes, "params": _NO_PARAMS, "flat": flat}
+            return arrays, {"shape": shape, "shapes": shapes, "params": params, "flat": flat,
+                            "mask": mask}
+        attrs = {"shape": shape, "shapes": shapes, "params": _NO_PARAMS, "flat": flat,
+                 "mask": mask}
         if type(self).prepare is ElementwiseOp.prepare:
             if len(self._attrs_cache) > 4096:
                 self._attrs_cache.clear()
@@ -172,6 +175,10 @@ class ElementwiseOp(Op):
         if attrs["flat"]:
             flat = [a.reshape(-1) for a in arrays]
             self.kernels.forward(*flat, out.reshape(-1), attrs["params"])
+        elif attrs["mask"] is not None:
+            flat = [a.reshape(-1) for a in arrays]
+            kernel = getattr(self.kernels, f"forward_s{attrs['mask']}")
+            kernel(*flat, out.reshape(-1), attrs["params"])
         else:
             collapsed, strides = _broadcast.layout(shape, attrs["shapes"])
             args = []
@@ -203,6 +210,15 @@ class ElementwiseOp(Op):
             if reads_y:
                 args.append(saved.output.reshape(-1))
             getattr(self.kernels, f"vjp{k}")(*args, grad_input.reshape(-1), attrs["params"])
+            return
+        mask = _kernels.scalar_mask(shapes, shape, used) if grad_input.shape == shape else None
+        if mask is not None:
+            args = [grad_output.reshape(-1)] if reads_g else []
+            args += [saved[i].reshape(-1) for i in used]
+            if reads_y:
+                args.append(saved.output.reshape(-1))
+            kernel = getattr(self.kernels, f"vjp{k}_s{mask}")
+            kernel(*args, grad_input.reshape(-1), attrs["params"])
             return
         args, target_strides, collapsed = self._strided_args(k, grad_output, saved, attrs)
         getattr(self.kernels, f"vjp{k}_strided")(
@@ -245,8 +261,9 @@ class ElementwiseOp(Op):
             self._exec_cache.clear()
         used = self._vjp_args[k][0]
         n = _size(shape)
-        if shapes[k] == shape and all(shapes[i] == shape for i in used):
-            ints = (n, 0)
+        mask = _kernels.scalar_mask(shapes, shape, used) if shapes[k] == shape else None
+        if mask is not None:
+            ints = (n, 2 + mask if mask else 0)
         else:
             collapsed, strides = _broadcast.layout(shape, tuple(shapes[i] for i in used)
                                                    + (shapes[k],))
@@ -293,7 +310,9 @@ class WhereOp(ElementwiseOp):
         shape = _broadcast.broadcast_shapes(*(x.shape for x in arrays))
         shapes = tuple(x.shape for x in arrays)
         flat = shapes.count(shape) == len(arrays)
-        return arrays, {"shape": shape, "shapes": shapes, "params": _NO_PARAMS, "flat": flat}
+        mask = None if flat else _kernels.scalar_mask(shapes, shape, range(len(arrays)))
+        return arrays, {"shape": shape, "shapes": shapes, "params": _NO_PARAMS, "flat": flat,
+                        "mask": mask}
 
     def forward(self, arrays, attrs):
         out = super().forward(arrays, attrs)

@@ -130,3 +130,46 @@ def test_power_edge_cases_match_torch():
     ga, gb = anb.grad(anb.power(a, b).sum(), (a, b))
     np.testing.assert_allclose(ga.numpy(), [0.0, 12.0])
     np.testing.assert_allclose(gb.numpy(), [0.0, 8 * np.log(2)])
+
+
+@pytest.mark.parametrize("name", BINARY)
+@pytest.mark.parametrize("scalar_side", [0, 1])
+def test_scalar_operand_kernels_agree_with_the_strided_ones(name, scalar_side, monkeypatch):
+    """``x * 0.9``: one-element operands take the flat scalar variants (read once, outside the
+    loop); they must give the strided kernels' results, forward and VJP, bit for bit."""
+    from autograd_nb.ops import _kernels
+
+    op = REGISTRY[name]
+    rng = np.random.default_rng(3)
+    full = sample(op, (5, 7), rng)
+    one = sample(op, (), rng)
+    arrays = [full, one] if scalar_side else [one, full]
+
+    def run():
+        tensors = [anb.tensor(a, requires_grad=True) for a in arrays]
+        y = getattr(anb, name)(*tensors)
+        grads = anb.grad(y, tensors, grad_outputs=anb.tensor(np.linspace(-1, 1, 35)
+                                                              .reshape(5, 7)))
+        return [y.numpy()] + [g.numpy() for g in grads]
+
+    uses = []
+    original = _kernels.scalar_mask
+
+    def counting(*args):
+        found = original(*args)
+        uses.append(found)
+        return found
+
+    monkeypatch.setattr(_kernels, "scalar_mask", counting)
+    op._attrs_cache.clear()
+    op._exec_cache.clear()
+    scalar = run()
+    assert any(mask for mask in uses), "the scalar variants were not used"
+    monkeypatch.setattr(_kernels, "scalar_mask", lambda *args: None)
+    op._attrs_cache.clear()
+    op._exec_cache.clear()
+    strided = run()
+    op._attrs_cache.clear()
+    op._exec_cache.clear()
+    for a, b in zip(scalar, strided, strict=True):
+        np.testing.assert_array_equal(a, b)
