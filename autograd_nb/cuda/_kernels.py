@@ -298,7 +298,7 @@ def _emit_forward(lines, inputs, used, unpack, formula):
 
 
 def _emit_vjp(lines, k, inputs, used, unpack, formula, reads_g, reads_y):
-    expression = cpu_kernels._rename_gy(formula)
+    expression = cpu_kernels.rename_gy(formula)
     target = f"grad{k}"
     arrays = (["g"] if reads_g else []) + [f"x{i}" for i in used] + (["y"] if reads_y else [])
 

@@ -11,6 +11,9 @@ A run has two phases, so that an error changes nothing:
    the ops' differentiable rules on Tensors, recording them on the tape. On CUDA (a node whose
    gradient is a device array) the slots are device arrays and the VJPs launch the op's
    ``@cuda.jit`` kernels through :mod:`autograd_nb.cuda.dispatch`: nothing leaves the device.
+   There, chains of elementwise VJPs (:func:`autograd_nb.engine.fusion.groups`) run as one
+   generated kernel each (:mod:`autograd_nb.cuda.fusion`), launched when the walk reaches the
+   chain's head; the chain's other nodes are skipped.
 
 The compiled executor (one call into compiled code per backward) replaces the loop of phase 2;
 the plan is already the instruction list it needs.
@@ -21,6 +24,7 @@ import numpy as np
 from .. import tape
 from ..ops.registry import Saved
 from ..tensor import Tensor
+from . import fusion
 
 
 class Plan:
@@ -133,6 +137,7 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch
         _add_into(slots, edge, grad, create_graph, lead)
         if not isinstance(edge, tape.Node):
             leaves[id(edge)] = edge
+    groups = {} if create_graph else _device_groups(plan, seeds, targets, all_leaves)
     previous_mode = tape.set_grad_enabled_flag(create_graph)
     try:
         for node in plan.nodes:
@@ -141,6 +146,13 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch
             if grad is None:
                 continue
             captured[key] = grad
+            group = groups.get(key) if groups else None
+            if group is not None and group.head is node and type(grad) is not np.ndarray:
+                _run_group(group, grad, slots, leaves, lead, batch)
+                if not retain_graph:
+                    for member in group.nodes:
+                        member.free()
+                continue
             if create_graph:
                 inputs, output = _unpack_inputs(node)
             for k, edge in enumerate(node.edges):
@@ -169,6 +181,44 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch
         tape.set_grad_enabled_flag(previous_mode)
     captured.update(slots)
     return captured, leaves
+
+
+def _device_groups(plan, seeds, targets, all_leaves):
+    """The fusion groups of a plan that runs on the GPU, by ``id`` of every member node; ``{}``
+    for a host-only plan (CPU graphs fuse in the compiled executor, not here)."""
+    if not _touches_device(plan, seeds):
+        return {}
+    from ..cuda import fusion as cuda_fusion
+
+    if not cuda_fusion.ENABLED:
+        return {}
+    return fusion.groups(plan, targets, all_leaves, {id(edge) for edge, _ in seeds})
+
+
+def _touches_device(plan, seeds):
+    """Whether some gradient of ``plan`` lives on the GPU: a seed is a device array, or a
+    transfer op (``x.cuda()``, ``.cpu()``) crosses devices."""
+    from ..cuda import _device
+
+    if _device.any_device_array(grad for _, grad in seeds):
+        return True
+    return any(getattr(node.op, "input_device", None) is not None for node in plan.nodes)
+
+
+def _run_group(group, grad, slots, leaves, lead, batch):
+    """Run a fused chain from its head's gradient ``grad`` (a device array) into its target's
+    slot, which it creates and records (as a leaf met) as the chain's last VJP would have."""
+    from ..cuda import fusion as cuda_fusion
+
+    target = group.target
+    key = id(target)
+    if not isinstance(target, tape.Node):
+        leaves[key] = target
+    buffer = slots.get(key)
+    if buffer is None:
+        buffer = _zeros_for(group.nodes[-1], grad, lead + target.shape, target.dtype)
+        slots[key] = buffer
+    cuda_fusion.run_group(group, grad, buffer, 1 if batch is None else batch)
 
 
 def _add_into(slots, edge, grad, create_graph, lead=()):

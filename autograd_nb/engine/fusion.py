@@ -20,7 +20,6 @@ split over the cores with ``prange`` from ``config.PARALLEL_MIN_ELEMENTS`` eleme
 driver of the compiled executor like any op's.
 """
 
-import ast
 
 from numba.np.ufunc.parallel import _launch_threads
 
@@ -38,14 +37,14 @@ class Group:
     slot feeds the loop), ``edges`` the input position followed at each node, and
     ``target`` the edge that receives the result."""
 
-    __slots__ = ("nodes", "positions", "target", "kinds", "_driver")
+    __slots__ = ("nodes", "positions", "target", "kinds", "_module")
 
     def __init__(self, nodes, positions, kinds):
         self.nodes = nodes
         self.positions = positions
         self.kinds = kinds
         self.target = nodes[-1].edges[positions[-1]]
-        self._driver = None
+        self._module = None
 
     @property
     def head(self):
@@ -62,31 +61,38 @@ class Group:
                 operands.append(node.saved_output)
             floats.extend(node.attrs["params"])
         operands.append(EXEC_TARGET)
-        return self.driver(), operands, (_size(self.head.shape),), floats
+        n = _size(self.head.shape)
+        return self.driver(n >= config.PARALLEL_MIN_ELEMENTS), operands, (n,), floats
 
-    def driver(self):
-        if self._driver is None:
+    def driver(self, parallel):
+        """The fused loop's driver, split over the cores or not."""
+        module = self.module()
+        return module.driver_parallel if parallel else module.driver
+
+    def module(self):
+        """The generated module of this chain (one per distinct chain, cached)."""
+        if self._module is None:
             stages = tuple(
                 (node.op, k, kinds)
                 for node, k, kinds in zip(self.nodes, self.positions, self.kinds, strict=True)
             )
-            driver = _drivers.get(stages)
-            if driver is None:
+            module = _modules.get(stages)
+            if module is None:
                 # The loop may run in parallel; its C entry is loaded from numba's cache as
                 # plain machine code, which needs the threading layer's symbols
                 # (allocate_sched, ...) registered: numba does that only for its dispatchers.
                 _launch_threads()
-                driver = _kernels.load_module("fused", fused_source(stages)).driver
-                if len(_drivers) > 1024:
-                    _drivers.clear()
-                _drivers[stages] = driver
-            self._driver = driver
-        return self._driver
+                module = _kernels.load_module("fused", fused_source(stages))
+                if len(_modules) > 1024:
+                    _modules.clear()
+                _modules[stages] = module
+            self._module = module
+        return self._module
 
 
-#: Fused drivers by chain (ops, input positions, operand kinds): a program repeats its chains,
+#: Fused modules by chain (ops, input positions, operand kinds): a program repeats its chains,
 #: and writing and hashing the source each time would cost more than the loop.
-_drivers = {}
+_modules = {}
 
 
 def _size(shape):
@@ -212,7 +218,7 @@ def fused_source(stages):
         for name in op.params:
             unpack.append(f"{rename[name]} = params[{n_params}]")
             n_params += 1
-        body.append(f"g_ = {_rename(op.vjp_formulas[position], rename)}")
+        body.append(f"g_ = {_kernels.rename(op.vjp_formulas[position], rename)}")
     names = ", ".join(["g"] + [a for a, _ in arguments] + ["target", "params"])
     for suffix, parallel, loop in (("", "", "range"), ("_parallel", ", parallel=True", "prange")):
         lines.append(_LOOP_JIT.format(parallel=parallel))
@@ -223,30 +229,19 @@ def fused_source(stages):
         lines.extend("        " + line for line in loads + body)
         lines.append("        target[i_] += g_")
         lines.append("")
-    lines.append(_LOOP_JIT.format(parallel=""))
-    lines.append("def driver(operands, ints, floats, like):")
-    lines.append("    n = ints[0]")
-    lines.append("    g = array_at(operands[0], n, like)")
-    for j, (array, kind) in enumerate(arguments):
-        lines.append(f"    {array} = array_at(operands[{j + 1}], {'n' if kind == 'full' else 1},"
-                     " like)")
-    lines.append(f"    target = array_at(operands[{len(arguments) + 1}], n, like)")
-    lines.append(f"    params = floats[:{n_params}]")
-    lines.append(f"    if n >= {config.PARALLEL_MIN_ELEMENTS}:")
-    lines.append(f"        loop_parallel({names})")
-    lines.append("    else:")
-    lines.append(f"        loop({names})")
-    lines.append("")
+    # Two drivers, so that an executor entry compiles only the loop it runs.
+    for suffix in ("", "_parallel"):
+        lines.append(_LOOP_JIT.format(parallel=""))
+        lines.append(f"def driver{suffix}(operands, ints, floats, like):")
+        lines.append("    n = ints[0]")
+        lines.append("    g = array_at(operands[0], n, like)")
+        for j, (array, kind) in enumerate(arguments):
+            length = "n" if kind == "full" else 1
+            lines.append(f"    {array} = array_at(operands[{j + 1}], {length}, like)")
+        lines.append(f"    target = array_at(operands[{len(arguments) + 1}], n, like)")
+        lines.append(f"    params = floats[:{n_params}]")
+        lines.append(f"    loop{suffix}({names})")
+        lines.append("")
     return "\n".join(lines)
 
 
-def _rename(formula, names):
-    tree = ast.parse(formula, mode="eval")
-
-    class Rename(ast.NodeTransformer):
-        def visit_Name(self, node):
-            if node.id in names:
-                return ast.copy_location(ast.Name(id=names[node.id], ctx=node.ctx), node)
-            return node
-
-    return ast.unparse(Rename().visit(tree))

@@ -108,40 +108,39 @@ def elementwise_source(inputs, params, forward, vjps, kinds=None):
 
 
 def _emit_exec(lines, k, used, n_params, reads_g, reads_y, kinds):
-    """The compiled executor's driver of VJP ``k`` (calling convention of ``ops._pointers``).
-
-    ``ints`` is ``[n, 0]`` for the flat layout (every operand of the output's ``n``
-    elements), ``[n, 2 + mask]`` for a scalar variant (see :func:`scalar_masks`), or
-    ``[n, 1, nd, shape.., strides of each input read.., strides of the target..]``
-    (collapsed, in elements) for the strided one.
+    """The compiled executor's drivers of VJP ``k`` (calling convention of ``ops._pointers``),
+    one per layout, so that an executor entry compiles only the kernel it calls:
+    ``vjp{k}_exec`` (flat: every operand of the output's ``n = ints[0]`` elements),
+    ``vjp{k}_s{mask}_exec`` (the scalar variants, :func:`scalar_masks`) and
+    ``vjp{k}_strided_exec`` (``ints``: ``[n, nd, shape.., strides of each input read..,
+    strides of the target..]``, collapsed, in elements).
     """
     names = (["g"] if reads_g else []) + [f"x{i}" for i in used] + (["y"] if reads_y else [])
     names.append(f"grad{k}")
     like = {f"x{i}": ("bool_like" if kinds[i] == "bool" else "like") for i in used}
-    lines.append(JIT)
-    lines.append(f"def vjp{k}_exec(operands, ints, floats, like):")
-    lines.append("    n = ints[0]")
-    lines.append(f"    params = floats[:{n_params}]")
-    if "bool_like" in like.values():
-        lines.append("    bool_like = np.empty(0, dtype=np.bool_)")
-    lines.append("    if ints[1] == 0:")
-    for j, name in enumerate(names):
-        lines.append(f"        {name} = array_at(operands[{j}], n, {like.get(name, 'like')})")
-    lines.append(f"        vjp{k}({', '.join(names)}, params)")
-    lines.append("        return")
-    # ``ints[1] == 2 + mask``: the scalar variant ``vjp{k}_s{mask}`` (one-element inputs).
+
+    def begin(name):
+        lines.append(JIT)
+        lines.append(f"def {name}(operands, ints, floats, like):")
+        lines.append("    n = ints[0]")
+        lines.append(f"    params = floats[:{n_params}]")
+        if "bool_like" in like.values():
+            lines.append("    bool_like = np.empty(0, dtype=np.bool_)")
+
     target = used.index(k) if k in used else None
-    for mask in scalar_masks(len(used), True, target):
+    for mask in [0] + scalar_masks(len(used), True, target):
         scalar = {f"x{i}" for j, i in enumerate(used) if mask >> j & 1}
-        lines.append(f"    if ints[1] == {2 + mask}:")
+        kernel = f"vjp{k}_s{mask}" if mask else f"vjp{k}"
+        begin(kernel + "_exec")
         for j, name in enumerate(names):
             length = "1" if name in scalar else "n"
-            lines.append(f"        {name} = array_at(operands[{j}], {length}, "
+            lines.append(f"    {name} = array_at(operands[{j}], {length}, "
                          f"{like.get(name, 'like')})")
-        lines.append(f"        vjp{k}_s{mask}({', '.join(names)}, params)")
-        lines.append("        return")
-    lines.append("    nd = ints[2]")
-    lines.append("    shape = ints[3:3 + nd]")
+        lines.append(f"    {kernel}({', '.join(names)}, params)")
+        lines.append("")
+    begin(f"vjp{k}_strided_exec")
+    lines.append("    nd = ints[1]")
+    lines.append("    shape = ints[2:2 + nd]")
     args = []
     strided = 0
     for j, name in enumerate(names):
@@ -149,7 +148,7 @@ def _emit_exec(lines, k, used, n_params, reads_g, reads_y, kinds):
         lines.append(f"    {name} = array_at(operands[{j}], {length}, {like.get(name, 'like')})")
         args.append(name)
         if name not in ("g", "y"):
-            start = f"3 + nd * {strided + 1}"
+            start = f"2 + nd * {strided + 1}"
             lines.append(f"    s{name} = ints[{start}:{start} + nd]")
             args.append(f"s{name}")
             strided += 1
@@ -208,7 +207,7 @@ def _emit(lines, fname, inputs, used, unpack, target, k, formula, reads_g=False,
         flat_loads.append("g_ = g[i_]")
     if reads_y:
         flat_loads.append("y_ = y[i_]")
-    expression = _rename_gy(formula)
+    expression = rename_gy(formula)
     store = f"{target}[i_] {'+=' if is_vjp else '='} {expression}"
     lines.append(JIT)
     lines.append(f"def {fname}({', '.join(head)}, params):")
@@ -321,16 +320,22 @@ def _strided_body(inputs, ins, strided, target, expression, is_vjp, reads_g, rea
     return body
 
 
-def _rename_gy(formula):
-    """Rename ``g``/``y`` in a formula to the loop's scalar names (``g_``, ``y_``)."""
+def rename(formula, names):
+    """``formula`` with every variable in ``names`` replaced by its new name (fused kernels
+    give each stage's inputs names of their own)."""
     import ast
 
     tree = ast.parse(formula, mode="eval")
 
     class Rename(ast.NodeTransformer):
         def visit_Name(self, node):
-            if node.id in ("g", "y"):
-                return ast.copy_location(ast.Name(id=node.id + "_", ctx=node.ctx), node)
+            if node.id in names:
+                return ast.copy_location(ast.Name(id=names[node.id], ctx=node.ctx), node)
             return node
 
     return ast.unparse(Rename().visit(tree))
+
+
+def rename_gy(formula):
+    """Rename ``g``/``y`` in a formula to the loop's scalar names (``g_``, ``y_``)."""
+    return rename(formula, {"g": "g_", "y": "y_"})

@@ -263,15 +263,14 @@ class ElementwiseOp(Op):
         n = _size(shape)
         mask = _kernels.scalar_mask(shapes, shape, used) if shapes[k] == shape else None
         if mask is not None:
-            ints = (n, 2 + mask if mask else 0)
-        else:
-            collapsed, strides = _broadcast.layout(shape, tuple(shapes[i] for i in used)
-                                                   + (shapes[k],))
-            ints = [n, 1, len(collapsed), *collapsed.tolist()]
-            for s in strides:
-                ints.extend(s.tolist())
-            ints = tuple(ints)
-        return getattr(self.kernels, f"vjp{k}_exec"), ints
+            name = f"vjp{k}_s{mask}_exec" if mask else f"vjp{k}_exec"
+            return getattr(self.kernels, name), (n,)
+        collapsed, strides = _broadcast.layout(shape, tuple(shapes[i] for i in used)
+                                               + (shapes[k],))
+        ints = [n, len(collapsed), *collapsed.tolist()]
+        for s in strides:
+            ints.extend(s.tolist())
+        return getattr(self.kernels, f"vjp{k}_strided_exec"), tuple(ints)
 
     def rule(self, k, grad_output, inputs, output, attrs):
         namespace = _tensor_namespace()
