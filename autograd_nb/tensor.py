@@ -693,11 +693,12 @@ def apply(op, args, attrs):
     values = []
     any_requires_grad = False
     for arg in args:
-        if isinstance(arg, Tensor):
+        kind = type(arg)
+        if kind is Tensor or isinstance(arg, Tensor):
             values.append(arg._data)
             if arg._node is not None or arg._requires_grad:
                 any_requires_grad = True
-        elif isinstance(arg, (list, tuple)):
+        elif kind is list or kind is tuple:
             values.append(np.asarray(arg))
         else:
             values.append(arg)
@@ -710,17 +711,20 @@ def apply(op, args, attrs):
         arrays, attrs = op.prepare(values, attrs)
         output = op.forward(arrays, attrs)
     result = Tensor._make(output)
-    if any_requires_grad and tape.is_grad_enabled():
+    if any_requires_grad and tape._state.enabled:
         edges = []
         boxes = []
         needs_grad = False
-        for k, arg in enumerate(args):
+        differentiable = op.differentiable
+        k = -1
+        for arg in args:
+            k += 1
             if isinstance(arg, Tensor):
                 boxes.append(arg._version)
                 edge = arg._node
                 if edge is None and arg._requires_grad:
                     edge = arg
-                if edge is not None and op.is_differentiable(k):
+                if edge is not None and (differentiable is None or differentiable[k]):
                     needs_grad = True
                 else:
                     edge = None

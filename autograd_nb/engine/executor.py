@@ -11,16 +11,18 @@ already pruned the graph and checked every saved buffer's version) into flat tab
   ones live in one zeroed arena and are reused once consumed (a freed slot is zeroed again
   before reuse, by an instruction); the caller's results are separate arrays;
 * ``code``: one row per VJP: the driver's entry (a C function address of
-  :func:`~autograd_nb.ops._pointers.entry_address`), and offsets into the operand list and the
-  int and float attribute arrays.
+  :func:`~autograd_nb.ops._pointers.entry_address`), the gradient slot it reads, the run of
+  objects it reads (the op's saved arrays), the slot it accumulates into, and offsets into
+  the int and float attribute arrays.
 
 :func:`execute` is compiled once per dtype (cached on disk) and is the same for every graph,
 so a graph of any length or shape costs no compilation beyond the drivers of the ops it uses.
 Fused groups of elementwise VJPs (:mod:`autograd_nb.engine.fusion`) are drivers too.
 
-When a node's op has no driver (``Op.exec_spec`` returns None: custom Functions, some
-indexing and linear-algebra forms), the dtypes are mixed, or NumPy's array struct is not the
-one this module reads, :func:`run` returns None and the Python walk runs instead.
+When a node's op has no driver (``Op.exec_spec`` returns None: custom Functions,
+``setitem``, reductions over non-adjacent axes), the dtypes are mixed, the arrays are on a
+GPU, or NumPy's array struct is not the one this module reads, :func:`run` returns None
+before anything ran, and the Python walk runs the plan instead.
 """
 
 import numpy as np
@@ -28,41 +30,38 @@ from numba import njit
 
 from .. import tape
 from ..ops import _pointers, _strided
-from ..ops.registry import EXEC_GRAD, EXEC_TARGET
 from . import fusion
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
-#: Columns of a code row.
-ENTRY, N_OPERANDS, OPERANDS, INTS, FLOATS = range(5)
-ROW = 5
+#: Columns of a code row: the driver's entry, the gradient slot it reads, the saved arrays it
+#: reads (``N_SAVED`` objects from ``SAVED``), the slot it accumulates into, and its offsets
+#: into the int and float attributes. A driver's operands are the gradient, the saved arrays
+#: and the target, in that order.
+ENTRY, GRAD, N_SAVED, SAVED, TARGET, INTS, FLOATS = range(7)
+ROW = 7
 #: Length of the table's header (the lengths of its sections).
-HEADER = 5
-#: An ``ENTRY`` of ZERO clears a reused arena slot: ``OPERANDS`` is the slot reference and
-#: ``INTS`` its size in bytes.
+HEADER = 3
+#: An ``ENTRY`` of ZERO clears a reused arena slot: ``GRAD`` is the slot and ``INTS`` its
+#: size in bytes.
 ZERO = -1
 
 
 @njit(cache=True, nogil=True)
-def execute(table, floats, arena):
+def execute(table, objects, floats, arena):
     """Run a backward; see the module docstring. ``table`` holds, after a header of section
-    lengths, the code rows, the operand references, the objects' ``id()``, the slot offsets,
-    the driver entries and the int attributes (one array: one argument to type-check)."""
-    n_code, n_references, n_objects, n_slots, n_entries = (
-        table[0], table[1], table[2], table[3], table[4]
-    )
+    lengths, the code rows, the slot offsets, the driver entries and the int attributes (one
+    array: one argument to type-check); ``objects`` the ``id()`` of the operand arrays."""
+    n_code, n_slots, n_entries = table[0], table[1], table[2]
     at = HEADER
     code = table[at:at + n_code * ROW]
     at += n_code * ROW
-    references = table[at:at + n_references]
-    at += n_references
-    objects = table[at:at + n_objects]
-    at += n_objects
     slot_offsets = table[at:at + n_slots]
     at += n_slots
     entries = table[at:at + n_entries]
     at += n_entries
     ints_address = table.ctypes.data + 8 * at
+    n_objects = objects.size
     # Pointers: the objects' data, then the slots' (in the arena, or an object's).
     pointers = np.empty(n_objects + n_slots, dtype=np.int64)
     for i in range(n_objects):
@@ -81,17 +80,17 @@ def execute(table, floats, arena):
     for r in range(n_code):
         row = r * ROW
         entry = code[row + ENTRY]
-        start = code[row + OPERANDS]
         if entry == ZERO:
-            address = pointers[n_objects - start - 1]  # a slot reference, -(slot + 1)
-            region = _pointers.array_at(address, code[row + INTS], _BYTES)
+            region = _pointers.array_at(pointers[n_objects + code[row + GRAD]],
+                                        code[row + INTS], _BYTES)
             region[:] = 0
             continue
-        for j in range(code[row + N_OPERANDS]):
-            reference = references[start + j]
-            if reference < 0:
-                reference = n_objects - reference - 1
-            operands[j] = pointers[reference]
+        operands[0] = pointers[n_objects + code[row + GRAD]]
+        first = code[row + SAVED]
+        n_saved = code[row + N_SAVED]
+        for j in range(n_saved):
+            operands[1 + j] = pointers[first + j]
+        operands[1 + n_saved] = pointers[n_objects + code[row + TARGET]]
         _pointers.call_entry(
             entries[entry],
             operands_address,
@@ -109,21 +108,18 @@ class _Tables:
 
     def __init__(self, dtype):
         self.dtype = dtype
-        self.objects = []  # ``id()`` of arrays; kept alive by the nodes and ``keep``
-        self.keep = []
+        self.objects = []  # the arrays whose data the drivers read
         self.slot_offsets = []
         self.arena_size = 0
         self.free = {}
         self.code = []
-        self.references = []
         self.ints = []
         self.floats = []
         self.entries = []
         self.entry_index = {}
 
     def external_slot(self, array):
-        self.keep.append(array)
-        self.objects.append(id(array))
+        self.objects.append(array)
         self.slot_offsets.append(-len(self.objects))
         return len(self.slot_offsets) - 1
 
@@ -132,7 +128,7 @@ class _Tables:
         reusable = self.free.get(size)
         if reusable:
             slot = reusable.pop()
-            self.code.extend((ZERO, 0, -slot - 1, size * self.dtype.itemsize, 0))
+            self.code.extend((ZERO, slot, 0, 0, 0, size * self.dtype.itemsize, 0))
             return slot
         self.slot_offsets.append(self.arena_size)
         self.arena_size += size
@@ -146,15 +142,14 @@ class _Tables:
         return index
 
     def execute(self):
-        header = [len(self.code) // ROW, len(self.references), len(self.objects),
-                  len(self.slot_offsets), len(self.entries)]
+        header = [len(self.code) // ROW, len(self.slot_offsets), len(self.entries)]
         table = np.array(
-            header + self.code + self.references + self.objects + self.slot_offsets
-            + self.entries + self.ints + [0],
+            header + self.code + self.slot_offsets + self.entries + self.ints + [0],
             dtype=np.int64,
         )
         execute(
             table,
+            np.fromiter(map(id, self.objects), dtype=np.int64, count=len(self.objects)),
             np.array(self.floats, dtype=np.float64) if self.floats else _NO_FLOATS,
             np.zeros(max(self.arena_size, 1), dtype=self.dtype),
         )
@@ -211,7 +206,6 @@ def _build(tables, plan, seeds, targets, all_leaves, slot_of, results, leaves):
     dtype = tables.dtype
     Node = tape.Node
     needed = plan.needed
-    references = tables.references
     objects = tables.objects
     code = tables.code
     ints_list = tables.ints
@@ -231,22 +225,16 @@ def _build(tables, plan, seeds, targets, all_leaves, slot_of, results, leaves):
         slot_of[key] = slot
         return slot
 
-    def emit(driver, operands, ints, floats, slot, target):
+    def emit(driver, saved, ints, floats, slot, target):
         entry = entry_of.get(driver)
         if entry is None:
             entry = tables.entry(driver)
-        start = len(references)
-        for operand in operands:
-            if operand is EXEC_GRAD:
-                references.append(-slot - 1)
-            elif operand is EXEC_TARGET:
-                references.append(-target - 1)
-            elif type(operand) is ndarray:
-                references.append(len(objects))
-                objects.append(id(operand))
-            else:  # a device array (CUDA graphs run their own launch sequence)
+        for array in saved:
+            if type(array) is not ndarray:  # a device array: CUDA graphs run their own plan
                 raise _Unsupported
-        code.extend((entry, len(operands), start, len(ints_list), len(floats_list)))
+        code.extend((entry, slot, len(saved), len(objects), target, len(ints_list),
+                     len(floats_list)))
+        objects.extend(saved)
         ints_list.extend(ints)
         floats_list.extend(floats)
 
@@ -259,8 +247,7 @@ def _build(tables, plan, seeds, targets, all_leaves, slot_of, results, leaves):
         if slot is None:
             slot = slot_for(edge, key)
         seed = np.array(grad, dtype=dtype, copy=True).reshape(edge.shape)
-        tables.keep.append(seed)
-        emit(_strided.accumulate_driver, (seed, EXEC_TARGET), (seed.size,), (), None, slot)
+        emit(_strided.accumulate_driver, (), (seed.size,), (), tables.external_slot(seed), slot)
         if not isinstance(edge, Node):
             leaves[key] = edge
     ran = []

@@ -26,7 +26,6 @@ from numba.np.ufunc.parallel import _launch_threads
 from .. import config, tape
 from ..ops import _kernels
 from ..ops.elementwise import ElementwiseOp
-from ..ops.registry import EXEC_GRAD, EXEC_TARGET
 
 #: Set False to run every VJP on its own (tests compare the two).
 ENABLED = True
@@ -51,8 +50,8 @@ class Group:
         return self.nodes[0]
 
     def spec(self):
-        """``(driver, operands, ints, floats)`` for the executor (see ``Op.exec_spec``)."""
-        operands = [EXEC_GRAD]
+        """``(driver, saved, ints, floats)`` for the executor (see ``Op.exec_spec``)."""
+        operands = []
         floats = []
         for node, k in zip(self.nodes, self.positions, strict=True):
             used, _, reads_y = node.op._vjp_args[k]
@@ -60,7 +59,6 @@ class Group:
             if reads_y:
                 operands.append(node.saved_output)
             floats.extend(node.attrs["params"])
-        operands.append(EXEC_TARGET)
         n = _size(self.head.shape)
         return self.driver(n >= config.PARALLEL_MIN_ELEMENTS), operands, (n,), floats
 

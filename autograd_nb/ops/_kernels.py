@@ -115,8 +115,11 @@ def _emit_exec(lines, k, used, n_params, reads_g, reads_y, kinds):
     ``vjp{k}_strided_exec`` (``ints``: ``[n, nd, shape.., strides of each input read..,
     strides of the target..]``, collapsed, in elements).
     """
-    names = (["g"] if reads_g else []) + [f"x{i}" for i in used] + (["y"] if reads_y else [])
-    names.append(f"grad{k}")
+    # Operand 0 is always the gradient (read only if the formula uses it), the target last.
+    names = ["g"] + [f"x{i}" for i in used] + (["y"] if reads_y else []) + [f"grad{k}"]
+    positions = {name: j for j, name in enumerate(names)}
+    if not reads_g:
+        names.remove("g")
     like = {f"x{i}": ("bool_like" if kinds[i] == "bool" else "like") for i in used}
 
     def begin(name):
@@ -132,9 +135,9 @@ def _emit_exec(lines, k, used, n_params, reads_g, reads_y, kinds):
         scalar = {f"x{i}" for j, i in enumerate(used) if mask >> j & 1}
         kernel = f"vjp{k}_s{mask}" if mask else f"vjp{k}"
         begin(kernel + "_exec")
-        for j, name in enumerate(names):
+        for name in names:
             length = "1" if name in scalar else "n"
-            lines.append(f"    {name} = array_at(operands[{j}], {length}, "
+            lines.append(f"    {name} = array_at(operands[{positions[name]}], {length}, "
                          f"{like.get(name, 'like')})")
         lines.append(f"    {kernel}({', '.join(names)}, params)")
         lines.append("")
@@ -143,9 +146,10 @@ def _emit_exec(lines, k, used, n_params, reads_g, reads_y, kinds):
     lines.append("    shape = ints[2:2 + nd]")
     args = []
     strided = 0
-    for j, name in enumerate(names):
+    for name in names:
         length = "n" if name in ("g", "y") else "_OPEN"
-        lines.append(f"    {name} = array_at(operands[{j}], {length}, {like.get(name, 'like')})")
+        lines.append(f"    {name} = array_at(operands[{positions[name]}], {length}, "
+                     f"{like.get(name, 'like')})")
         args.append(name)
         if name not in ("g", "y"):
             start = f"2 + nd * {strided + 1}"

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import config
 from . import _broadcast, _kernels, _scalar
-from .registry import EXEC_GRAD, EXEC_TARGET, Op, call
+from .registry import Op, call
 
 _NO_PARAMS = np.empty(0, dtype=np.float64)
 
@@ -243,11 +243,9 @@ class ElementwiseOp(Op):
         attrs = node.attrs
         shape, shapes = attrs["shape"], attrs["shapes"]
         saved = node.saved_inputs
-        operands = [EXEC_GRAD] if reads_g else []
-        operands += [saved[i] for i in used]
+        operands = [saved[i] for i in used]
         if reads_y:
             operands.append(node.saved_output)
-        operands.append(EXEC_TARGET)
         key = (k, shape, shapes)
         found = self._exec_cache.get(key)
         if found is None:

@@ -20,9 +20,7 @@ import numpy as np
 from numba import njit
 
 from . import _broadcast, _strided
-from .registry import EXEC_GRAD, EXEC_TARGET, Op, call
-
-_GRAD_TO_TARGET = (EXEC_GRAD, EXEC_TARGET)
+from .registry import Op, call
 
 
 def _is_basic(items):
@@ -206,9 +204,9 @@ class GetItem(Op):
         selection = node.attrs["selection"]
         n = _exec_sizes(node)
         if selection.basic:
-            return _strided.scatter_add_driver, _GRAD_TO_TARGET, selection.exec_ints(n), ()
+            return _strided.scatter_add_driver, (), selection.exec_ints(n), ()
         size = int(np.prod(selection.input_shape, dtype=np.int64))
-        return (_strided.put_add_driver, (EXEC_GRAD, selection.flat_map(), EXEC_TARGET),
+        return (_strided.put_add_driver, (selection.flat_map(),),
                 (n, size), ())
 
     def rule(self, k, grad_output, inputs, output, attrs):
@@ -248,9 +246,9 @@ class IndexScatter(Op):
         selection = node.attrs["selection"]
         if selection.basic:
             n = int(np.prod(selection.layout()[0], dtype=np.int64))
-            return _strided.gather_add_driver, _GRAD_TO_TARGET, selection.exec_ints(n), ()
+            return _strided.gather_add_driver, (), selection.exec_ints(n), ()
         flat = selection.flat_map()
-        operands = (EXEC_GRAD, flat, EXEC_TARGET)
+        operands = (flat,)
         return _strided.take_add_driver, operands, (flat.size, _exec_sizes(node)), ()
 
     def rule(self, k, grad_output, inputs, output, attrs):

@@ -12,7 +12,7 @@ from numba import njit
 
 from . import _broadcast
 from ._pointers import array_at
-from .registry import EXEC_GRAD, EXEC_TARGET, Op, call, public
+from .registry import Op, call, public
 
 #: Products with at most this many multiply-adds per batch entry (m * k * n) run as plain loops;
 #: above it, one BLAS call per batch entry pays for its overhead. Measured (float64, 1,000 batch
@@ -230,7 +230,7 @@ class BatchedMatmul(Op):
         batch, m, inner = a.shape
         n = b.shape[2]
         blas = _blas(a.dtype, m, inner, n)
-        operands = (EXEC_GRAD, b if k == 0 else a, EXEC_TARGET)
+        operands = (b if k == 0 else a,)
         return _bmm_driver, operands, (k, batch, m, inner, n, blas), ()
 
     def rule(self, k, grad_output, inputs, output, attrs):

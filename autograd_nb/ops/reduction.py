@@ -17,7 +17,7 @@ from numba import njit
 from .. import config
 from . import _broadcast, _kernels, _strided
 from ._fastmath import exp, log  # vectorisable, unlike libm's
-from .registry import EXEC_GRAD, EXEC_TARGET, Op, call, public
+from .registry import Op, call, public
 
 
 class Layout:
@@ -177,12 +177,11 @@ class AxisOp(Op):
             type(self).run_vjp is not AxisOp.run_vjp and not self.exec_scratch
         ):
             return None
-        operands = [EXEC_GRAD]
+        operands = []
         if 0 in self.saves:
             operands.append(node.saved_inputs[0])
         if self.saves_output:
             operands.append(node.saved_output)
-        operands.append(EXEC_TARGET)
         return self.exec_driver, operands, (layout.outer, layout.n, layout.inner), ()
 
     @property

@@ -76,12 +76,6 @@ def call(name, *args, **attrs):
     return _dispatch(REGISTRY[name], args, attrs)
 
 
-#: Operand roles in :meth:`Op.exec_spec`: the node's gradient (the grad_output of its VJP) and
-#: the gradient buffer of input ``k`` (the target the VJP accumulates into).
-EXEC_GRAD = "grad"
-EXEC_TARGET = "target"
-
-
 class Saved:
     """What a node keeps for its op's VJP: the saved inputs by position, and the output."""
 
@@ -168,11 +162,12 @@ class Op:
     def exec_spec(self, k, node):
         """How the compiled executor runs VJP ``k`` of the recorded ``node``, or None.
 
-        Returns ``(driver, operands, ints, floats)``: ``driver`` an ``@njit`` function
-        ``driver(operands, ints, floats, like)`` (see :mod:`autograd_nb.ops._pointers`),
-        ``operands`` its arrays in order (:data:`EXEC_GRAD`, :data:`EXEC_TARGET`, or saved
-        C-contiguous arrays, whose data pointers it receives), and ``ints``/``floats`` its
-        attributes. None (the default) makes the engine run this backward as a Python walk.
+        Returns ``(driver, saved, ints, floats)``: ``driver`` an ``@njit`` function
+        ``driver(operands, ints, floats, like)`` (see :mod:`autograd_nb.ops._pointers`), whose
+        ``operands`` are the data pointers of the node's gradient, of the C-contiguous arrays
+        in ``saved`` (in order) and of input ``k``'s gradient buffer, which it accumulates
+        into; ``ints``/``floats`` are its attributes. None (the default) makes the engine run
+        this backward as a Python walk.
         """
         return None
 

@@ -10,9 +10,7 @@ import numpy as np
 from numba import njit
 
 from . import _broadcast, _strided
-from .registry import EXEC_GRAD, EXEC_TARGET, Op, call, public
-
-_GRAD_TO_TARGET = (EXEC_GRAD, EXEC_TARGET)
+from .registry import Op, call, public
 
 
 class ShapeOp(Op):
@@ -32,7 +30,7 @@ class ShapeOp(Op):
     def exec_spec(self, k, node):
         # Reshape and same-dtype casts: the gradient adds back element for element.
         n = _size(node.shape)
-        return _strided.accumulate_driver, _GRAD_TO_TARGET, (n,), ()
+        return _strided.accumulate_driver, (), (n,), ()
 
 
 def _size(shape):
@@ -47,7 +45,7 @@ def _scatter_spec(node, out_shape, strides):
     ints = _strided.strided_ints(
         _size(out_shape), _size(node.attrs["input_shape"]), 0, tuple(out_shape), tuple(strides)
     )
-    return _strided.scatter_add_driver, _GRAD_TO_TARGET, ints, ()
+    return _strided.scatter_add_driver, (), ints, ()
 
 
 
@@ -317,11 +315,11 @@ class Join(Op):
         attrs = node.attrs
         outer, width, total = attrs["outer"], attrs["widths"][k], attrs["starts"][-1]
         if outer * width == 0:
-            return _strided.accumulate_driver, _GRAD_TO_TARGET, (0,), ()
+            return _strided.accumulate_driver, (), (0,), ()
         ints = _strided.strided_ints(
             outer * width, outer * total, attrs["starts"][k], (outer, width), (total, 1)
         )
-        return _strided.gather_add_driver, _GRAD_TO_TARGET, ints, ()
+        return _strided.gather_add_driver, (), ints, ()
 
     def _add_back(self, k, grad_output, outer, attrs, grad_input):
         if grad_input.size == 0:
