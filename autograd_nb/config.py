@@ -18,6 +18,10 @@ KERNEL_DIR = os.environ.get(
 CUDA_THREADS_PER_BLOCK = 256
 #: Side of the square shared-memory tiles of the CUDA matmul kernel.
 CUDA_MATMUL_TILE = 16
+#: The GPU backward fuses elementwise VJP chains from this many elements: a fused chain saves
+#: kernel launches (several microseconds each) as well as memory traffic, so it pays off on
+#: smaller buffers than on the CPU.
+CUDA_FUSION_MIN_ELEMENTS = 256
 
 #: The compiled backward fuses chains of elementwise VJPs over buffers of at least this many
 #: elements into one generated loop (``engine.fusion``). Smaller buffers run op by op: their

@@ -21,7 +21,7 @@ the plan is already the instruction list it needs.
 
 import numpy as np
 
-from .. import tape
+from .. import config, tape
 from ..ops.registry import Saved
 from ..tensor import Tensor
 from . import fusion
@@ -192,7 +192,8 @@ def _device_groups(plan, seeds, targets, all_leaves):
 
     if not cuda_fusion.ENABLED:
         return {}
-    return fusion.groups(plan, targets, all_leaves, {id(edge) for edge, _ in seeds})
+    roots = {id(edge) for edge, _ in seeds}
+    return fusion.groups(plan, targets, all_leaves, roots, config.CUDA_FUSION_MIN_ELEMENTS)
 
 
 def _touches_device(plan, seeds):

@@ -135,10 +135,12 @@ def _link(node, needed, targets, all_leaves):
     return position, tuple(kinds)
 
 
-def groups(plan, targets, all_leaves, roots):
+def groups(plan, targets, all_leaves, roots, minimum=None):
     """The fused groups of ``plan``, by ``id`` of every node they contain (``roots``: ``id``
-    of the seeded edges, which cannot be inside a chain)."""
-    minimum = config.FUSION_MIN_ELEMENTS
+    of the seeded edges, which cannot be inside a chain), over buffers of at least
+    ``minimum`` elements (default ``config.FUSION_MIN_ELEMENTS``)."""
+    if minimum is None:
+        minimum = config.FUSION_MIN_ELEMENTS
     candidates = {}
     for node in plan.nodes:
         if _size(node.shape) >= minimum and isinstance(node.op, ElementwiseOp):

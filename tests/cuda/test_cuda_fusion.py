@@ -21,7 +21,7 @@ SIZE = 12  # tiny: each simulated CUDA thread is a Python thread
 
 @pytest.fixture(autouse=True)
 def small_launches(monkeypatch):
-    monkeypatch.setattr(config, "FUSION_MIN_ELEMENTS", 4)
+    monkeypatch.setattr(config, "CUDA_FUSION_MIN_ELEMENTS", 4)
     monkeypatch.setattr(config, "CUDA_THREADS_PER_BLOCK", 8)
 
 
@@ -125,7 +125,7 @@ def test_disabled_fusion_runs_every_vjp_on_its_own(monkeypatch, launches):
 
 
 def test_small_buffers_are_not_fused(monkeypatch, launches):
-    monkeypatch.setattr(config, "FUSION_MIN_ELEMENTS", SIZE + 1)
+    monkeypatch.setattr(config, "CUDA_FUSION_MIN_ELEMENTS", SIZE + 1)
     gradients(scalar_constants, [values(1)], "cuda")
     assert launches["fused"] == 0
 
