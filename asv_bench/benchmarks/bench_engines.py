@@ -21,13 +21,14 @@ os.environ.setdefault(
 )
 
 
-#: Every workload runs per device; "cuda" rows skip until autograd_nb can put a tensor there.
+#: Every workload takes a device; its "cuda" rows skip (with autograd_nb's reason when there is
+#: no GPU): issue 5's GPU workloads are ``bench_gpu.py``.
 DEVICES = ["cpu", "cuda"]
 
 
 def require_device(device):
-    """Skip (NotImplementedError) a device autograd_nb cannot use here, with its own reason:
-    no CUDA backend yet, or no GPU."""
+    """Skip (NotImplementedError) the cuda rows, with autograd_nb's reason when it has no GPU
+    here."""
     if device == "cpu":
         return
     import autograd_nb as anb
@@ -36,7 +37,9 @@ def require_device(device):
         anb.zeros(1, device=device)
     except RuntimeError as error:
         raise NotImplementedError(f"device={device!r} unavailable: {error}") from None
-    raise NotImplementedError(f"the workloads do not run on device={device!r} yet")
+    raise NotImplementedError(
+        f"this workload is timed on the CPU; the GPU ones (device={device!r}) are bench_gpu.py"
+    )
 
 
 class _WorkloadSuite:

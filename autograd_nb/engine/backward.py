@@ -15,8 +15,10 @@ A run has two phases, so that an error changes nothing:
    generated kernel each (:mod:`autograd_nb.cuda.fusion`), launched when the walk reaches the
    chain's head; the chain's other nodes are skipped.
 
-The compiled executor (one call into compiled code per backward) replaces the loop of phase 2;
-the plan is already the instruction list it needs.
+On the CPU, :func:`autograd_nb.engine.run_plan` first offers the plan to the compiled
+executor (:mod:`autograd_nb.engine.executor`: phase 2 in one call into compiled code); this
+walk runs what it does not take (``create_graph``, batches, custom Functions, CUDA graphs)
+and gives the same results.
 """
 
 import numpy as np

@@ -1,0 +1,39 @@
+"""Issue 5's GPU benchmarks: autograd_nb on ``device="cuda"`` beside PyTorch CUDA.
+
+Every row skips (``NotImplementedError`` in ``setup``, with the reason) where there is no GPU:
+no CUDA device, numba's simulator on, or a CPU build of torch. ``setup`` runs the step once,
+so kernel compilation is never timed. ``asv_bench/gpu_compare.py`` prints the same rows as one
+table, with the ratios and the achieved memory bandwidth.
+"""
+
+from .gpu import make_chain_backward, make_jacobian
+
+
+class GpuChainBackward:
+    """Backward alone of the 20-op elementwise chain over 1e7 float32 elements on the GPU."""
+
+    params = [["autograd_nb", "torch"], [10_000_000]]
+    param_names = ["engine", "size"]
+    timeout = 300
+
+    def setup(self, engine, size):
+        _, self.step = make_chain_backward(engine, size)
+        self.step()
+
+    def time_backward(self, engine, size):
+        self.step()
+
+
+class GpuJacobian:
+    """The 128x256 MLP Jacobian by batched VJPs on the GPU (forward included)."""
+
+    params = [["autograd_nb", "torch", "torch:jacrev"]]
+    param_names = ["engine"]
+    timeout = 300
+
+    def setup(self, engine):
+        _, self.step = make_jacobian(engine)
+        self.step()
+
+    def time_jacobian(self, engine):
+        self.step()
