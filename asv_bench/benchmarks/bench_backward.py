@@ -1,0 +1,91 @@
+"""The backward alone, three ways: the step-by-step walk, the compiled executor, and the
+executor with fused elementwise chains (issue 3). autograd_nb only.
+
+``setup`` records the graph once; each timed call is one ``grad(..., retain_graph=True)``
+over it, so the forward is not timed. ``track_nodes`` reports how many nodes the backward
+visits, to read the times per node.
+"""
+
+import numpy as np
+
+from .workloads import (
+    _chain20_data,
+    _fastest_inputs,
+    _run_chain,
+    _run_fastest,
+    fastest_graph,
+)
+
+MODES = ["walk", "executor", "fused"]
+
+
+def _set_mode(mode):
+    from autograd_nb import engine
+    from autograd_nb.engine import fusion
+
+    engine.COMPILED = mode != "walk"
+    fusion.ENABLED = mode == "fused"
+
+
+def _graph(workload):
+    """``(output, inputs)`` of ``workload``, recorded."""
+    import autograd_nb as anb
+
+    if workload.startswith("elementwise_chain"):
+        size = int(float(workload.split("_")[-1]))
+        x = anb.tensor(_chain20_data(size, "float64"), requires_grad=True)
+        unary = {name: getattr(anb, name) for name in ("sin", "cos", "tanh", "sigmoid", "square")}
+        return anb.sum(_run_chain(unary, x)), [x]
+    inputs = [anb.tensor(value, requires_grad=True) for value in _fastest_inputs()]
+
+    def softmax4(*scalars):
+        s = anb.softmax(anb.stack(scalars))
+        return [s[k] for k in range(4)]
+
+    graph = fastest_graph(int(workload.split("_")[-1]))
+    return _run_fastest(graph, inputs, anb.softplus, softmax4), inputs
+
+
+class BackwardModes:
+    params = [["elementwise_chain_1e4", "elementwise_chain_1e6", "fastest_autograd_1000"], MODES]
+    param_names = ["workload", "mode"]
+    timeout = 300
+
+    def setup(self, workload, mode):
+        import autograd_nb as anb
+
+        _set_mode(mode)
+        self.output, self.inputs = _graph(workload)
+        self.grad = anb.grad
+        self.grad(self.output, self.inputs, retain_graph=True, allow_unused=True)
+
+    def teardown(self, workload, mode):
+        _set_mode("fused")
+
+    def time_backward(self, workload, mode):
+        self.grad(self.output, self.inputs, retain_graph=True, allow_unused=True)
+
+    def track_nodes(self, workload, mode):
+        from autograd_nb import engine
+
+        edges = [self.output.grad_fn]
+        return len(engine.make_plan(edges, self.inputs, all_leaves=False).nodes)
+
+    track_nodes.unit = "nodes"
+
+
+def median_backward(workload, mode, repeat=15):
+    """Median seconds of :meth:`BackwardModes.time_backward`, outside asv (for scripts)."""
+    import time
+
+    suite = BackwardModes()
+    suite.setup(workload, mode)
+    times = []
+    try:
+        for _ in range(repeat):
+            start = time.perf_counter()
+            suite.time_backward(workload, mode)
+            times.append(time.perf_counter() - start)
+    finally:
+        suite.teardown(workload, mode)
+    return float(np.median(times)), suite.track_nodes(workload, mode)
