@@ -257,3 +257,36 @@ def test_backward_accumulates_into_leaves_and_retained_grads_over_two_calls():
     t = np.tanh(np.linspace(-1, 1, 6).reshape(2, 3))
     np.testing.assert_allclose(h.grad.numpy(), 2 * (2 * t), rtol=1e-15)  # accumulates, as torch
     np.testing.assert_allclose(x.grad.numpy(), 2 * (2 * t * (1 - t * t)), rtol=1e-14)
+
+
+def test_a_repeated_step_reuses_every_cached_piece_of_its_plan(monkeypatch):
+    """What a repeated structure does not redo: drivers and their C entries, fused loops,
+    per-shape instruction attributes and layouts (the tables themselves are rewritten per
+    backward, a Python pass over the nodes)."""
+    from autograd_nb.ops.registry import REGISTRY
+
+    monkeypatch.setattr(config, "FUSION_MIN_ELEMENTS", 8)
+    w = anb.tensor(np.linspace(-1, 1, 32).reshape(8, 4), requires_grad=True)
+    x = anb.tensor(np.linspace(0, 1, 24).reshape(3, 8))
+
+    def step():
+        h = anb.tanh(x @ w) * 0.5 + 0.1
+        return anb.grad(anb.sum(anb.sigmoid(h) * h), w)[0].numpy()
+
+    first = step()
+    entries = dict(_pointers._entries)
+    modules = dict(fusion._modules)
+    exec_caches = {name: dict(op._exec_cache) for name, op in REGISTRY.items()
+                   if hasattr(op, "_exec_cache")}
+    loads = []
+    original = _pointers._kernels.load_module
+    monkeypatch.setattr(_pointers._kernels, "load_module",
+                        lambda *args: loads.append(args) or original(*args))
+    for _ in range(3):
+        np.testing.assert_array_equal(step(), first)
+    assert loads == []
+    assert _pointers._entries == entries
+    assert fusion._modules == modules
+    assert modules, "the chain was not fused"
+    for name, cache in exec_caches.items():
+        assert REGISTRY[name]._exec_cache == cache
