@@ -123,9 +123,11 @@ class _Tables:
         self.slot_offsets.append(-len(self.objects))
         return len(self.slot_offsets) - 1
 
-    def arena_slot(self, size):
-        """A slot of ``size`` elements in the arena: a freed one (zeroed first) or a new one."""
-        reusable = self.free.get(size)
+    def arena_slot(self, shape):
+        """A slot for a gradient of ``shape`` in the arena: a freed one of that shape (zeroed
+        first) or a new one."""
+        reusable = self.free.get(shape)
+        size = _size(shape)
         if reusable:
             slot = reusable.pop()
             self.code.extend((ZERO, slot, 0, 0, 0, size * self.dtype.itemsize, 0))
@@ -212,6 +214,7 @@ def _build(tables, plan, seeds, targets, all_leaves, slot_of, results, leaves):
     floats_list = tables.floats
     entry_of = tables.entry_index
     free = tables.free
+    slot_offsets = tables.slot_offsets
 
     def slot_for(edge, key):
         if edge.dtype != dtype:
@@ -221,7 +224,7 @@ def _build(tables, plan, seeds, targets, all_leaves, slot_of, results, leaves):
             results[key] = array
             slot = tables.external_slot(array)
         else:
-            slot = tables.arena_slot(_size(edge.shape))
+            slot = tables.arena_slot(edge.shape)
         slot_of[key] = slot
         return slot
 
@@ -270,8 +273,8 @@ def _build(tables, plan, seeds, targets, all_leaves, slot_of, results, leaves):
             if slot_target is None:
                 slot_target = slot_for(target, key)
             emit(*group.spec(), slot, slot_target)
-            if tables.slot_offsets[slot] >= 0:
-                free.setdefault(_size(node.shape), []).append(slot)
+            if slot_offsets[slot] >= 0:
+                free.setdefault(node.shape, []).append(slot)
             continue
         exec_spec = node.op.exec_spec
         k = -1
@@ -293,9 +296,25 @@ def _build(tables, plan, seeds, targets, all_leaves, slot_of, results, leaves):
             target = slot_of.get(key)
             if target is None:
                 target = slot_for(edge, key)
-            emit(*spec, slot, target)
-        if tables.slot_offsets[slot] >= 0:  # consumed: the arena slot can be reused
-            free.setdefault(_size(node.shape), []).append(slot)
+            # ``emit``, inlined: this loop runs once per VJP.
+            driver, saved, ints, floats = spec
+            entry = entry_of.get(driver)
+            if entry is None:
+                entry = tables.entry(driver)
+            for array in saved:
+                if type(array) is not ndarray:  # a device array: CUDA graphs run their own plan
+                    raise _Unsupported
+            code += (entry, slot, len(saved), len(objects), target, len(ints_list),
+                     len(floats_list))
+            objects += saved
+            ints_list += ints
+            floats_list.extend(floats)  # ``+=`` would let a NumPy ``floats`` take over
+        if slot_offsets[slot] >= 0:  # consumed: the arena slot can be reused
+            reusable = free.get(node.shape)
+            if reusable is None:
+                free[node.shape] = [slot]
+            else:
+                reusable.append(slot)
     return ran
 
 

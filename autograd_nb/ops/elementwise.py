@@ -142,8 +142,10 @@ class ElementwiseOp(Op):
             )
             return arrays, {"shape": shape, "shapes": shapes, "params": params, "flat": flat,
                             "mask": mask}
+        # "exec": the compiled executor's driver and ints per VJP, filled on first use (these
+        # attributes are shared by every node of these shapes).
         attrs = {"shape": shape, "shapes": shapes, "params": _NO_PARAMS, "flat": flat,
-                 "mask": mask}
+                 "mask": mask, "exec": {}}
         if type(self).prepare is ElementwiseOp.prepare:
             if len(self._attrs_cache) > 4096:
                 self._attrs_cache.clear()
@@ -246,6 +248,12 @@ class ElementwiseOp(Op):
         operands = [saved[i] for i in used]
         if reads_y:
             operands.append(node.saved_output)
+        per_shape = attrs.get("exec")
+        if per_shape is not None:
+            found = per_shape.get(k)
+            if found is None:
+                found = per_shape[k] = self._exec_ints(k, shape, shapes)
+            return found[0], operands, found[1], attrs["params"]
         key = (k, shape, shapes)
         found = self._exec_cache.get(key)
         if found is None:
