@@ -201,16 +201,23 @@ def fused_source(stages):
     body = []
     unpack = []
     n_params = 0
+    trig = set()  # arrays passed to sin/cos (checked, for the reduced-range loop)
+    all_small = True
     for stage, (op, position, kinds) in enumerate(stages):
         used, _, reads_y = op._vjp_args[position]
         rename = {name: f"{name}_{stage}" for name in op.input_names + op.params}
         rename["g"] = "g_"
         rename["y"] = f"y_{stage}"
+        formula = op.vjp_formulas[position]
+        trig_names = _kernels.trig_arguments(formula, {op.input_names[i] for i in used})
+        all_small = all_small and trig_names is not None
         for i, kind in zip(used, kinds, strict=True):
             array = f"o{len(arguments)}"
             arguments.append((array, kind))
             at = "i_" if kind == "full" else "0"
             loads.append(f"{rename[op.input_names[i]]} = {array}[{at}]")
+            if trig_names and op.input_names[i] in trig_names:
+                trig.add(array)
         if reads_y:
             array = f"o{len(arguments)}"
             arguments.append((array, "full"))
@@ -220,10 +227,22 @@ def fused_source(stages):
             n_params += 1
         body.append(f"g_ = {_kernels.rename(op.vjp_formulas[position], rename)}")
     names = ", ".join(["g"] + [a for a, _ in arguments] + ["target", "params"])
+    # With sin/cos of saved values: when none is 2**20 or more (one vectorised pass over
+    # each), the loop without the large-argument reduction (see ops._fastmath).
+    small = " and ".join(f"trig_arguments_small({a})" for a in sorted(trig)) if all_small else ""
+    small_body = [_kernels.store_small(line[len("g_ = "):]) for line in body]
     for suffix, parallel, loop in (("", "", "range"), ("_parallel", ", parallel=True", "prange")):
         lines.append(_LOOP_JIT.format(parallel=parallel))
         lines.append(f"def loop{suffix}({names}):")
         lines.extend("    " + line for line in unpack)
+        if small:
+            lines.append(f"    if {small}:")
+            lines.append(f"        for i_ in {loop}(target.size):")
+            lines.append("            g_ = g[i_]")
+            lines.extend("            " + line for line in loads)
+            lines.extend(f"            g_ = {expression}" for expression in small_body)
+            lines.append("            target[i_] += g_")
+            lines.append("        return")
         lines.append(f"    for i_ in {loop}(target.size):")
         lines.append("        g_ = g[i_]")
         lines.extend("        " + line for line in loads + body)

@@ -608,6 +608,22 @@ def _reduce_pio2(x):
 def _sincos64(x, is_cos):
     """sin(x) (is_cos = 0) or cos(x) = sin(x + pi/2) (is_cos = 1)."""
     r, r_lo, q = _reduce_pio2(x)
+    return _sincos_from(x, r, r_lo, q, is_cos)
+
+
+@njit(**_JIT)
+def _sincos64_small(x, is_cos):
+    """:func:`_sincos64` for |x| < 2**20 (or not finite) only: Cody-Waite alone, without the
+    Payne-Hanek branch that a vectorised loop otherwise computes for every element."""
+    kd = _fma(x, _TWO_OVER_PI, _SHIFT)
+    q = _float_to_bits(kd) - _SHIFT_BITS
+    r, r_lo = _cody_waite(x, kd - _SHIFT)
+    return _sincos_from(x, r, r_lo, q, is_cos)
+
+
+@njit(**_JIT)
+def _sincos_from(x, r, r_lo, q, is_cos):
+    """sin or cos of x from its reduction x = q pi/2 + (r + r_lo)."""
     s, c = _sin_cos_poly(r, r_lo)
     n = q + is_cos
     y = c if (n & 1) else s
@@ -675,6 +691,30 @@ def cos(x):
 
 
 @njit(**_JIT)
+def sin_small(x):
+    """:func:`sin` for |x| < 2**20 or not finite (see :func:`trig_arguments_small`)."""
+    return _as_result(_sincos64_small(np.float64(x), 0), x)
+
+
+@njit(**_JIT)
+def cos_small(x):
+    """:func:`cos` for |x| < 2**20 or not finite (see :func:`trig_arguments_small`)."""
+    return _as_result(_sincos64_small(np.float64(x), 1), x)
+
+
+@njit(cache=True, error_model="numpy", nogil=True)
+def trig_arguments_small(a):
+    """Whether every element of ``a`` is below 2**20 in magnitude or not finite: then
+    ``sin_small``/``cos_small`` give ``sin``/``cos``. A vectorised pass over ``a``; kernels
+    run it first and take the loop without the large-argument reduction when it holds."""
+    large = 0
+    for i in range(a.size):
+        v = abs(np.float64(a[i]))
+        large += (v >= _REDUCE_LIMIT) & (v <= _DBL_MAX)
+    return large == 0
+
+
+@njit(**_JIT)
 def tan(x):
     return _as_result(_tan64(np.float64(x)), x)
 
@@ -699,6 +739,9 @@ def arctan(x):
 with open(__file__, "rb") as _source:
     SOURCE_HASH = hashlib.sha1(_source.read()).hexdigest()[:16]
 del _source
+
+#: The reduced-range trigonometry and its check, for kernels that test their arguments first.
+SMALL_TRIG_NAMES = ("sin_small", "cos_small", "trig_arguments_small")
 
 FASTMATH_NAMES = (
     "exp",

@@ -470,3 +470,61 @@ def test_kernels_using_them_are_cached(tmp_path):
     hits_second, total_second = second.stdout.split()
     assert hits_first == "0" and hits_second == "1"
     assert total_first == total_second
+
+
+@njit(error_model="numpy")
+def _apply_pair(function, x, out):
+    for i in range(x.size):
+        out[i] = function(x[i])
+
+
+@pytest.mark.parametrize("name", ["sin", "cos"])
+def test_reduced_range_trig_equals_the_full_one_below_2_to_20(name):
+    """``sin_small``/``cos_small`` skip the Payne-Hanek reduction: below 2**20 (and for
+    inf/nan) they must give the full functions' results exactly."""
+    rng = np.random.default_rng(7)
+    x = np.concatenate([
+        rng.uniform(-1e6, 1e6, 20000),
+        np.exp(rng.uniform(-40, np.log(2**20 - 1), 20000)) * rng.choice([-1, 1], 20000),
+        [0.0, -0.0, np.inf, -np.inf, np.nan, 2**20 - 1, -(2**20 - 1), np.pi / 4, 1e-300],
+    ])
+    full, small = np.empty_like(x), np.empty_like(x)
+    _apply_pair(getattr(fm, name), x, full)
+    _apply_pair(getattr(fm, name + "_small"), x, small)
+    np.testing.assert_array_equal(small, full)
+    assert np.signbit(small[x == 0]).tolist() == np.signbit(full[x == 0]).tolist()
+
+
+def test_trig_argument_check():
+    assert fm.trig_arguments_small(np.array([0.0, -3.0, 2.0**20 - 1, np.inf, np.nan]))
+    assert fm.trig_arguments_small(np.zeros(0))
+    assert not fm.trig_arguments_small(np.array([0.0, 2.0**20]))
+    assert not fm.trig_arguments_small(np.array([-1e300, 1.0]))
+    assert fm.trig_arguments_small(np.array([1.0, 2.0], dtype=np.float32))
+
+
+@pytest.mark.parametrize("name", ["sin", "cos"])
+def test_kernels_take_the_full_path_when_an_argument_is_large(name):
+    """The elementwise kernels (forward, VJP, fused chains) check their sin/cos arguments and
+    use the reduced-range loop only when every one is below 2**20."""
+    import autograd_nb as anb
+    from autograd_nb import config
+
+    base = np.linspace(-3, 3, 5000)
+    for values in (base, np.concatenate([base, [3.0e7, -1.0e12]])):
+        x = anb.tensor(values, requires_grad=True)
+        y = getattr(anb, name)(x)
+        expected = getattr(np, name)(values)
+        np.testing.assert_allclose(y.numpy(), expected, rtol=0, atol=2e-16)
+        (g,) = anb.grad(anb.sum(y), x)
+        derivative = np.cos(values) if name == "sin" else -np.sin(values)
+        np.testing.assert_allclose(g.numpy(), derivative, rtol=0, atol=2e-16)
+        saved, config.FUSION_MIN_ELEMENTS = config.FUSION_MIN_ELEMENTS, 1
+        try:
+            chain = getattr(anb, name)(getattr(anb, name)(x) * 1.5)
+            (g,) = anb.grad(anb.sum(chain), x)
+        finally:
+            config.FUSION_MIN_ELEMENTS = saved
+        inner = getattr(np, name)(values) * 1.5
+        outer = np.cos(inner) if name == "sin" else -np.sin(inner)
+        np.testing.assert_allclose(g.numpy(), outer * 1.5 * derivative, rtol=1e-14, atol=1e-15)
