@@ -35,10 +35,8 @@ from . import _device
 #: Implementations by op name, filled by :func:`implements`.
 IMPLEMENTATIONS = {}
 
-#: Modules holding implementations, imported on first use. ``reduction`` and ``linalg`` may be
-#: missing in a partial checkout; the others are required.
-FAMILIES = ("elementwise", "shape", "indexing")
-OPTIONAL_FAMILIES = ("reduction", "linalg")
+#: Modules holding implementations, imported on first use.
+FAMILIES = ("elementwise", "shape", "indexing", "reduction", "linalg")
 
 _loaded = False
 
@@ -72,12 +70,6 @@ def _load_families():
     _loaded = True
     for family in FAMILIES:
         importlib.import_module(f"{__package__}.{family}")
-    for family in OPTIONAL_FAMILIES:
-        try:
-            importlib.import_module(f"{__package__}.{family}")
-        except ModuleNotFoundError as error:  # not written yet: its ops raise when called
-            if error.name != f"{__package__}.{family}":
-                raise
 
 
 def lookup(op):
