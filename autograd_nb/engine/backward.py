@@ -21,6 +21,8 @@ walk runs what it does not take (``create_graph``, batches, custom Functions, CU
 and gives the same results.
 """
 
+import operator
+
 import numpy as np
 
 from .. import config, tape
@@ -57,22 +59,28 @@ def make_plan(root_edges, target_edges, all_leaves):
 
     With ``all_leaves`` every reachable leaf (and retaining node) is a target.
     """
-    nodes = {}
+    # The hot Python of every backward: local names, no generator per node.
+    Node = tape.Node
+    nodes = []
     reachable = set()
+    add = reachable.add
     stack = [e for e in root_edges if e is not None]
+    pop, push = stack.pop, stack.append
     while stack:
-        edge = stack.pop()
+        edge = pop()
         key = id(edge)
         if key in reachable:
             continue
-        reachable.add(key)
-        if isinstance(edge, tape.Node):
-            nodes[key] = edge
-            stack.extend(e for e in edge.edges if e is not None and id(e) not in reachable)
+        add(key)
+        if isinstance(edge, Node):
+            nodes.append(edge)
+            for e in edge.edges:
+                if e is not None and id(e) not in reachable:
+                    push(e)
     targets = {id(e) for e in target_edges}
-    ordered = sorted(nodes.values(), key=lambda node: node.seq)
+    nodes.sort(key=_by_seq)
     needed = set()
-    for node in ordered:  # ascending: a node's inputs are decided before it
+    for node in nodes:  # ascending: a node's inputs are decided before it
         key = id(node)
         if all_leaves or key in targets or node.retained:
             needed.add(key)
@@ -81,10 +89,14 @@ def make_plan(root_edges, target_edges, all_leaves):
             if edge is not None and (id(edge) in needed or id(edge) in targets):
                 needed.add(key)
                 break
-    run = [node for node in reversed(ordered) if id(node) in needed]
+    run = [node for node in reversed(nodes) if id(node) in needed]
     for node in run:
-        node.check_saved()
+        if node.freed or node.versions:
+            node.check_saved()
     return Plan(run, reachable, needed)
+
+
+_by_seq = operator.attrgetter("seq")
 
 
 def _edge_wanted(edge, plan, targets, all_leaves):
