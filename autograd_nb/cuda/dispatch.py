@@ -47,6 +47,16 @@ MIXED_DEVICES = (
 )
 
 
+class BatchFirst:
+    """Base of implementations written as a batched VJP: the plain VJP is a batch of one."""
+
+    @classmethod
+    def vjp(cls, op, k, grad_output, saved, attrs, grad_input):
+        one = (1,)
+        cls.vjp_batched(op, k, grad_output.reshape(one + grad_output.shape), saved, attrs,
+                        grad_input.reshape(one + grad_input.shape))
+
+
 def implements(*names):
     """Class (or object) decorator: register it as the CUDA implementation of ``names``.
 

@@ -44,6 +44,18 @@ def _device_map(attrs, key, make):
     return found
 
 
+def _assignment_maps(attrs, selection, selected):
+    """For ``t[index] = v`` with an advanced index, on the device: the flat position in ``v``
+    and in ``t`` of every element that the assignment keeps (the last of repeated ones)."""
+    values_at = _device_map(
+        attrs, "_device_values", lambda: _kept(selection, _value_positions(attrs, selected))
+    )
+    targets = _device_map(
+        attrs, "_device_targets", lambda: _kept(selection, selection.flat_map())
+    )
+    return values_at, targets
+
+
 def _selected_shape(selection):
     if selection.basic:
         return tuple(selection.layout()[0])
@@ -175,12 +187,7 @@ class SetItem:
                 )
             _kernels.copy_strided(v, 0, value_strides, out, offset, strides, selected)
             return out
-        values_at = _device_map(
-            attrs, "_device_values", lambda: _kept(selection, _value_positions(attrs, selected))
-        )
-        targets = _device_map(
-            attrs, "_device_targets", lambda: _kept(selection, selection.flat_map())
-        )
+        values_at, targets = _assignment_maps(attrs, selection, selected)
         picked = _device.empty((values_at.size,), v.dtype)
         _kernels.take(v, values_at, picked)
         _kernels.put(picked, targets, out)
@@ -203,12 +210,7 @@ class SetItem:
             _kernels.add_strided(grad_output, offset, strides, grad_input, 0, value_strides,
                                  selected)
             return
-        values_at = _device_map(
-            attrs, "_device_values", lambda: _kept(selection, _value_positions(attrs, selected))
-        )
-        targets = _device_map(
-            attrs, "_device_targets", lambda: _kept(selection, selection.flat_map())
-        )
+        values_at, targets = _assignment_maps(attrs, selection, selected)
         picked = _device.empty((targets.size,), grad_output.dtype)
         _kernels.take(grad_output, targets, picked)
         _kernels.put_add(picked, values_at, grad_input)

@@ -30,7 +30,7 @@ from numba import cuda
 from .. import config
 from . import _device, _kernels
 from ._kernels import GRID_LIMIT
-from .dispatch import implements
+from .dispatch import BatchFirst, implements
 
 
 def tile_size():
@@ -133,7 +133,7 @@ def _as_bool(counts):
 
 
 @implements("_bmm")
-class BatchedMatmul:
+class BatchedMatmul(BatchFirst):
     """``_bmm`` on the GPU: the tiled kernel for the product and for both VJPs.
 
     Products are summed in the saved operands' dtype, as on the CPU; the VJPs accumulate
@@ -150,17 +150,6 @@ class BatchedMatmul:
         if out.dtype != attrs["dtype"]:
             return _as_bool(out)
         return out
-
-    @classmethod
-    def vjp(cls, op, k, grad_output, saved, attrs, grad_input):
-        cls.vjp_batched(
-            op,
-            k,
-            grad_output.reshape((1,) + grad_output.shape),
-            saved,
-            attrs,
-            grad_input.reshape((1,) + grad_input.shape),
-        )
 
     @staticmethod
     def vjp_batched(op, k, grad_outputs, saved, attrs, grad_inputs):

@@ -39,7 +39,7 @@ from .. import config
 from ..ops import _broadcast
 from . import _device, _kernels
 from ._kernels import GRID_LIMIT
-from .dispatch import implements
+from .dispatch import BatchFirst, implements
 
 # -- launch geometry ---------------------------------------------------------------------------
 
@@ -192,7 +192,7 @@ def add_back(device_canonical, layout, device_grads):
 # -- the op classes: layout handling shared by every axis op -----------------------------------
 
 
-class AxisKernels:
+class AxisKernels(BatchFirst):
     """The CUDA side of :class:`autograd_nb.ops.reduction.AxisOp`: layout handling around
     ``run_forward(op, x3, attrs) -> out`` and the batched, accumulating
     ``run_vjp(op, g, x3, y, gx, attrs)`` of each subclass.
@@ -213,17 +213,6 @@ class AxisKernels:
             add_back(out, layout, unpermuted)
             return unpermuted.reshape(layout.shape)
         return out.reshape(attrs["shape"])
-
-    @classmethod
-    def vjp(cls, op, k, grad_output, saved, attrs, grad_input):
-        cls.vjp_batched(
-            op,
-            k,
-            grad_output.reshape((1,) + grad_output.shape),
-            saved,
-            attrs,
-            grad_input.reshape((1,) + grad_input.shape),
-        )
 
     @classmethod
     def vjp_batched(cls, op, k, grad_outputs, saved, attrs, grad_inputs):

@@ -228,7 +228,10 @@ def _build(tables, plan, seeds, targets, all_leaves, slot_of, results, leaves):
         slot_of[key] = slot
         return slot
 
-    def emit(driver, saved, ints, floats, slot, target):
+    def emit(spec, slot, target):
+        """Append one instruction: ``spec`` (of ``Op.exec_spec``) reading ``slot``,
+        accumulating into ``target``."""
+        driver, saved, ints, floats = spec
         entry = entry_of.get(driver)
         if entry is None:
             entry = tables.entry(driver)
@@ -239,7 +242,7 @@ def _build(tables, plan, seeds, targets, all_leaves, slot_of, results, leaves):
                      len(floats_list)))
         objects.extend(saved)
         ints_list.extend(ints)
-        floats_list.extend(floats)
+        floats_list.extend(floats)  # not ``+=``: a NumPy ``floats`` would take that over
 
     ndarray = np.ndarray
     for edge, grad in seeds:
@@ -250,7 +253,7 @@ def _build(tables, plan, seeds, targets, all_leaves, slot_of, results, leaves):
         if slot is None:
             slot = slot_for(edge, key)
         seed = np.array(grad, dtype=dtype, copy=True).reshape(edge.shape)
-        emit(_strided.accumulate_driver, (), (seed.size,), (), tables.external_slot(seed), slot)
+        emit((_strided.accumulate_driver, (), (seed.size,), ()), tables.external_slot(seed), slot)
         if not isinstance(edge, Node):
             leaves[key] = edge
     ran = []
@@ -272,7 +275,7 @@ def _build(tables, plan, seeds, targets, all_leaves, slot_of, results, leaves):
             slot_target = slot_of.get(key)
             if slot_target is None:
                 slot_target = slot_for(target, key)
-            emit(*group.spec(), slot, slot_target)
+            emit(group.spec(), slot, slot_target)
             if slot_offsets[slot] >= 0:
                 free.setdefault(node.shape, []).append(slot)
             continue
@@ -296,19 +299,7 @@ def _build(tables, plan, seeds, targets, all_leaves, slot_of, results, leaves):
             target = slot_of.get(key)
             if target is None:
                 target = slot_for(edge, key)
-            # ``emit``, inlined: this loop runs once per VJP.
-            driver, saved, ints, floats = spec
-            entry = entry_of.get(driver)
-            if entry is None:
-                entry = tables.entry(driver)
-            for array in saved:
-                if type(array) is not ndarray:  # a device array: CUDA graphs run their own plan
-                    raise _Unsupported
-            code += (entry, slot, len(saved), len(objects), target, len(ints_list),
-                     len(floats_list))
-            objects += saved
-            ints_list += ints
-            floats_list.extend(floats)  # ``+=`` would let a NumPy ``floats`` take over
+            emit(spec, slot, target)
         if slot_offsets[slot] >= 0:  # consumed: the arena slot can be reused
             reusable = free.get(node.shape)
             if reusable is None:

@@ -11,11 +11,11 @@ microseconds per element), so it receives addresses instead:
   that the executor, compiled once, calls drivers it has never seen (no compilation per graph).
 
 A driver is an ``@njit`` function ``driver(operands, ints, floats, like)``: ``operands`` holds
-the data pointers of its arrays (gradient in, saved values, gradient target) in the order the
-op's :meth:`~autograd_nb.ops.registry.Op.exec_spec` listed them, ``ints``/``floats`` its
-attributes, and ``like`` is an empty array of the gradient dtype (it selects the
-specialisation). :func:`entry_address` wraps it in a ``cfunc`` per dtype, written to the kernel
-folder so numba caches it on disk.
+the data pointers of its arrays: the incoming gradient, the saved arrays in the order the op's
+:meth:`~autograd_nb.ops.registry.Op.exec_spec` listed them, then the gradient target;
+``ints``/``floats`` are its attributes, and ``like`` is an empty array of the gradient dtype
+(it selects the specialisation). :func:`entry_address` wraps it in a ``cfunc`` per dtype,
+written to the kernel folder so numba caches it on disk.
 """
 
 import ctypes

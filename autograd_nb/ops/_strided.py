@@ -17,8 +17,9 @@ from ._pointers import array_at
 
 
 @njit(cache=True, nogil=True)
-def gather(source, offset, shape, strides, out):
-    """``out[i] = source[offset + position(i) . strides]`` over the C-order positions of shape."""
+def gather(source, offset, shape, strides, out, add=False):
+    """``out[i] = source[offset + position(i) . strides]`` over the C-order positions of shape
+    (``+=`` with ``add``: the compiled executor's VJP of a scatter)."""
     nd = shape.size
     inner = shape[nd - 1]
     step = strides[nd - 1]
@@ -30,8 +31,12 @@ def gather(source, offset, shape, strides, out):
             start += (rem % shape[d]) * strides[d]
             rem //= shape[d]
         base = r * inner
-        for j in range(inner):
-            out[base + j] = source[start + j * step]
+        if add:
+            for j in range(inner):
+                out[base + j] += source[start + j * step]
+        else:
+            for j in range(inner):
+                out[base + j] = source[start + j * step]
 
 
 @njit(cache=True, nogil=True)
@@ -113,22 +118,8 @@ def gather_add_driver(operands, ints, floats, like):
     """``target += source[offset + position . strides]`` (``ints`` as :func:`scatter_add_driver`
     with ``n`` the target's elements and ``size`` the source's)."""
     n, size, offset, nd = ints[0], ints[1], ints[2], ints[3]
-    source = array_at(operands[0], size, like)
-    target = array_at(operands[1], n, like)
-    shape = ints[4:4 + nd]
-    strides = ints[4 + nd:4 + 2 * nd]
-    inner = shape[nd - 1]
-    step = strides[nd - 1]
-    rows = n // inner if inner > 0 else 0
-    for r in range(rows):
-        rem = r
-        start = offset
-        for d in range(nd - 2, -1, -1):
-            start += (rem % shape[d]) * strides[d]
-            rem //= shape[d]
-        base = r * inner
-        for j in range(inner):
-            target[base + j] += source[start + j * step]
+    gather(array_at(operands[0], size, like), offset, ints[4:4 + nd], ints[4 + nd:4 + 2 * nd],
+           array_at(operands[1], n, like), True)
 
 
 _INDEX = np.empty(0, dtype=np.int64)
