@@ -19,6 +19,16 @@ class _State(threading.local):
 _state = _State()
 _sequence = itertools.count()
 
+#: ``[seq at the last in-place change of any tensor, highest seq of a node freed]``: a graph
+#: whose nodes are all newer than both has no stale or freed saved buffer, which lets a cached
+#: backward skip the per-node version check (``engine.plan_cache``).
+marks = [-1, -1]
+
+
+def mutated():
+    """Note that a tensor's buffer changed in place (every ``_version`` bump calls this)."""
+    marks[0] = next(_sequence)
+
 
 def is_grad_enabled():
     """Whether ops run now are recorded for differentiation (per thread; on by default)."""
@@ -65,8 +75,10 @@ class Node:
         Arrays the VJP needs, by input position (None where not saved); None once freed.
     saved_output : ndarray or None
         The result, when the VJP needs it.
-    versions : tuple of (list, int)
-        For each saved buffer, its version box and the version it had when saved.
+    versions : tuple
+        ``(box, version, box, version, ...)``: for each saved buffer, its version box and
+        the version it had when saved (flat: one tuple per node, not one per buffer, as the
+        garbage collector has fewer objects to track).
     shape, dtype :
         Of the result; gradient slots are allocated from them.
     retained : list
@@ -118,7 +130,9 @@ class Node:
         """Raise if the saved buffers were freed or modified in place since the forward."""
         if self.freed and self.needs_saved():
             raise RuntimeError(FREED_MESSAGE)
-        for box, version in self.versions:
+        versions = self.versions
+        for i in range(0, len(versions), 2):
+            box, version = versions[i], versions[i + 1]
             if box[0] != version:
                 raise RuntimeError(
                     INPLACE_MESSAGE.format(
@@ -132,6 +146,8 @@ class Node:
             self.saved_inputs = None
             self.saved_output = None
             self.freed = True
+            if self.seq > marks[1]:
+                marks[1] = self.seq
 
     def __repr__(self):
         return f"<{_title(self.op.name)}Backward>"
@@ -147,17 +163,39 @@ def record(op, edges, arrays, boxes, output, output_box, attrs):
     ``arrays`` are the op's (prepared) input arrays and ``boxes`` the version boxes of the
     tensors they came from (None for constants); ``output_box`` is the result's.
     """
-    saved = [None] * len(arrays)
+    saves = op.saves
     versions = []
-    for k in op.saves:
-        saved[k] = arrays[k]
-        if boxes[k] is not None:
-            versions.append((boxes[k], boxes[k][0]))
+    if saves:
+        saved = [None] * len(arrays)
+        for k in saves:
+            saved[k] = arrays[k]
+            box = boxes[k]
+            if box is not None:
+                versions.append(box)
+                versions.append(box[0])
+        saved = tuple(saved)
+    else:
+        saved = _NONES.get(len(arrays)) or (None,) * len(arrays)
     saved_output = None
     if op.saves_output:
         saved_output = output
-        versions.append((output_box, output_box[0]))
-    return Node(
-        op, tuple(edges), attrs, tuple(saved), saved_output, tuple(versions),
-        output.shape, output.dtype,
-    )
+        versions.append(output_box)
+        versions.append(output_box[0])
+    # Node.__init__, inlined: this runs once per recorded op.
+    node = _new_node(Node)
+    node.op = op
+    node.seq = next(_sequence)
+    node.edges = tuple(edges)
+    node.attrs = attrs
+    node.saved_inputs = saved
+    node.saved_output = saved_output
+    node.versions = tuple(versions)
+    node.shape = output.shape
+    node.dtype = output.dtype
+    node.retained = None
+    node.freed = False
+    return node
+
+
+_new_node = object.__new__
+_NONES = {n: (None,) * n for n in range(1, 9)}

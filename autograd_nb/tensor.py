@@ -500,7 +500,9 @@ class Tensor:
         tensor([[0., 2.],
                 [0., 0.]])
         """
-        return registry.call("getitem", self, index=_unwrap_index(index))
+        if type(index) is not int:
+            index = _unwrap_index(index)
+        return apply(_GETITEM, (self,), {"index": index})
 
     def __setitem__(self, index, value):
         """``t[index] = value``: write ``value`` (broadcast, cast to ``t``'s dtype) in place,
@@ -617,12 +619,13 @@ ARITHMETIC_OPERATORS = {
 
 def _install_arithmetic_operators():
     for dunder, op_name in ARITHMETIC_OPERATORS.items():
+        op = REGISTRY[op_name]  # built-in ops are never replaced
 
-        def forward(self, other, _op=op_name):
-            return registry.call(_op, self, other)
+        def forward(self, other, _op=op):
+            return apply(_op, (self, other), {})
 
-        def reflected(self, other, _op=op_name):
-            return registry.call(_op, other, self)
+        def reflected(self, other, _op=op):
+            return apply(_op, (other, self), {})
 
         def in_place(self, other, _op=op_name):
             return _inplace(self, _op, other)
@@ -685,56 +688,63 @@ def _unwrap_index(index):
 def apply(op, args, attrs):
     """Run ``op`` on ``args`` (Tensors, arrays or Python scalars) and record it if needed.
 
-    This is the eager forward's hot path: one pass to unwrap the arguments, the op's
-    ``prepare`` and ``forward``, and only when an input requires grad (checked first: it is
-    cheaper than asking the grad mode) and grad mode is on, one pass to collect the graph
-    edges and a tape record.
+    This is the eager forward's hot path: one pass to unwrap the arguments, the op's ``run``
+    (``prepare`` and ``forward``, cached per layout when every argument is a Tensor), and only
+    when an input requires grad (checked first: it is cheaper than asking the grad mode) and
+    grad mode is on, one pass to collect the graph edges and a tape record.
     """
     values = []
-    any_requires_grad = False
+    requires_grad = False
+    only_tensors = True
     for arg in args:
-        kind = type(arg)
-        if kind is Tensor or isinstance(arg, Tensor):
+        if type(arg) is Tensor or isinstance(arg, Tensor):
             values.append(arg._data)
             if arg._node is not None or arg._requires_grad:
-                any_requires_grad = True
-        elif kind is list or kind is tuple:
-            values.append(np.asarray(arg))
+                requires_grad = True
         else:
-            values.append(arg)
+            only_tensors = False
+            kind = type(arg)
+            values.append(np.asarray(arg) if kind is list or kind is tuple else arg)
     if _cuda_used and _cuda_device.any_device_array(values):
         from .cuda import dispatch
 
         _check_one_device(args)
         arrays, attrs, output = dispatch.run(op, values, attrs)
+    elif only_tensors:
+        arrays, attrs, output = op.run(values, attrs)
     else:
         arrays, attrs = op.prepare(values, attrs)
         output = op.forward(arrays, attrs)
-    result = Tensor._make(output)
-    if any_requires_grad and tape._state.enabled:
+    # Tensor._make, inlined: this runs once per op.
+    result = _new_object(Tensor)
+    result._data = output
+    result._node = None
+    result._requires_grad = False
+    result._grad = None
+    result._version = version = [0]
+    result._retains_grad = False
+    if requires_grad and tape._state.enabled:
         edges = []
         boxes = []
-        needs_grad = False
-        differentiable = op.differentiable
-        k = -1
         for arg in args:
-            k += 1
-            if isinstance(arg, Tensor):
+            if type(arg) is Tensor or isinstance(arg, Tensor):
                 boxes.append(arg._version)
                 edge = arg._node
-                if edge is None and arg._requires_grad:
-                    edge = arg
-                if edge is not None and (differentiable is None or differentiable[k]):
-                    needs_grad = True
-                else:
-                    edge = None
-                edges.append(edge)
+                edges.append(edge if edge is not None or not arg._requires_grad else arg)
             else:
                 boxes.append(None)
                 edges.append(None)
-        if needs_grad:
-            result._node = tape.record(op, edges, arrays, boxes, output, result._version, attrs)
+        differentiable = op.differentiable
+        if differentiable is not None and False in differentiable:
+            edges = [e if d else None for e, d in zip(edges, differentiable)]
+            # (not ``edges.count(None)``: that would compare leaf Tensors with ``==``)
+            requires_grad = any([e is not None for e in edges])
+        if requires_grad:
+            result._node = tape.record(op, edges, arrays, boxes, output, version, attrs)
     return result
+
+
+_new_object = object.__new__
 
 
 registry.set_dispatch(apply)
@@ -775,6 +785,7 @@ def _inplace(target, op_name, other, **attrs):
     else:
         _cuda_device.assign(target._data, result._data)
     target._version[0] += 1
+    tape.mutated()  # a cached backward's version check relies on this
     # The node keeps its own copy of the result if it saved it, rather than the target's
     # buffer: ops save their output whether or not the edge that reads it is live (``y /= 4``
     # saves y for the divisor's gradient), and a later in-place op on the target must not
@@ -1188,5 +1199,6 @@ def _install_methods():
 
 
 ops.load_all()
+_GETITEM = REGISTRY["getitem"]
 _install_methods()
 _install_arithmetic_operators()

@@ -592,3 +592,36 @@ def test_tensors_are_hashable_by_identity():
     x, y = anb.ones(2), anb.ones(2)
     assert len({x, y, x}) == 2
     assert {x: 1}[x] == 1
+
+
+def test_recorded_edges_for_tensors_constants_and_non_differentiable_inputs():
+    x = anb.tensor([1.0, 2.0], requires_grad=True)
+    y = anb.tensor([3.0, 4.0])
+    condition = anb.tensor([True, False])
+    cases = [
+        (anb.where(condition, x, y), (None, x, None)),  # the condition takes no gradient
+        (2.0 * x, (None, x)),  # a Python scalar: the uncached path
+        (x * np.array([1.0, 5.0]), (x, None)),
+        (x * y, (x, None)),
+        (y * x * x, ("multiply", x)),  # a computed input: its node
+    ]
+    for result, expected in cases:
+        edges = result.grad_fn.next_functions
+        assert len(edges) == len(expected)
+        for edge, want in zip(edges, expected):
+            if isinstance(want, str):
+                assert edge.name == want
+            else:
+                assert edge is want
+    assert anb.where(condition, y, y).grad_fn is None
+    with anb.no_grad():
+        assert (x * x).grad_fn is None and not (x * x).requires_grad
+
+
+def test_cached_ops_still_catch_in_place_changes_of_saved_inputs():
+    x = anb.tensor(2.0, requires_grad=True)
+    h = x * 1.0
+    z = h * h  # saves h
+    h += 1.0
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.backward()

@@ -14,7 +14,7 @@ Python number never widens a float32 gradient to float64.
 import numpy as np
 
 from .. import config
-from . import _broadcast, _kernels, _scalar
+from . import _broadcast, _kernels, _scalar, registry
 from .registry import Op, call
 
 _NO_PARAMS = np.empty(0, dtype=np.float64)
@@ -82,12 +82,20 @@ class ElementwiseOp(Op):
         self._module = None
         self._attrs_cache = {}
         self._exec_cache = {}
+        # What ``run`` needs per (shapes, strides, dtypes): kernel, result shape and dtype, attrs.
+        self._run_cache = {}
+        own = type(self)
+        self._runs_cached = (
+            own.prepare is ElementwiseOp.prepare and own.forward is ElementwiseOp.forward
+        )
         super().__init__()
 
     def make_function(self):
-        name, count, params = self.name, self.n_inputs, self.params
+        op, name, count, params = self, self.name, self.n_inputs, self.params
 
         def function(*args, **attrs):
+            if len(args) == count and not params and not attrs:
+                return registry._dispatch(op, args, attrs)  # ``call`` without the lookup
             if len(args) > count + len(params) or len(args) < count:
                 raise TypeError(f"{name}() takes {count} inputs and the parameters {params}")
             attrs.update(zip(params, args[count:]))
@@ -174,20 +182,68 @@ class ElementwiseOp(Op):
     def forward(self, arrays, attrs):
         shape = attrs["shape"]
         out = np.empty(shape, dtype=arrays[-1].dtype)
+        # ``ravel``: the arrays are C-contiguous, so it is a view (and cheaper than reshape).
         if attrs["flat"]:
-            flat = [a.reshape(-1) for a in arrays]
-            self.kernels.forward(*flat, out.reshape(-1), attrs["params"])
+            flat = [a.ravel() for a in arrays]
+            self.kernels.forward(*flat, out.ravel(), attrs["params"])
         elif attrs["mask"] is not None:
-            flat = [a.reshape(-1) for a in arrays]
+            flat = [a.ravel() for a in arrays]
             kernel = getattr(self.kernels, f"forward_s{attrs['mask']}")
-            kernel(*flat, out.reshape(-1), attrs["params"])
+            kernel(*flat, out.ravel(), attrs["params"])
         else:
             collapsed, strides = _broadcast.layout(shape, attrs["shapes"])
             args = []
             for a, s in zip(arrays, strides):
-                args += [a.reshape(-1), s]
-            self.kernels.forward_strided(*args, out.reshape(-1), collapsed, attrs["params"])
+                args += [a.ravel(), s]
+            self.kernels.forward_strided(*args, out.ravel(), collapsed, attrs["params"])
         return out
+
+    def run(self, arrays, attrs):
+        # The eager hot path: one dict hit, np.empty and the kernel call. The key holds the
+        # strides, not the contiguity flag (cheaper to read, and it determines it).
+        count = len(arrays)
+        if count == 2:
+            a, b = arrays
+            key = (a.shape, b.shape, a.strides, b.strides, a.dtype, b.dtype)
+        elif count == 1:
+            a = arrays[0]
+            key = (a.shape, a.strides, a.dtype)
+        else:
+            key = None
+        found = None if attrs else self._run_cache.get(key)
+        if found is None:
+            return self._first_run(key, arrays, attrs)
+        kernel, shape, dtype, attrs = found
+        if kernel is None:  # broadcast over strides
+            return arrays, attrs, self.forward(arrays, attrs)
+        out = np.empty(shape, dtype)
+        if count == 2:
+            kernel(a.ravel(), b.ravel(), out.ravel(), _NO_PARAMS)
+        else:
+            kernel(a.ravel(), out.ravel(), _NO_PARAMS)
+        return arrays, attrs, out
+
+    def _first_run(self, key, arrays, attrs):
+        """``prepare`` and ``forward``; remembered for ``run`` when ``prepare`` took the arrays
+        as they are (then their shapes, strides and dtypes determine all it did)."""
+        prepared, attrs = self.prepare(arrays, attrs)
+        out = self.forward(prepared, attrs)
+        if (
+            key is not None
+            and self._runs_cached
+            and "exec" in attrs
+            and all(p is a for p, a in zip(prepared, arrays, strict=True))
+        ):
+            if attrs["flat"]:
+                kernel = self.kernels.forward
+            elif attrs["mask"] is not None:
+                kernel = getattr(self.kernels, f"forward_s{attrs['mask']}")
+            else:
+                kernel = None
+            if len(self._run_cache) > 4096:
+                self._run_cache.clear()
+            self._run_cache[key] = (kernel, attrs["shape"], out.dtype, attrs)
+        return prepared, attrs, out
 
     def _strided_args(self, k, grad_output, saved, attrs):
         """Arguments of VJP ``k``'s strided and batched kernels, up to the target's strides."""

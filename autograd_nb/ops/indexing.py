@@ -171,6 +171,20 @@ def _basic_layout(input_shape, key):
     return view.shape, tuple(view.strides), offset
 
 
+def _plain_basic(index):
+    """Whether ``index`` is an int, or a tuple of ints, ``None`` and ``...``: a basic index
+    that can key a cache (exact types: ``True`` and ``1`` index differently, and slices are
+    not hashable before Python 3.12)."""
+    if type(index) is int:
+        return True
+    if type(index) is not tuple:
+        return False
+    for item in index:
+        if type(item) is not int and item is not None and item is not Ellipsis:
+            return False
+    return True
+
+
 def _exec_sizes(node):
     n = 1
     for d in node.shape:
@@ -185,6 +199,12 @@ class GetItem(Op):
     family = "indexing"
     method = False
 
+    def __init__(self):
+        # The attrs (and their Selection) per (shape, strides, dtype, index) of basic
+        # selections, so that a program's repeated ``x[i]`` skips building them.
+        self._run_cache = {}
+        super().__init__()
+
     def prepare(self, values, attrs):
         (x,) = values
         x = np.asarray(x, order="C")
@@ -193,6 +213,25 @@ class GetItem(Op):
 
     def forward(self, arrays, attrs):
         return attrs["selection"].gather(arrays[0])
+
+    def run(self, arrays, attrs):
+        key = None
+        if len(arrays) == 1 and len(attrs) == 1:
+            index = attrs.get("index")
+            if type(index) is int or _plain_basic(index):
+                x = arrays[0]
+                key = (x.shape, x.strides, x.dtype, index)
+                found = self._run_cache.get(key)
+                if found is not None:
+                    # Selection.gather of a basic index (it always copies).
+                    return arrays, found, x[found["index"]].copy()
+        prepared, attrs = self.prepare(arrays, attrs)
+        output = self.forward(prepared, attrs)
+        if key is not None and prepared[0] is arrays[0]:
+            if len(self._run_cache) > 4096:
+                self._run_cache.clear()
+            self._run_cache[key] = attrs
+        return prepared, attrs, output
 
     def vjp(self, k, grad_output, saved, attrs, grad_input):
         attrs["selection"].scatter_add(grad_output, grad_input)

@@ -76,6 +76,20 @@ def call(name, *args, **attrs):
     return _dispatch(REGISTRY[name], args, attrs)
 
 
+def run_key(attrs):
+    """``attrs`` as part of a key of an op's ``run`` cache, or None (no caching) when a value
+    is not an int, a bool or None: values that compare equal may prepare differently
+    (``axis=1.0`` is an error where ``axis=1`` is not). ``True`` keys as ``1``: the ops that
+    use this read such attrs through ``int()`` and ``bool()``.
+    """
+    key = tuple(attrs.items())
+    for _, value in key:
+        kind = type(value)
+        if kind is not int and kind is not bool and value is not None:
+            return None
+    return key
+
+
 class Saved:
     """What a node keeps for its op's VJP: the saved inputs by position, and the output."""
 
@@ -144,6 +158,18 @@ class Op:
 
     def forward(self, arrays, attrs):
         raise NotImplementedError
+
+    def run(self, arrays, attrs):
+        """``prepare`` then ``forward``, for arguments that are all NumPy arrays (the eager
+        forward's common case: every argument a CPU Tensor). Returns ``(arrays, attrs,
+        output)``, exactly what the two give.
+
+        Ops that run often on small tensors override it with a cache keyed by the arrays'
+        shapes, strides and dtypes, so that a repeated call skips ``prepare``: the key
+        determines everything ``prepare`` works out (which must then not convert the arrays).
+        """
+        arrays, attrs = self.prepare(arrays, attrs)
+        return arrays, attrs, self.forward(arrays, attrs)
 
     def vjp(self, k, grad_output, saved, attrs, grad_input):
         raise NotImplementedError

@@ -160,16 +160,134 @@ def test_scalar_operand_kernels_agree_with_the_strided_ones(name, scalar_side, m
         uses.append(found)
         return found
 
+    def clear():
+        op._attrs_cache.clear()
+        op._exec_cache.clear()
+        op._run_cache.clear()
+
     monkeypatch.setattr(_kernels, "scalar_mask", counting)
-    op._attrs_cache.clear()
-    op._exec_cache.clear()
+    clear()
     scalar = run()
     assert any(mask for mask in uses), "the scalar variants were not used"
     monkeypatch.setattr(_kernels, "scalar_mask", lambda *args: None)
-    op._attrs_cache.clear()
-    op._exec_cache.clear()
+    clear()
     strided = run()
-    op._attrs_cache.clear()
-    op._exec_cache.clear()
+    clear()
     for a, b in zip(scalar, strided, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+# -- the cached eager path (``Op.run``) against prepare + forward --------------------------------
+
+
+def _same_attr(got, expected):
+    if isinstance(expected, np.ndarray):
+        return isinstance(got, np.ndarray) and np.array_equal(got, expected)
+    if hasattr(expected, "index") and hasattr(expected, "input_shape"):  # indexing's Selection
+        return (got.index, got.input_shape, got.basic) == (
+            expected.index, expected.input_shape, expected.basic
+        )
+    return got == expected
+
+
+def assert_run_matches_general(op, arrays, attrs=None):
+    """``op.run`` gives what ``prepare`` + ``forward`` give: the same prepared arrays, attrs
+    and result bits, on the call that fills its cache and on the one that reads it. Returns
+    the result."""
+    attrs = attrs or {}
+    prepared, expected_attrs = op.prepare(list(arrays), dict(attrs))
+    expected = op.forward(prepared, expected_attrs)
+    for _ in range(2):
+        got_arrays, got_attrs, got = op.run(list(arrays), dict(attrs))
+        assert len(got_arrays) == len(prepared)
+        for g, e in zip(got_arrays, prepared, strict=True):
+            assert g.dtype == e.dtype and g.shape == e.shape and g.flags.c_contiguous
+            np.testing.assert_array_equal(g, e)
+        assert set(got_attrs) == set(expected_attrs)
+        for key, value in expected_attrs.items():
+            # "exec": the executor's per-shape cache, filled lazily (either may be ahead)
+            assert key == "exec" or _same_attr(got_attrs[key], value), key
+        assert type(got) is np.ndarray and got.flags.c_contiguous
+        assert got.dtype == expected.dtype and got.shape == expected.shape
+        assert got.tobytes() == expected.tobytes()  # the same bits, NaNs included
+    return got
+
+
+def layout_variant(x, kind):
+    """``x`` in the same values, C-contiguous or as a strided (non-contiguous) view."""
+    if kind == "contiguous" or x.ndim == 0:
+        return x
+    padded = np.empty(x.shape[:-1] + (2 * x.shape[-1],), x.dtype)
+    padded[..., ::2] = x
+    return padded[..., ::2]
+
+
+@pytest.mark.parametrize("name", BINARY)
+@settings(max_examples=15, deadline=None)
+@given(
+    shapes=shapes_pair,
+    seed=st.integers(0, 2**16),
+    dtype=st.sampled_from([np.float32, np.float64]),
+    layouts=st.tuples(*[st.sampled_from(["contiguous", "strided"])] * 2),
+)
+def test_binary_run_matches_the_general_path(name, shapes, seed, dtype, layouts):
+    op = REGISTRY[name]
+    rng = np.random.default_rng(seed)
+    arrays = [
+        layout_variant(sample(op, s, rng).astype(dtype), kind)
+        for s, kind in zip(shapes.input_shapes, layouts, strict=True)
+    ]
+    got = assert_run_matches_general(op, arrays)
+    # A second set of values of the same layout reads the cache and still computes afresh.
+    others = [layout_variant(sample(op, a.shape, rng).astype(dtype), kind)
+              for a, kind in zip(arrays, layouts, strict=True)]
+    again = assert_run_matches_general(op, others)
+    np.testing.assert_allclose(got, REFERENCE[name](*arrays), rtol=1e-5)
+    np.testing.assert_allclose(again, REFERENCE[name](*others), rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", UNARY)
+@settings(max_examples=8, deadline=None)
+@given(
+    shape=hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=3),
+    dtype=st.sampled_from([np.float32, np.float64, np.int64]),
+    layout=st.sampled_from(["contiguous", "strided"]),
+)
+def test_unary_run_matches_the_general_path(name, shape, dtype, layout):
+    op = REGISTRY[name]
+    x = layout_variant(sample(op, shape, np.random.default_rng(0)).astype(dtype), layout)
+    assert_run_matches_general(op, [x])
+
+
+def test_mixed_dtypes_and_params_take_the_general_path():
+    a32, a64 = np.ones(3, np.float32), np.full(3, 2.0)
+    for op, arrays, attrs in [
+        (REGISTRY["multiply"], [a32, a64], {}),
+        (REGISTRY["add"], [np.arange(3), a64], {}),
+        (REGISTRY["clip"], [a64], {"a_min": 0.0, "a_max": 1.5}),
+        (REGISTRY["where"], [a64 > 1, a64, a32], {}),
+    ]:
+        assert_run_matches_general(op, arrays, attrs)
+
+
+def test_eager_results_and_recorded_attrs_equal_the_general_paths():
+    """Through Tensors (``apply``'s cached path) and through a Python scalar (the general
+    one): the same values, and nodes of one shape share the general path's attrs."""
+    x = anb.tensor(np.linspace(-1, 1, 6).reshape(2, 3), requires_grad=True)
+    y = anb.tensor(np.linspace(0.5, 2, 3), requires_grad=True)
+    cached = [x * y, x * y]
+    general = x * np.linspace(0.5, 2, 3)
+    for z in cached:
+        np.testing.assert_array_equal(z.numpy(), general.numpy())
+        assert z.grad_fn.attrs is general.grad_fn.attrs
+        assert z.grad_fn.next_functions == (x, y)
+    (g,) = anb.grad((cached[0] * cached[1]).sum(), y)
+    np.testing.assert_allclose(g.numpy(), 2 * (x.numpy() ** 2 * y.numpy()).sum(axis=0))
+
+
+def test_run_skips_prepare_once_cached(monkeypatch):
+    op = REGISTRY["multiply"]
+    op.run([np.ones((2, 3)), np.ones(3)], {})
+    monkeypatch.setattr(op, "prepare", lambda *args: pytest.fail("prepare ran again"))
+    _, _, out = op.run([np.full((2, 3), 2.0), np.arange(3.0)], {})
+    np.testing.assert_array_equal(out, np.full((2, 3), 2.0) * np.arange(3.0))

@@ -9,7 +9,9 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import autograd_nb as anb
+from autograd_nb.ops.registry import REGISTRY
 from tests.checks import check_gradients
+from tests.ops.test_elementwise import assert_run_matches_general, layout_variant
 
 SHAPE = (3, 4, 5)
 MASK = np.random.default_rng(7).uniform(size=SHAPE) > 0.5
@@ -656,3 +658,48 @@ def test_batched_vjps_with_zero_d_rows():
     assert gx.shape == gw.shape == (4,)
     np.testing.assert_allclose(gw.numpy(), v[:, 1] * 1.5 * 1.5)
     np.testing.assert_allclose(gx.numpy(), v[:, 1] * 2 * 2.0 * 1.5)
+
+
+# -- the cached eager path (``Op.run``) against prepare + forward --------------------------------
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    shape=hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4),
+    data=st.data(),
+    dtype=st.sampled_from([np.float32, np.float64, np.int64]),
+)
+def test_getitem_run_matches_the_general_path(shape, data, dtype):
+
+    layout = data.draw(st.sampled_from(["contiguous", "strided"]), label="layout")
+    x = layout_variant(np.arange(np.prod(shape)).reshape(shape).astype(dtype), layout)
+    ints = [data.draw(st.integers(-n, n - 1)) for n in shape[: data.draw(st.integers(1, 3))]]
+    index = data.draw(st.sampled_from([
+        ints[0],
+        tuple(ints),
+        (None, *ints),
+        (Ellipsis, data.draw(st.integers(-shape[-1], shape[-1] - 1))),
+        (ints[0], None, Ellipsis),
+    ]), label="index")
+    got = assert_run_matches_general(REGISTRY["getitem"], [x], {"index": index})
+    np.testing.assert_array_equal(got, x[index])
+
+
+def test_cached_getitem_keeps_numpy_semantics():
+    x = anb.tensor(np.arange(12.0).reshape(3, 4), requires_grad=True)
+    assert x[1].shape == (4,)
+    assert x[True].shape == (1, 3, 4)  # a bool is a mask, not the int it equals
+    assert x[1].shape == (4,)
+    assert x[(1, 2)].item() == 6.0
+    assert x[np.int64(1)].shape == (4,)
+    with pytest.raises(IndexError):
+        x[3]
+    with pytest.raises(IndexError):
+        x[3]  # raised again: a failed index is never cached
+    first, second = x[2], x[2]
+    assert first.grad_fn.attrs is second.grad_fn.attrs
+    (g,) = anb.grad((first * second).sum() + x[0, 1], x)
+    expected = np.zeros((3, 4))
+    expected[2] = 2 * np.arange(8.0, 12.0)
+    expected[0, 1] = 1.0
+    np.testing.assert_array_equal(g.numpy(), expected)

@@ -13,6 +13,7 @@ from hypothesis.extra import numpy as hnp
 import autograd_nb as anb
 from autograd_nb.ops.registry import FUNCTIONS, REGISTRY, Saved
 from tests.checks import check_gradients
+from tests.ops.test_elementwise import assert_run_matches_general, layout_variant
 from tests.reference import REFERENCE
 
 OPS = sorted(name for name, op in REGISTRY.items() if op.family == "reduction")
@@ -370,3 +371,41 @@ def test_infinities_and_nans_like_numpy(name, axis):
         expected = reference(name, x, axis, False)
     got = call_op(name, anb.tensor(x), axis, False)
     np.testing.assert_allclose(got.numpy(), expected, rtol=1e-12, equal_nan=True)
+
+
+# -- the cached eager path (``Op.run``) against prepare + forward --------------------------------
+
+
+@pytest.mark.parametrize("name", OPS)
+@settings(max_examples=10, deadline=None)
+@given(
+    shape=hnp.array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=3),
+    data=st.data(),
+    dtype=st.sampled_from([np.float32, np.float64]),
+)
+def test_run_matches_the_general_path(name, shape, data, dtype):
+
+    op = REGISTRY[name]
+    ndim = len(shape)
+    if op.single_axis:
+        choices = [-1, 0] if ndim == 0 else list(range(-ndim, ndim))
+        attrs = {"axis": data.draw(st.sampled_from(choices), label="axis")}
+        if name == "cumsum":
+            attrs = {"axis": data.draw(st.sampled_from([None, *choices]), label="axis")}
+    else:
+        axis = data.draw(st.sampled_from([None, *range(-ndim, ndim)]), label="axis")
+        attrs = {"axis": axis, "keepdims": data.draw(st.booleans(), label="keepdims")}
+    layout = data.draw(st.sampled_from(["contiguous", "strided"]), label="layout")
+    x = layout_variant(sample(name, shape, np.random.default_rng(0)).astype(dtype), layout)
+    assert_run_matches_general(op, [x], attrs)
+
+
+def test_axis_errors_stay_after_a_cached_call():
+    x = anb.tensor(np.ones((2, 3)))
+    anb.softmax(x, axis=1)
+    anb.softmax(x, axis=1)
+    with pytest.raises(TypeError, match="single integer axis"):
+        anb.softmax(x, axis=1.0)  # equal to 1, keyed apart
+    with pytest.raises(np.exceptions.AxisError):
+        anb.softmax(x, axis=2)
+    np.testing.assert_array_equal(anb.sum(x, axis=True).numpy(), [3.0, 3.0])

@@ -9,8 +9,9 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import autograd_nb as anb
-from autograd_nb.ops.registry import FUNCTIONS
+from autograd_nb.ops.registry import FUNCTIONS, REGISTRY
 from tests.checks import check_gradients
+from tests.ops.test_elementwise import assert_run_matches_general, layout_variant
 from tests.reference import REFERENCE
 
 SHAPE_FUNCTIONS = (
@@ -380,3 +381,56 @@ def test_batched_vjps_match_rows(function, input_shapes):
         for got, want in zip(batched, expected, strict=True):
             assert got.shape == (3,) + want.shape
             np.testing.assert_allclose(got.numpy()[row], want.numpy(), rtol=1e-6)
+
+
+# -- the cached eager path (``Op.run``) against prepare + forward --------------------------------
+
+
+@fast
+@given(
+    shape=shapes,
+    count=st.integers(1, 4),
+    data=st.data(),
+    dtype=st.sampled_from([np.float32, np.float64, np.int64]),
+)
+def test_stack_run_matches_the_general_path(shape, count, data, dtype):
+
+    axis = data.draw(st.integers(-len(shape) - 1, len(shape)), label="axis")
+    layout = data.draw(st.sampled_from(["contiguous", "strided"]), label="layout")
+    rng = np.random.default_rng(count)
+    arrays = [layout_variant((10 * rng.standard_normal(shape)).astype(dtype), layout)
+              for _ in range(count)]
+    got = assert_run_matches_general(REGISTRY["stack"], arrays, {"axis": axis})
+    np.testing.assert_array_equal(got, np.stack(arrays, axis=axis))
+
+
+@fast
+@given(shape=hnp.array_shapes(min_dims=1, max_dims=3, min_side=0, max_side=3), data=st.data())
+def test_concatenate_run_matches_the_general_path(shape, data):
+
+    axis = data.draw(st.sampled_from([None, *range(-len(shape), len(shape))]), label="axis")
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal(shape), rng.standard_normal(shape)]
+    got = assert_run_matches_general(REGISTRY["concatenate"], arrays, {"axis": axis})
+    np.testing.assert_array_equal(got, np.concatenate(arrays, axis=axis))
+
+
+def test_stack_errors_stay_after_a_cached_call():
+    a = anb.tensor(np.ones((1, 3)))
+    assert anb.stack([a, a], axis=1).shape == (1, 2, 3)  # length-1 dims before the new axis
+    with pytest.raises(ValueError, match="all input arrays must have the same shape"):
+        anb.stack([a, anb.tensor(np.ones((3, 1)))])
+    with pytest.raises(np.exceptions.AxisError):
+        anb.stack([a, a], axis=3)
+    with pytest.raises(ValueError, match="need at least one array to stack"):
+        anb.stack([])
+
+
+def test_stacked_scalars_record_one_node_sharing_attrs():
+    xs = [anb.tensor(float(v), requires_grad=True) for v in range(4)]
+    first, second = anb.stack(xs), anb.stack(xs[::-1])
+    np.testing.assert_array_equal(first.numpy(), [0.0, 1.0, 2.0, 3.0])
+    assert first.grad_fn.attrs is second.grad_fn.attrs
+    assert first.grad_fn.next_functions == tuple(xs)
+    grads = anb.grad((first * anb.tensor([1.0, 2.0, 3.0, 4.0])).sum(), xs)
+    assert [g.item() for g in grads] == [1.0, 2.0, 3.0, 4.0]
