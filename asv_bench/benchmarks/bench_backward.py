@@ -1,5 +1,6 @@
-"""The backward alone, three ways: the step-by-step walk, the compiled executor, and the
-executor with fused elementwise chains (issue 3). autograd_nb only.
+"""The backward alone, four ways: the step-by-step walk, the compiled executor, the
+executor with fused elementwise chains, and that from a template of the plan cached by the
+graph's structure (issue 3; the first three plan every backward). autograd_nb only.
 
 ``setup`` records the graph once; each timed call is one ``grad(..., retain_graph=True)``
 over it, so the forward is not timed. ``track_nodes`` reports how many nodes the backward
@@ -16,7 +17,7 @@ from .workloads import (
     fastest_graph,
 )
 
-MODES = ["walk", "executor", "fused"]
+MODES = ["walk", "executor", "fused", "cached"]
 
 
 def _set_mode(mode):
@@ -24,7 +25,8 @@ def _set_mode(mode):
     from autograd_nb.engine import fusion
 
     engine.COMPILED = mode != "walk"
-    fusion.ENABLED = mode == "fused"
+    engine.CACHED = mode == "cached"
+    fusion.ENABLED = mode in ("fused", "cached")
 
 
 def _graph(workload):
@@ -57,10 +59,11 @@ class BackwardModes:
         _set_mode(mode)
         self.output, self.inputs = _graph(workload)
         self.grad = anb.grad
-        self.grad(self.output, self.inputs, retain_graph=True, allow_unused=True)
+        for _ in range(2):  # the second backward leaves the cached mode's template
+            self.grad(self.output, self.inputs, retain_graph=True, allow_unused=True)
 
     def teardown(self, workload, mode):
-        _set_mode("fused")
+        _set_mode("cached")
 
     def time_backward(self, workload, mode):
         self.grad(self.output, self.inputs, retain_graph=True, allow_unused=True)
@@ -95,7 +98,9 @@ class BackwardPhases:
     """Where the compiled backward's time goes, phase by phase, on the scalar graph of
     ``fastest_autograd`` (1,000 ops; 1,440 nodes, 2,492 VJPs): planning (the walk over the
     graph), writing the instruction tables (Python, per VJP) and the compiled call (the
-    tables' conversion to arrays and ``execute``)."""
+    tables' conversion to arrays and ``execute``); and, what replaces the first two when the
+    structure repeats, the check of the graph against its cached template
+    (``time_template_match``)."""
 
     params = [["fastest_autograd_1000"]]
     param_names = ["workload"]
@@ -108,6 +113,7 @@ class BackwardPhases:
         _set_mode("fused")
         self.engine, self.executor = engine, executor
         output, self.inputs = _graph(workload)
+        self.output = output
         self.roots = [output.grad_fn]
         self.plan = engine.make_plan(self.roots, self.inputs, all_leaves=False)
         self.seeds = [(output.grad_fn, np.ones(output.shape))]
@@ -127,3 +133,19 @@ class BackwardPhases:
 
     def time_compiled_call(self, workload):
         self.tables.execute()
+
+    def setup_template_match(self, workload):
+        import autograd_nb as anb
+        from autograd_nb.engine import plan_cache
+
+        self.setup(workload)
+        for _ in range(2):
+            anb.grad(self.output, self.inputs, retain_graph=True, allow_unused=True)
+        key = plan_cache.key_of(self.roots, self.inputs, False)
+        self.template = plan_cache._templates[key][0]
+        assert self.template._match(self.roots) is not None
+
+    def time_template_match(self, workload):
+        self.template._match(self.roots)
+
+    time_template_match.setup = setup_template_match

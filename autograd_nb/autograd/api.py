@@ -9,7 +9,7 @@ import warnings
 
 import numpy as np
 
-from .. import engine
+from .. import engine, tape
 from ..tensor import Tensor
 
 _NOT_GIVEN = object()
@@ -229,17 +229,9 @@ def _grad(seeds, inputs, targets, retain_graph, create_graph, allow_unused, mate
     """Plan, check, run; results per input. With ``batch``, the seeds carry a leading batch
     dimension and so do the results."""
     root_edges = [_edge_of(output) for output, _ in seeds]
-    plan = engine.make_plan(root_edges, targets, all_leaves=False)
-    for edge in targets:
-        if id(edge) not in plan.reachable and not allow_unused:
-            raise RuntimeError(
-                "One of the differentiated Tensors appears to not have been used in the graph. "
-                "Set allow_unused=True if this is the desired behavior."
-            )
-    target_keys = {id(e) for e in targets}
-    slots, _ = engine.run_plan(
-        plan, [(_edge_of(o), g) for o, g in seeds], target_keys, False, retain_graph,
-        create_graph, batch,
+    slots, _, _ = engine.plan_and_run(
+        root_edges, [(edge, g) for edge, (_, g) in zip(root_edges, seeds)], targets, False,
+        retain_graph, create_graph, allow_unused, batch,
     )
     lead = () if batch is None else (batch,)
     results = []
@@ -289,18 +281,16 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     seeds = _make_seeds(tensors, grad_tensors, create_graph, False)
     root_edges = [_edge_of(t) for t in tensors]
     all_leaves = inputs is None
-    plan = engine.make_plan(root_edges, targets, all_leaves=all_leaves)
-    target_keys = {id(e) for e in targets}
-    slots, leaves = engine.run_plan(
-        plan, [(_edge_of(t), g) for t, g in seeds], target_keys, all_leaves, retain_graph,
-        create_graph,
+    slots, leaves, plan = engine.plan_and_run(
+        root_edges, [(edge, g) for edge, (_, g) in zip(root_edges, seeds)], targets, all_leaves,
+        retain_graph, create_graph,
     )
     destinations = list(leaves.values()) if all_leaves else list(inputs)
     for tensor in destinations:
         value = slots.get(id(_edge_of(tensor)))
         if value is not None:
             _accumulate(tensor, value, create_graph)
-    if all_leaves:
+    if all_leaves and plan is not None:  # (no plan: a cached one ran, with no retain_grad)
         _fill_retained(plan, slots, create_graph)
 
 
@@ -331,6 +321,8 @@ def _accumulate(tensor, value, create_graph):
 
         _device.add_into(current._data, new._data)
         current._version[0] += 1
+        tape.mutated()
     else:
         current._data += new._data
         current._version[0] += 1
+        tape.mutated()

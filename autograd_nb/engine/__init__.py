@@ -1,20 +1,63 @@
 """The backward compiler: tape -> plan -> run (one compiled call, or the Python walk)."""
 
-from . import backward, executor
+from . import backward, executor, plan_cache
 from .backward import Plan, make_plan
 
-__all__ = ["Plan", "make_plan", "run_plan"]
+__all__ = ["Plan", "make_plan", "run_plan", "plan_and_run"]
 
 #: Set False to always run the Python walk (tests compare the two).
 COMPILED = True
 
 
-def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch=None):
+#: Set False to plan every backward afresh (tests compare the two).
+CACHED = True
+
+
+def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch=None,
+             remember=None):
     """Run ``plan``: in one call into compiled code where :mod:`.executor` can, otherwise
     node by node in Python (:func:`.backward.run_plan`, also for ``create_graph`` and
-    batches). Returns the gradients by ``id`` of node or leaf, and the leaves met."""
+    batches). Returns the gradients by ``id`` of node or leaf, and the leaves met.
+    ``remember`` is :func:`.executor.run`'s (the plan cache's template maker)."""
     if COMPILED and not create_graph and batch is None:
-        done = executor.run(plan, seeds, targets, all_leaves, retain_graph)
+        done = executor.run(plan, seeds, targets, all_leaves, retain_graph, remember)
         if done is not None:
             return done
     return backward.run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch)
+
+
+def plan_and_run(root_edges, seeds, targets, all_leaves, retain_graph, create_graph,
+                 allow_unused=True, batch=None):
+    """Plan and run a backward, from a cached template where the graph's structure repeats.
+
+    ``targets`` is the list of target edges. Returns ``(results, leaves, plan)``: the
+    gradients by ``id`` and the leaves met as :func:`run_plan`, and the :class:`Plan` (None
+    when a template ran: then every target was reachable or ``allow_unused``, and no node
+    retains its gradient). With ``allow_unused`` false an unreachable target raises here.
+    """
+    key = None
+    if CACHED and COMPILED and not create_graph and batch is None:
+        key = plan_cache.key_of(root_edges, targets, all_leaves)
+        if key is not None:
+            done = plan_cache.run(key, root_edges, seeds, targets, retain_graph, allow_unused)
+            if done is not None:
+                return (*done, None)
+    plan = make_plan(root_edges, targets, all_leaves)
+    if not allow_unused:
+        for edge in targets:
+            if id(edge) not in plan.reachable:
+                raise RuntimeError(UNUSED_INPUT)
+    remember = None
+    if key is not None:
+        remember = plan_cache.recorder(key, plan, root_edges, targets)
+    results, leaves = run_plan(
+        plan, seeds, {id(e) for e in targets}, all_leaves, retain_graph, create_graph, batch,
+        remember,
+    )
+    return results, leaves, plan
+
+
+UNUSED_INPUT = (
+    "One of the differentiated Tensors appears to not have been used in the graph. "
+    "Set allow_unused=True if this is the desired behavior."
+)

@@ -142,7 +142,17 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch
     grad_output (an array, or a Tensor when ``create_graph``). With ``batch``, every
     grad_output and gradient slot has a leading batch dimension of that size, and the ops'
     batched VJPs run the whole batch at once over the shared forward values.
+
+    A VJP that is the identity (``reshape``, ``add`` and other elementwise ops whose
+    derivative formula is ``g``, on an input of the output's shape and dtype) into an input
+    with no gradient yet passes the node's gradient buffer on as that input's, a view in the
+    input's shape, instead of zeroing a new buffer and copying into it: at most one input per
+    node, and only for a buffer this run owns (not a node asked for, nor one that retains
+    its gradient).
     """
+    from ..ops.elementwise import ElementwiseOp
+    from ..ops.shape import Reshape
+
     slots = {}
     leaves = {}
     captured = {}
@@ -169,6 +179,11 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch
                 continue
             if create_graph:
                 inputs, output = _unpack_inputs(node)
+            op = node.op
+            movable = (
+                not create_graph and type(grad) is np.ndarray and key not in targets
+                and not node.retained and isinstance(op, (ElementwiseOp, Reshape))
+            )
             for k, edge in enumerate(node.edges):
                 if not _edge_wanted(edge, plan, targets, all_leaves):
                     continue
@@ -179,6 +194,14 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch
                     _add_into(slots, edge, contribution, True)
                     continue
                 buffer = slots.get(id(edge))
+                if (
+                    buffer is None and movable and grad.dtype == edge.dtype
+                    and (isinstance(op, Reshape)
+                         or (op.vjp_formulas.get(k) == "g" and edge.shape == node.shape))
+                ):
+                    slots[id(edge)] = grad.reshape(lead + edge.shape)
+                    movable = False
+                    continue
                 if buffer is None:
                     buffer = _zeros_for(node, grad, lead + edge.shape, edge.dtype)
                     slots[id(edge)] = buffer

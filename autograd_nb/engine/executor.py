@@ -109,6 +109,9 @@ class _Tables:
     def __init__(self, dtype):
         self.dtype = dtype
         self.objects = []  # the arrays whose data the drivers read
+        # Per object, where it came from: the node (or fused group) whose instruction reads
+        # it, ("seed", index) or ("result", edge); :mod:`.plan_cache` reads them.
+        self.origins = []
         self.slot_offsets = []
         self.arena_size = 0
         self.free = {}
@@ -118,8 +121,9 @@ class _Tables:
         self.entries = []
         self.entry_index = {}
 
-    def external_slot(self, array):
+    def external_slot(self, array, origin):
         self.objects.append(array)
+        self.origins.append(origin)
         self.slot_offsets.append(-len(self.objects))
         return len(self.slot_offsets) - 1
 
@@ -144,17 +148,20 @@ class _Tables:
         return index
 
     def execute(self):
+        """Convert the lists to arrays (kept as ``table`` and ``float_array``) and run."""
         header = [len(self.code) // ROW, len(self.slot_offsets), len(self.entries)]
-        table = np.array(
+        self.table = np.array(
             header + self.code + self.slot_offsets + self.entries + self.ints + [0],
             dtype=np.int64,
         )
-        execute(
-            table,
-            np.fromiter(map(id, self.objects), dtype=np.int64, count=len(self.objects)),
-            np.array(self.floats, dtype=np.float64) if self.floats else _NO_FLOATS,
-            np.zeros(max(self.arena_size, 1), dtype=self.dtype),
-        )
+        self.float_array = np.array(self.floats, dtype=np.float64) if self.floats else _NO_FLOATS
+        objects = np.fromiter(map(id, self.objects), dtype=np.int64, count=len(self.objects))
+        run_tables(self.table, objects, self.float_array, self.arena_size, self.dtype)
+
+
+def run_tables(table, object_ids, floats, arena_size, dtype):
+    """One call into :func:`execute` (the caller keeps the objects of ``object_ids`` alive)."""
+    execute(table, object_ids, floats, np.zeros(max(arena_size, 1), dtype=dtype))
 
 
 _NO_FLOATS = np.zeros(1)
@@ -175,12 +182,14 @@ def _plan_dtype(plan, seeds):
     return dtype if dtype in _FLOATS else None
 
 
-def run(plan, seeds, targets, all_leaves, retain_graph):
+def run(plan, seeds, targets, all_leaves, retain_graph, remember=None):
     """Run ``plan`` in one compiled call; None where it cannot (then nothing has changed).
 
     Arguments and result as :func:`autograd_nb.engine.backward.run_plan` without
     ``create_graph`` and ``batch``: the gradients by ``id`` of every target, retaining node
-    and (``all_leaves``) leaf that received one, and the leaves met.
+    and (``all_leaves``) leaf that received one, and the leaves met. ``remember``, if given,
+    is called with ``(tables, ran, results, leaves)`` after the run and before the saved
+    buffers are freed (:mod:`.plan_cache` makes its template there).
     """
     if not _pointers.SUPPORTED:
         return None
@@ -196,6 +205,8 @@ def run(plan, seeds, targets, all_leaves, retain_graph):
     except _Unsupported:
         return None
     tables.execute()
+    if remember is not None:
+        remember(tables, ran, results, leaves)
     if not retain_graph:
         for node in ran:
             node.free()
@@ -222,15 +233,17 @@ def _build(tables, plan, seeds, targets, all_leaves, slot_of, results, leaves):
         if not isinstance(edge, Node) or key in targets or edge.retained:
             array = np.zeros(edge.shape, dtype=dtype)
             results[key] = array
-            slot = tables.external_slot(array)
+            slot = tables.external_slot(array, ("result", edge))
         else:
             slot = tables.arena_slot(edge.shape)
         slot_of[key] = slot
         return slot
 
-    def emit(spec, slot, target):
-        """Append one instruction: ``spec`` (of ``Op.exec_spec``) reading ``slot``,
-        accumulating into ``target``."""
+    origins = tables.origins
+
+    def emit(spec, slot, target, origin):
+        """Append one instruction: ``spec`` (of ``Op.exec_spec``, for ``origin``, the node or
+        fused group) reading ``slot``, accumulating into ``target``."""
         driver, saved, ints, floats = spec
         entry = entry_of.get(driver)
         if entry is None:
@@ -241,11 +254,12 @@ def _build(tables, plan, seeds, targets, all_leaves, slot_of, results, leaves):
         code.extend((entry, slot, len(saved), len(objects), target, len(ints_list),
                      len(floats_list)))
         objects.extend(saved)
+        origins.extend([origin] * len(saved))
         ints_list.extend(ints)
         floats_list.extend(floats)  # not ``+=``: a NumPy ``floats`` would take that over
 
     ndarray = np.ndarray
-    for edge, grad in seeds:
+    for index, (edge, grad) in enumerate(seeds):
         if not isinstance(grad, (ndarray, float, int)):
             raise _Unsupported
         key = id(edge)
@@ -253,7 +267,8 @@ def _build(tables, plan, seeds, targets, all_leaves, slot_of, results, leaves):
         if slot is None:
             slot = slot_for(edge, key)
         seed = np.array(grad, dtype=dtype, copy=True).reshape(edge.shape)
-        emit((_strided.accumulate_driver, (), (seed.size,), ()), tables.external_slot(seed), slot)
+        emit((_strided.accumulate_driver, (), (seed.size,), ()),
+             tables.external_slot(seed, ("seed", index)), slot, None)
         if not isinstance(edge, Node):
             leaves[key] = edge
     ran = []
@@ -275,7 +290,7 @@ def _build(tables, plan, seeds, targets, all_leaves, slot_of, results, leaves):
             slot_target = slot_of.get(key)
             if slot_target is None:
                 slot_target = slot_for(target, key)
-            emit(group.spec(), slot, slot_target)
+            emit(group.spec(), slot, slot_target, group)
             if slot_offsets[slot] >= 0:
                 free.setdefault(node.shape, []).append(slot)
             continue
@@ -299,7 +314,7 @@ def _build(tables, plan, seeds, targets, all_leaves, slot_of, results, leaves):
             target = slot_of.get(key)
             if target is None:
                 target = slot_for(edge, key)
-            emit(spec, slot, target)
+            emit(spec, slot, target, node)
         if slot_offsets[slot] >= 0:  # consumed: the arena slot can be reused
             reusable = free.get(node.shape)
             if reusable is None:

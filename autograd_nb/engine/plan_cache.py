@@ -1,0 +1,472 @@
+"""Backward plans cached by graph structure.
+
+A training loop or a simulation records the same graph every step: only the arrays differ.
+The first backwards of a structure plan it (:func:`autograd_nb.engine.make_plan`) and write
+its instruction tables (:mod:`.executor`); from the second, the tables are kept in a
+:class:`Template`, and later backwards of the same structure skip both phases. What is left
+per step is one Python pass over the graph that
+
+* walks it in the template's order (each node is one edge of an earlier one) and checks that
+  it *is* the template's structure: each node's op, attributes (the same dict, or an equal
+  one), dtype and arity; each edge going to the same position, to the same leaf, or nowhere;
+  no ``retain_grad`` anywhere;
+* checks the saved buffers' versions (the in-place and freed-buffer errors fire from here,
+  before anything runs, as from :func:`make_plan`);
+* gathers the arrays the drivers read (saved values, the seeds, fresh result buffers);
+
+then the same compiled call as an uncached backward, and the freeing of the saved buffers.
+No per-node dict, set or list is allocated but the list of nodes itself.
+
+Anything that does not match falls through to the uncached path, which gives the same bits:
+a template only ever replays what planning and table writing produced for an identical
+graph. A structure that keeps changing under one key stops being remembered.
+"""
+
+from collections import deque
+from itertools import chain, compress, repeat
+from operator import attrgetter, eq, getitem, is_not, itemgetter
+
+import numpy as np
+
+from .. import tape
+from . import executor, fusion
+
+#: Templates kept per key (the outputs' ops, shapes and dtypes and the request's kind).
+PER_KEY = 4
+#: Keys kept (least recently made dropped first).
+MAX_KEYS = 256
+#: Misses of a key's templates after which the key is no longer remembered (its structure
+#: changes every step: making templates would only cost).
+MAX_MISSES = 8
+
+_templates = {}  # key -> [Template, ...], most recent first
+_misses = {}  # key -> uncached runs of that key
+
+#: Counters for tests and benchmarks: backwards served from a template, and templates made.
+stats = {"hits": 0, "made": 0}
+
+
+def clear():
+    """Forget every template (tests; a changed ``config`` does this implicitly by key)."""
+    _templates.clear()
+    _misses.clear()
+
+
+def key_of(root_edges, targets, all_leaves):
+    """The key under which templates of this request are kept; None when it is not cached
+    (an output that is a leaf)."""
+    parts = [all_leaves, len(targets), fusion.ENABLED]
+    node_type = tape.Node
+    for edge in root_edges:
+        if type(edge) is not node_type:
+            return None
+        parts.append(edge.op)
+        parts.append(edge.shape)
+        parts.append(edge.dtype)
+    return tuple(parts)
+
+
+def run(key, root_edges, seeds, targets, retain_graph, allow_unused):
+    """Run the backward from a template of ``key``; None when none matches (nothing ran).
+
+    Returns ``(results, leaves)`` as :func:`autograd_nb.engine.run_plan`.
+    """
+    templates = _templates.get(key)
+    if not templates:
+        return None
+    for template in templates:
+        done = template.run(root_edges, seeds, targets, retain_graph, allow_unused)
+        if done is not None:
+            stats["hits"] += 1
+            if template is not templates[0]:
+                templates.remove(template)
+                templates.insert(0, template)
+            return done
+    return None
+
+
+def recorder(key, plan, root_edges, targets):
+    """A ``remember`` callback for :func:`executor.run` when this run should leave a
+    template (the key's second uncached run on), else None."""
+    if key is None:
+        return None
+    misses = _misses.get(key, 0) + 1
+    _misses[key] = misses
+    if misses < 2 or misses > MAX_MISSES:
+        return None
+
+    def remember(tables, ran, results, leaves):
+        template = Template.make(plan, tables, ran, root_edges, targets, leaves)
+        if template is None:
+            return
+        stats["made"] += 1
+        kept = _templates.pop(key, [])
+        kept.insert(0, template)
+        del kept[PER_KEY:]
+        if len(_templates) >= MAX_KEYS:
+            del _templates[next(iter(_templates))]
+        _templates[key] = kept
+
+    return remember
+
+
+class _NotCached(Exception):
+    """Raised while making a template of a graph the cache does not replay."""
+
+
+class Template:
+    """A planned and tabled backward, with what identifies its graph.
+
+    Positions number the graph's nodes: the distinct outputs first, then every other node
+    reached, each as edge ``k`` of an earlier position (``tree``). Leaves are numbered apart.
+    """
+
+    @classmethod
+    def make(cls, plan, tables, ran, root_edges, targets, met):
+        try:
+            return cls(plan, tables, ran, root_edges, targets, met)
+        except _NotCached:
+            return None
+
+    def __init__(self, plan, tables, ran, root_edges, targets, met):
+        node_type = tape.Node
+        position = {}  # id(node) -> position
+        nodes = []
+        self.root_positions = []
+        for edge in root_edges:
+            if id(edge) not in position:
+                position[id(edge)] = len(nodes)
+                nodes.append(edge)
+            self.root_positions.append(position[id(edge)])
+        leaf_index = {}
+        leaves = []
+        self.tree = []  # (parent position, edge index) of each non-root position
+        self.links = []  # (position, edge index, position) of the other node edges
+        self.nones = []  # (position, edge index) of edges that lead nowhere
+        self.leaf_links = []  # (position, edge index, leaf index)
+        i = 0
+        while i < len(nodes):
+            for k, edge in enumerate(nodes[i].edges):
+                if edge is None:
+                    self.nones.append((i, k))
+                elif type(edge) is node_type:
+                    j = position.get(id(edge))
+                    if j is None:
+                        position[id(edge)] = len(nodes)
+                        nodes.append(edge)
+                        self.tree.append((i, k))
+                    else:
+                        self.links.append((i, k, j))
+                else:
+                    j = leaf_index.get(id(edge))
+                    if j is None:
+                        j = leaf_index[id(edge)] = len(leaves)
+                        leaves.append(edge)
+                    self.leaf_links.append((i, k, j))
+            i += 1
+        for node in nodes:
+            if node.retained:
+                raise _NotCached  # retained gradients are filled from the plan's nodes
+        self.n_nodes = len(nodes)
+        self.n_leaves = len(leaves)
+        self.ops = [node.op for node in nodes]
+        self.attrs = [node.attrs for node in nodes]
+        # Positions of ops taking a sequence (their arity is not fixed) with their arity.
+        self.variadic = [(p, len(node.edges)) for p, node in enumerate(nodes)
+                         if node.op.n_inputs is None]
+        self.dtype = tables.dtype
+        self.dtypes = [node.dtype for node in nodes]
+        self.leaf_shapes = [leaf.shape for leaf in leaves]
+        self.needed = [position[id(node)] for node in plan.nodes]
+        self.all_needed = self.needed == list(range(len(nodes)))
+        self.to_free = [position[id(node)] for node in ran if node.needs_saved()]
+        self.targets = []
+        for edge in targets:
+            if id(edge) in position:
+                self.targets.append(position[id(edge)])
+            elif id(edge) in leaf_index:
+                self.targets.append(-2 - leaf_index[id(edge)])
+            else:
+                self.targets.append(None)  # unreachable (allow_unused)
+        self.met = [leaf_index[key] for key in met]  # leaves given a gradient, in order
+        self._objects(tables, position, leaf_index, nodes)
+        self._gather_lists(tables)
+        self.table = tables.table
+        self.floats = tables.float_array
+        self.arena_size = tables.arena_size
+
+    def _objects(self, tables, position, leaf_index, nodes):
+        """How to find each object of the tables in a matching graph."""
+        node_type = tape.Node
+        self.objects = []  # per object: the array itself when constant, else None
+        self.saved = []  # (object, position, saved index or -1 for the output)
+        self.seeds = []  # (object, seed index)
+        self.results = []  # (object, position or -2 - leaf index, shape)
+        group_operands = None  # the current fused group's operands, in its spec's order
+        for j, (array, origin) in enumerate(zip(tables.objects, tables.origins, strict=True)):
+            self.objects.append(None)
+            if type(origin) is fusion.Group:
+                if group_operands is None or group_operands[0] is not origin:
+                    group_operands = (origin, iter(_group_operands(origin)))
+                node, index = next(group_operands[1])
+                self.saved.append((j, position[id(node)], index))
+                continue
+            if type(origin) is tuple:
+                kind, what = origin
+                if kind == "seed":
+                    self.seeds.append((j, what))
+                elif type(what) is node_type:
+                    self.results.append((j, position[id(what)], array.shape))
+                else:
+                    self.results.append((j, -2 - leaf_index[id(what)], array.shape))
+                continue
+            found = _find_saved(array, origin, position)
+            if found is None:
+                # Not a saved buffer: derived from the attributes (index maps), which a
+                # matching graph has equal: keep this very array.
+                self.objects[j] = array
+            else:
+                self.saved.append((j, *found))
+
+    def _gather_lists(self, tables):
+        """Index arrays for :meth:`run`'s C-level gathering of the saved buffers."""
+        ids = [0 if array is None else id(array) for array in self.objects]
+        self.object_ids = np.array(ids, dtype=np.int64)
+        self.constants = [array for array in self.objects if array is not None]
+        inputs = [(j, p, k) for j, p, k in self.saved if k >= 0]
+        outputs = [(j, p) for j, p, k in self.saved if k < 0]
+        self.input_objects = np.array([j for j, _, _ in inputs], dtype=np.intp)
+        self.input_nodes = [p for _, p, _ in inputs]
+        self.input_indices = [k for _, _, k in inputs]
+        self.output_objects = np.array([j for j, _ in outputs], dtype=np.intp)
+        self.output_nodes = [p for _, p in outputs]
+        del self.objects, self.saved
+
+    def run(self, root_edges, seeds, targets, retain_graph, allow_unused):
+        nodes = self._match(root_edges)
+        if nodes is None:
+            return None
+        leaves = self._match_leaves(nodes)
+        if leaves is None or not self._match_targets(nodes, leaves, targets, allow_unused):
+            return None
+        needed = nodes if self.all_needed else [nodes[p] for p in self.needed]
+        if _maybe_stale(needed):
+            for p in self.needed:  # as make_plan: the first stale node in plan order raises
+                nodes[p].check_saved()
+        for _, grad in seeds:
+            if type(grad) is not np.ndarray and type(grad) is not float and type(grad) is not int:
+                return None
+        dtype = self.dtype
+        ids = self.object_ids.copy()
+        # The saved buffers, gathered by C-level maps (no Python per node).
+        inputs = list(map(getitem, map(_saved_inputs, map(nodes.__getitem__, self.input_nodes)),
+                          self.input_indices))
+        ids[self.input_objects] = np.fromiter(map(id, inputs), np.int64, len(inputs))
+        outputs = list(map(_saved_output, map(nodes.__getitem__, self.output_nodes)))
+        ids[self.output_objects] = np.fromiter(map(id, outputs), np.int64, len(outputs))
+        kept = []
+        for j, s in self.seeds:
+            edge, grad = seeds[s]
+            seed = np.array(grad, dtype=dtype, copy=True).reshape(edge.shape)
+            kept.append(seed)
+            ids[j] = id(seed)
+        results = {}
+        for j, where, shape in self.results:
+            array = np.zeros(shape, dtype=dtype)
+            ids[j] = id(array)
+            edge = nodes[where] if where >= 0 else leaves[-2 - where]
+            results[id(edge)] = array
+        executor.run_tables(self.table, ids, self.floats, self.arena_size, dtype)
+        if not retain_graph:
+            freed = list(map(nodes.__getitem__, self.to_free))
+            n = len(freed)
+            deque(map(setattr, freed, repeat("saved_inputs", n), repeat(None, n)), 0)
+            deque(map(setattr, freed, repeat("saved_output", n), repeat(None, n)), 0)
+            deque(map(setattr, freed, repeat("freed", n), repeat(True, n)), 0)
+            if freed:
+                newest = max(map(_seq, freed))
+                if newest > tape.marks[1]:
+                    tape.marks[1] = newest
+        met = {}
+        for j in self.met:
+            leaf = leaves[j]
+            met[id(leaf)] = leaf
+        return results, met
+
+    def _match(self, root_edges):
+        """The graph's nodes by position, or None if its structure is not the template's."""
+        nodes = []
+        positions = self.root_positions
+        if len(root_edges) != len(positions):
+            return None
+        for edge, p in zip(root_edges, positions):
+            if p == len(nodes):
+                nodes.append(edge)
+            elif nodes[p] is not edge:
+                return None
+        append = nodes.append
+        try:
+            for p, k in self.tree:
+                append(nodes[p].edges[k])
+        except (IndexError, AttributeError):
+            return None
+        # Node by node, in C-level maps: the type, op, dtype, arity and no retain_grad.
+        if set(map(type, nodes)) != _NODE_TYPE:
+            return None
+        if (
+            list(map(_op, nodes)) != self.ops
+            or list(map(_dtype, nodes)) != self.dtypes
+            or any(map(_retained, nodes))
+        ):
+            return None
+        for p, arity in self.variadic:  # the other ops' arity is fixed
+            if len(nodes[p].edges) != arity:
+                return None
+        attrs = list(map(_attrs, nodes))
+        if not _all_identical(attrs, self.attrs):
+            for i in compress(range(len(attrs)), map(is_not, attrs, self.attrs)):
+                if not _same_attrs(attrs[i], self.attrs[i]):
+                    return None
+        for i, k, j in self.links:
+            if nodes[i].edges[k] is not nodes[j]:
+                return None
+        for i, k in self.nones:
+            if nodes[i].edges[k] is not None:
+                return None
+        return nodes
+
+    def _match_leaves(self, nodes):
+        leaves = [None] * self.n_leaves
+        node_type = tape.Node
+        for i, k, j in self.leaf_links:
+            edge = nodes[i].edges[k]
+            leaf = leaves[j]
+            if leaf is None:
+                if edge is None or type(edge) is node_type:
+                    return None
+                leaves[j] = edge
+            elif leaf is not edge:
+                return None
+        dtype = self.dtype
+        for leaf, shape in zip(leaves, self.leaf_shapes):
+            if leaf.dtype != dtype or leaf.shape != shape:
+                return None
+        if len({id(leaf) for leaf in leaves}) != len(leaves):
+            return None  # two of the template's leaves are one tensor here
+        return leaves
+
+    def _match_targets(self, nodes, leaves, targets, allow_unused):
+        if len(targets) != len(self.targets):
+            return False
+        reached = None
+        for edge, where in zip(targets, self.targets):
+            if where is None:
+                if not allow_unused:
+                    return False  # the uncached path raises the unused-input error
+                if reached is None:
+                    reached = {id(e) for e in nodes}
+                    reached.update(id(e) for e in leaves)
+                if id(edge) in reached:
+                    return False
+            elif where >= 0:
+                # A node target must be at its position only: a graph may merge two of the
+                # template's nodes into one (its gradients are the same), not a target.
+                if nodes[where] is not edge or nodes.count(edge) != 1:
+                    return False
+            elif leaves[-2 - where] is not edge:
+                return False
+        return True
+
+
+_NODE_TYPE = {tape.Node}
+_op = attrgetter("op")
+_attrs = attrgetter("attrs")
+_dtype = attrgetter("dtype")
+_edges = attrgetter("edges")
+_retained = attrgetter("retained")
+_freed = attrgetter("freed")
+_seq = attrgetter("seq")
+_versions = attrgetter("versions")
+_saved_inputs = attrgetter("saved_inputs")
+_saved_output = attrgetter("saved_output")
+_first = itemgetter(0)
+
+
+def _maybe_stale(nodes):
+    """Whether a saved buffer of ``nodes`` may be freed or modified since it was saved.
+
+    When every node is newer than the last in-place change and than every freed node
+    (:data:`autograd_nb.tape.marks`), none can be: one C-level pass. Otherwise each node's
+    flags and versions are read."""
+    if not nodes:
+        return False
+    oldest = min(map(_seq, nodes))
+    mutated, freed = tape.marks
+    if oldest > mutated and oldest > freed:
+        return False
+    return any(map(_freed, nodes)) or not _versions_current(nodes)
+
+
+def _versions_current(nodes):
+    """Whether every saved buffer of ``nodes`` still has the version it was saved at."""
+    flat = list(chain.from_iterable(map(_versions, nodes)))  # box, version, box, ...
+    return all(map(eq, map(_first, flat[0::2]), flat[1::2]))
+
+
+def _all_identical(a, b):
+    """Whether the lists hold the very same objects (C-level; False when unsure)."""
+    return sum(map(is_not, a, b)) == 0
+
+
+def _group_operands(group):
+    """``(node, saved index)`` of each operand of a fused group's driver, in the order of
+    :meth:`autograd_nb.engine.fusion.Group.spec`."""
+    for node, k in zip(group.nodes, group.positions, strict=True):
+        used, _, reads_y = node.op._vjp_args[k]
+        for i in used:
+            yield node, i
+        if reads_y:
+            yield node, -1
+
+
+def _find_saved(array, node, position):
+    """``(position, saved index)`` (-1: the output) of ``array`` among ``node``'s saved
+    buffers; None if it is none of them."""
+    candidates = []
+    if node.saved_inputs is not None:
+        candidates = [k for k, saved in enumerate(node.saved_inputs) if saved is array]
+    if node.saved_output is array:
+        candidates.append(-1)
+    if not candidates:
+        return None
+    if len(candidates) > 1:
+        # One buffer saved twice is fine when both came from one tensor (x * x), not when
+        # one of them is a constant that happens to be that buffer this time.
+        first = node.edges[candidates[0]] if candidates[0] >= 0 else None
+        if first is None or any(k < 0 or node.edges[k] is not first for k in candidates):
+            raise _NotCached
+    return position[id(node)], candidates[0]
+
+
+def _same_attrs(a, b):
+    """Whether two attribute dicts are equal (their ops then read the same ints and floats)."""
+    if a.keys() != b.keys():
+        return False
+    for name, value in a.items():
+        other = b[name]
+        if value is other:
+            continue
+        if type(value) is not type(other):
+            return False
+        if type(value) is np.ndarray:
+            if value.dtype != other.dtype or not np.array_equal(value, other):
+                return False
+        elif name == "exec":
+            continue  # a per-shape cache of the executor's, filled on demand
+        else:
+            try:
+                if not bool(value == other):
+                    return False
+            except (ValueError, TypeError):
+                return False
+    return True

@@ -1,0 +1,226 @@
+"""Backward plans cached by structure (engine.plan_cache) against planning every backward.
+
+A template replays the tables that planning wrote for an identical graph, so its gradients
+must equal the uncached ones to the last bit; a graph that differs anywhere (an op, an edge,
+a leaf, a constant, a dtype, a retain_grad, a version) must not run from it.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import autograd_nb as anb
+from autograd_nb import engine
+from autograd_nb.engine import plan_cache
+
+from .test_executor import programs, run_program
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache():
+    plan_cache.clear()
+    yield
+    plan_cache.clear()
+    engine.CACHED = True
+
+
+def hits():
+    return plan_cache.stats["hits"]
+
+
+def uncached(function):
+    engine.CACHED = False
+    try:
+        return function()
+    finally:
+        engine.CACHED = True
+
+
+def grads(loss_of, values, targets=None):
+    """Gradients of ``loss_of(*leaves)`` with respect to new leaves holding ``values``."""
+    leaves = [anb.tensor(v, requires_grad=True) for v in values]
+    loss = loss_of(*leaves)
+    chosen = leaves if targets is None else [leaves[i] for i in targets]
+    return [g.numpy() for g in anb.grad(loss, chosen, allow_unused=True,
+                                        materialize_grads=True)]
+
+
+def assert_same(a, b):
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x, y)
+
+
+def scalar_chain(x, y):
+    h = x * y + anb.softplus(x)
+    s = anb.softmax(anb.stack([h, x, y * 0.5, h * h]))
+    return s[0] * s[3] + anb.sum(s)
+
+
+@settings(max_examples=40, deadline=None)
+@given(programs(), st.sampled_from(["float64", "float32"]))
+def test_repeated_random_programs_run_from_a_template_with_the_same_bits(steps, dtype):
+    rng = np.random.default_rng(len(steps))
+    runs = [(rng.uniform(-1, 1, (3, 4)).astype(dtype), rng.uniform(-1, 1, (4,)).astype(dtype))
+            for _ in range(4)]
+    plan_cache.clear()
+    before = hits()
+    for x0, w0 in runs:
+        cached = grads(lambda x, w: run_program(steps, x, w), (x0, w0))
+        expected = uncached(lambda: grads(lambda x, w: run_program(steps, x, w), (x0, w0)))
+        assert_same(cached, expected)
+    # Programs whose every node has an executor driver repeat from a template from the third
+    # run on (the second makes it).
+    assert hits() - before in (0, 2)
+
+
+def test_a_repeated_scalar_graph_hits_and_matches_the_uncached_backward():
+    values = [np.array(0.3), np.array(-0.7)]
+    first = grads(scalar_chain, values)
+    grads(scalar_chain, values)
+    before = hits()
+    for scale in (1.0, 2.0, -0.5):
+        scaled = [v * scale for v in values]
+        assert_same(grads(scalar_chain, scaled), uncached(lambda: grads(scalar_chain, scaled)))
+    assert hits() - before == 3
+    assert_same(grads(scalar_chain, values), first)
+
+
+def test_backward_accumulates_from_a_template_as_without():
+    def step(x, y):
+        loss = scalar_chain(x, y)
+        loss.backward()
+
+    for _ in range(2):
+        step(*[anb.tensor(v, requires_grad=True) for v in (0.3, -0.7)])
+    before = hits()
+    x, y = (anb.tensor(v, requires_grad=True) for v in (0.2, 0.4))
+    step(x, y)
+    step(x, y)  # accumulates into .grad
+    assert hits() - before == 2
+    engine.CACHED = False
+    x2, y2 = (anb.tensor(v, requires_grad=True) for v in (0.2, 0.4))
+    step(x2, y2)
+    step(x2, y2)
+    np.testing.assert_array_equal(x.grad.numpy(), x2.grad.numpy())
+    np.testing.assert_array_equal(y.grad.numpy(), y2.grad.numpy())
+
+
+def warm(loss_of, values):
+    for _ in range(2):
+        grads(loss_of, values)
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [
+        lambda x, y: anb.sum(anb.sin(x) * y),  # another unary op
+        lambda x, y: anb.sum(anb.tanh(x) * x),  # an edge to another leaf
+        lambda x, y: anb.sum(anb.tanh(x) * anb.tanh(x)),  # two nodes where one was shared
+        lambda x, y: anb.sum(anb.tanh(x) * (y + 1.0)),  # one more node
+        lambda x, y: anb.sum(anb.tanh(x) * y.detach()),  # an edge that leads nowhere
+        lambda x, y: anb.sum(anb.tanh(x) * y) * 3.0,  # a different constant
+    ],
+)
+def test_a_graph_differing_anywhere_does_not_run_from_the_template(variant):
+    def base(x, y):
+        t = anb.tanh(x)
+        return anb.sum(t * y)
+
+    values = [np.linspace(-1, 1, 6), np.linspace(0.5, 2, 6)]
+    warm(base, values)
+    assert_same(grads(variant, values), uncached(lambda: grads(variant, values)))
+
+
+def test_two_template_leaves_that_are_one_tensor_here_do_not_match():
+    def loss_of(x, y):
+        return anb.sum(anb.tanh(x) * anb.exp(y))
+
+    x, y = (anb.tensor(np.linspace(-1, 1, 4), requires_grad=True) for _ in range(2))
+    for _ in range(2):
+        anb.grad(loss_of(x, y), [x, y])
+    before = hits()
+    same = anb.grad(loss_of(x, x), [x])[0].numpy()
+    assert hits() == before
+    t, e = np.tanh(x.numpy()), np.exp(x.numpy())
+    np.testing.assert_allclose(same, (1 - t * t) * e + t * e, rtol=1e-14)
+
+
+def test_a_dtype_change_behind_a_constant_does_not_match():
+    def loss_of(x, c):
+        return lambda: anb.sum(anb.tensor(c) * anb.tanh(x))
+
+    x = anb.tensor(np.linspace(-1, 1, 4).astype("float32"), requires_grad=True)
+    c32 = np.full(4, 0.5, dtype="float32")
+    for _ in range(2):
+        anb.grad(loss_of(x, c32)(), x)
+    c64 = np.full(4, 0.5)
+    cached = anb.grad(loss_of(x, c64)(), x)[0]
+    engine.CACHED = False
+    expected = anb.grad(loss_of(x, c64)(), x)[0]
+    assert cached.dtype == expected.dtype
+    np.testing.assert_array_equal(cached.numpy(), expected.numpy())
+
+
+def test_errors_fire_from_a_template_as_from_planning():
+    def loss_of(x):
+        return anb.sum(anb.sin(x * 1.0) * 2.0)
+
+    warm(loss_of, [np.ones(3)])
+    x = anb.tensor(np.ones(3), requires_grad=True)
+    loss = loss_of(x)
+    anb.grad(loss, x, retain_graph=False)
+    with pytest.raises(RuntimeError, match="second time"):
+        anb.grad(loss, x)  # freed by the first backward
+    h = anb.tensor(np.ones(3), requires_grad=True) * 1.0
+    loss = anb.sum(anb.sin(h) * 2.0)
+    with anb.no_grad():
+        h += 1  # modified after sin saved it
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
+
+
+def test_an_unused_input_raises_unless_allowed_from_a_template_too():
+    def loss_of(x, unused):
+        return anb.sum(anb.tanh(x))
+
+    values = [np.ones(2), np.ones(2)]
+    warm(loss_of, values)
+    x, unused = (anb.tensor(v, requires_grad=True) for v in values)
+    with pytest.raises(RuntimeError, match="not have been used"):
+        anb.grad(loss_of(x, unused), [x, unused])
+    x, unused = (anb.tensor(v, requires_grad=True) for v in values)
+    result = anb.grad(loss_of(x, unused), [x, unused], allow_unused=True)
+    assert result[1] is None
+
+
+def test_an_unreachable_target_reachable_now_does_not_match():
+    x = anb.tensor(np.linspace(0, 1, 3), requires_grad=True)
+    other = anb.tensor(np.ones(3), requires_grad=True)
+    for _ in range(2):
+        anb.grad(anb.sum(anb.sin(x)), [x, other], allow_unused=True)
+    h = anb.sin(x)
+    loss = anb.sum(h)
+    # ``h`` was never a target; asking for it now must give its gradient.
+    dx, dh = anb.grad(loss, [x, h], allow_unused=True)
+    np.testing.assert_array_equal(dh.numpy(), np.ones(3))
+
+
+def test_retain_grad_in_a_repeated_structure_is_filled():
+    for _ in range(3):
+        x = anb.tensor(np.linspace(-1, 1, 4), requires_grad=True)
+        h = anb.tanh(x)
+        h.retain_grad()
+        anb.sum(h * h).backward()
+        np.testing.assert_allclose(h.grad.numpy(), 2 * np.tanh(x.numpy()), rtol=1e-15)
+
+
+def test_retain_graph_keeps_the_buffers_for_a_second_backward():
+    warm(scalar_chain, [np.array(0.1), np.array(0.2)])
+    x, y = (anb.tensor(v, requires_grad=True) for v in (0.1, 0.2))
+    loss = scalar_chain(x, y)
+    first = anb.grad(loss, [x, y], retain_graph=True)
+    second = anb.grad(loss, [x, y])
+    for a, b in zip(first, second):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
