@@ -1,14 +1,19 @@
 """Linear algebra: one batched-matmul primitive, ``(batch, m, k) @ (batch, k, n)``, and the
 NumPy functions composed from it (matmul with its 1-D and batch-broadcasting rules, dot, outer,
-einsum). The BLAS kernels call numba's ``np.dot`` (hence SciPy at run time); small products and
-integer dtypes, which BLAS does not serve, go through plain loops.
+einsum). The BLAS kernels call numba's ``np.dot``, and the batched VJPs SciPy's GEMM directly
+(accumulating in place, see ``_gemm_add``): SciPy's BLAS at run time either way. Small products
+and integer dtypes, which BLAS does not serve, go through plain loops.
 
 The composites record only shape ops, ``_bmm``, ``sum``, ``multiply`` and ``getitem``, so their
 gradients (of any order) come from those ops' rules.
 """
 
+import ctypes
+import math
+
 import numpy as np
 from numba import njit
+from numba.extending import get_cython_function_address
 
 from . import _broadcast
 from ._pointers import array_at
@@ -43,11 +48,152 @@ def _bmm_vjp_b(g, a, grad_b, scratch):
         grad_b[i] += scratch
 
 
+# SciPy's BLAS GEMM (the library numba's ``np.dot`` calls), reached directly for what np.dot
+# does not offer: accumulation (beta = 1: no scratch product, no separate add), transposed
+# operands read in place, and rows with a leading dimension (one batch entry of a stacked
+# gradient) written in place. The pointers are arguments of the compiled functions, not
+# globals, so numba still caches them on disk.
+_GEMM_TYPE = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * 13))
+_GEMM = {
+    np.dtype(np.float64): _GEMM_TYPE(get_cython_function_address("scipy.linalg.cython_blas",
+                                                                 "dgemm")),
+    np.dtype(np.float32): _GEMM_TYPE(get_cython_function_address("scipy.linalg.cython_blas",
+                                                                 "sgemm")),
+}
+
+
 @njit(cache=True, nogil=True)
-def _add_product(x, y, out, scratch):
-    # out += x @ y (BLAS into a contiguous scratch; ``out`` may be a strided view)
-    np.dot(x, y, scratch)
-    out += scratch
+def _gemm_add(gemm, x, transpose_x, y, transpose_y, out):
+    """``out += x' @ y'``, where ``x'`` is ``x`` or ``x.T`` (``y'`` likewise).
+
+    Every operand is a 2-D array whose rows are contiguous (any row stride). BLAS is
+    column-major: the row-major ``out`` is its ``out.T = y'.T @ x'.T``, which swaps the
+    operands and reads each stored matrix as its own transpose.
+    """
+    rows, columns = out.shape
+    depth = x.shape[0] if transpose_x else x.shape[1]
+    if rows == 0 or columns == 0 or depth == 0:
+        return
+    item = out.itemsize
+    ints = np.empty(6, dtype=np.int32)
+    ints[0] = columns
+    ints[1] = rows
+    ints[2] = depth
+    ints[3] = max(y.strides[0] // item, y.shape[1], 1)
+    ints[4] = max(x.strides[0] // item, x.shape[1], 1)
+    ints[5] = max(out.strides[0] // item, columns, 1)
+    flags = np.empty(2, dtype=np.uint8)
+    flags[0] = 84 if transpose_y else 78  # "T" or "N"
+    flags[1] = 84 if transpose_x else 78
+    one = np.ones(1, dtype=out.dtype)
+    gemm(flags[0:1].ctypes, flags[1:2].ctypes, ints[0:1].ctypes, ints[1:2].ctypes,
+         ints[2:3].ctypes, one.ctypes, y.ctypes, ints[3:4].ctypes, x.ctypes, ints[4:5].ctypes,
+         one.ctypes, out.ctypes, ints[5:6].ctypes)
+
+
+@njit(cache=True, nogil=True)
+def _one_hot_rows(rows, columns):
+    """Whether every row of ``rows`` has at most one nonzero; if so ``columns[r]`` is row
+    ``r``'s (-1: none). Stops at the first row with two, so a dense ``rows`` costs ~nothing."""
+    for r in range(rows.shape[0]):
+        row = rows[r]
+        count = 0
+        for j in range(row.size):  # a count, not a search: it vectorises
+            count += row[j] != 0
+        if count > 1:
+            return False
+        columns[r] = -1
+        if count:
+            j = 0
+            while row[j] == 0:
+                j += 1
+            columns[r] = j
+    return True
+
+
+@njit(cache=True, nogil=True, fastmath={"reassoc"})
+def _all_finite(x):
+    # 0 * inf and 0 * nan are nan, 0 * anything else 0; reassociating the sum (and only
+    # that) lets it vectorise.
+    total = 0.0
+    for r in range(x.shape[0]):
+        row = x[r]
+        for j in range(row.size):
+            total += row[j] * 0.0
+    return total == 0.0
+
+
+@njit(cache=True, nogil=True)
+def _product_add(gemm, x, y, transpose_y, out, columns):
+    """``out += x @ y'`` (``y'``: ``y`` or ``y.T``), by GEMM, or row by row where every row of
+    ``x`` has at most one nonzero.
+
+    That is the Jacobian's case: the seed of ``jacobian`` (an identity) through elementwise
+    VJPs reaches a matmul as one-hot rows, and ``x[r, j] * y'[j]`` replaces a row of the
+    product, O(rows * columns) instead of O(rows * depth * columns). Checked on every call,
+    for any ``x``. Same result as the GEMM: the other terms are exact zeros (with a
+    non-finite ``y``, whose ``0 * inf`` is nan, the GEMM runs).
+    """
+    if x.shape[0] > 1 and _one_hot_rows(x, columns) and _all_finite(y):
+        for r in range(out.shape[0]):
+            j = columns[r]
+            if j < 0:
+                continue
+            scale = x[r, j]
+            row = out[r]
+            if transpose_y:
+                for c in range(row.size):
+                    row[c] += scale * y[c, j]
+            else:
+                source = y[j]
+                for c in range(row.size):
+                    row[c] += scale * source[c]
+        return
+    _gemm_add(gemm, x, False, y, transpose_y, out)
+
+
+@njit(cache=True, nogil=True)
+def _bmm_vjp_batched(gemm, k, g, factor, grad):
+    """Both VJPs of ``_bmm`` for a stack of ``vectors`` grad_outputs ``g (vectors, batch, m,
+    n)``, accumulated into ``grad`` (C-contiguous) by BLAS, with no copies: ``factor`` is
+    ``b`` for ``k == 0`` (``grad[v, i] += g[v, i] @ b[i].T``), ``a`` for ``k == 1``
+    (``grad[v, i] += a[i].T @ g[v, i]``).
+
+    Where the vectors' rows line up with one stride (one batch entry, or one row / column
+    per entry: the Jacobian of ``W @ x``) they are stacked into one product per batch entry,
+    ``(vectors * m, n) @ b[i].T`` or ``(vectors, m) @ a[i]`` (see ``_product_add``);
+    otherwise one product per vector and entry.
+    """
+    vectors, batch, m, n = g.shape
+    columns = np.empty(vectors * m, dtype=np.int64)
+    if k == 0:
+        if batch == 1:
+            _product_add(gemm, g.reshape((vectors * m, n)), factor[0], True,
+                         grad.reshape((vectors * m, grad.shape[3])), columns)
+        elif m == 1:
+            for i in range(batch):
+                _product_add(gemm, g[:, i, 0, :], factor[i], True, grad[:, i, 0, :], columns)
+        else:
+            for i in range(batch):
+                for v in range(vectors):
+                    _gemm_add(gemm, g[v, i], False, factor[i], True, grad[v, i])
+    elif n == 1:
+        for i in range(batch):
+            _product_add(gemm, g[:, i, :, 0], factor[i], False, grad[:, i, :, 0], columns)
+    else:
+        for i in range(batch):
+            for v in range(vectors):
+                _gemm_add(gemm, factor[i], True, g[v, i], False, grad[v, i])
+
+
+@njit(cache=True, nogil=True)
+def _bmm_vjp_batched_loops(k, g, factor, grad):
+    """``_bmm_vjp_batched`` as plain loops, for products too small for BLAS and integers."""
+    for v in range(g.shape[0]):
+        if k == 0:
+            _bmm_vjp_a_loops(g[v], factor, grad[v])
+        else:
+            _bmm_vjp_b_loops(g[v], factor, grad[v])
 
 
 @njit(cache=True, nogil=True)
@@ -188,38 +334,24 @@ class BatchedMatmul(Op):
             grad_input += target
 
     def vjp_batched(self, k, grad_outputs, saved, attrs, grad_inputs):
-        # One product per batch entry i for all B vectors at once: their rows (for a's
-        # gradient) or columns (for b's) side by side, (B*m, n) @ b[i].T or a[i].T @ (m, B*n).
+        # All vectors at once, straight into the gradient buffer (see _bmm_vjp_batched).
         a, b = saved[0], saved[1]
         if grad_outputs.size == 0 or grad_inputs.size == 0:
             return
         vectors, batch, m, n = grad_outputs.shape
-        inner = a.shape[2]
-        g = grad_outputs.astype(a.dtype, copy=False)
-        if (k == 1 and n == 1) or (k == 0 and m == 1):
-            # A matrix-vector product (the Jacobian of ``W @ x``): the vectors' gradients are
-            # the rows of one product, with no transposed copies: ``G (B, m) @ a[i]`` for x,
-            # ``G (B, n) @ b[i].T`` for a row vector.
-            # numba's BLAS, not NumPy's: NumPy's threaded OpenBLAS measured 40 ms against
-            # 1.3 ms here when the other core was busy (its threads wait on each other).
-            scratch = np.empty((vectors, inner), dtype=a.dtype)
-            for i in range(batch):
-                rows = g[:, i, :, 0] if k == 1 else g[:, i, 0, :]
-                factor = a[i] if k == 1 else b[i].T
-                target = grad_inputs[:, i, :, 0] if k == 1 else grad_inputs[:, i, 0, :]
-                _add_product(np.ascontiguousarray(rows), np.ascontiguousarray(factor), target,
-                             scratch)
-            return
-        if k == 0:
-            rows = np.ascontiguousarray(g.transpose(1, 0, 2, 3)).reshape(batch, vectors * m, n)
-            out = np.zeros((batch, vectors * m, inner), dtype=a.dtype)
-            _add_vjp_a(rows, b, out)
-            grad_inputs += out.reshape(batch, vectors, m, inner).transpose(1, 0, 2, 3)
+        g = np.ascontiguousarray(grad_outputs, dtype=a.dtype)
+        target = grad_inputs
+        if grad_inputs.dtype != a.dtype or not grad_inputs.flags.c_contiguous:
+            target = np.zeros(grad_inputs.shape, dtype=a.dtype)
+        factor = b if k == 0 else a
+        # Stacked, the vectors make one product large enough for BLAS where one alone is not.
+        stacked = vectors if (batch == 1 or (m if k == 0 else n) == 1) else 1
+        if _blas(a.dtype, stacked * m, a.shape[2], n):
+            _bmm_vjp_batched(_GEMM[a.dtype], k, g, factor, target)
         else:
-            columns = np.ascontiguousarray(g.transpose(1, 2, 0, 3)).reshape(batch, m, -1)
-            out = np.zeros((batch, inner, vectors * n), dtype=a.dtype)
-            _add_vjp_b(columns, a, out)
-            grad_inputs += out.reshape(batch, inner, vectors, n).transpose(2, 0, 1, 3)
+            _bmm_vjp_batched_loops(k, g, factor, target)
+        if target is not grad_inputs:
+            grad_inputs += target
 
     def exec_spec(self, k, node):
         a, b = node.saved_inputs
@@ -251,7 +383,8 @@ def _reshaped(x, shape):
 
 
 def _size(shape):
-    return int(np.prod(shape, dtype=np.int64))
+    # math.prod of Python ints: np.prod costs ~3 us a call, and matmul asks several times.
+    return math.prod(int(n) for n in shape)
 
 
 # -- matmul ------------------------------------------------------------------------------------

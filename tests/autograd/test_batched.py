@@ -161,3 +161,146 @@ def test_every_reduction_batched_vjp(name, axis, batched_path):
     x = anb.tensor(rng.uniform(0.5, 1.5, size=(2, 3, 4)), requires_grad=True)
     y = getattr(anb, name)(x, axis=axis)
     check_batched(y, [x], rng.standard_normal((5,) + y.shape))
+
+
+# -- the Jacobian of an MLP: one-hot rows, GEMMs into the gradient, buffers passed on -----------
+
+
+def mlp_data(seed, sizes=(12, 16, 8), dtype=np.float64):
+    n_in, hidden, n_out = sizes
+    rng = np.random.default_rng(seed)
+    return {
+        "x": rng.standard_normal(n_in).astype(dtype),
+        "W1": (rng.standard_normal((hidden, n_in)) * n_in**-0.5).astype(dtype),
+        "b1": (rng.standard_normal(hidden) * 0.1).astype(dtype),
+        "W2": (rng.standard_normal((n_out, hidden)) * hidden**-0.5).astype(dtype),
+        "b2": (rng.standard_normal(n_out) * 0.1).astype(dtype),
+    }
+
+
+def mlp(x, W1, b1, W2, b2):
+    return anb.tanh(W2 @ anb.tanh(W1 @ x + b1) + b2)
+
+
+def mlp_jacobian_closed_form(x, W1, b1, W2, b2):
+    h = np.tanh(W1 @ x + b1)
+    y = np.tanh(W2 @ h + b2)
+    return ((1 - y**2)[:, None] * W2) @ ((1 - h**2)[:, None] * W1)
+
+
+def batched_mlp_grad(data, v):
+    x = anb.tensor(data["x"], requires_grad=True)
+    params = {name: anb.tensor(value) for name, value in data.items() if name != "x"}
+    y = mlp(x, **params)
+    (g,) = anb.grad(y, x, grad_outputs=anb.tensor(v), is_grads_batched=True, retain_graph=True)
+    return g.numpy(), y, x
+
+
+def finite_difference_jacobian(data, eps=1e-6):
+    def f(x):
+        return np.tanh(data["W2"] @ np.tanh(data["W1"] @ x + data["b1"]) + data["b2"])
+
+    x = data["x"]
+    columns = []
+    for i in range(x.size):
+        step = np.zeros_like(x)
+        step[i] = eps
+        columns.append((f(x + step) - f(x - step)) / (2 * eps))
+    return np.stack(columns, axis=1)
+
+
+@pytest.mark.parametrize("seed_kind", ["identity", "scaled permutation", "dense", "mixed"])
+def test_mlp_jacobian_rows_equal_single_vjps_and_finite_differences(seed_kind, batched_path):
+    # Large enough for BLAS; an identity (or any one-hot) seed reaches the second matmul as
+    # one-hot rows (the row-by-row product), a dense or mixed one as a GEMM.
+    data = mlp_data(5)
+    rng = np.random.default_rng(6)
+    n_out = data["W2"].shape[0]
+    v = {
+        "identity": np.eye(n_out),
+        "scaled permutation": np.eye(n_out)[rng.permutation(n_out)] * rng.uniform(1, 2, n_out),
+        "dense": rng.standard_normal((5, n_out)),
+        "mixed": np.vstack([np.eye(n_out), rng.standard_normal((1, n_out))]),
+    }[seed_kind]
+    got, y, x = batched_mlp_grad(data, v)
+    (want,) = stacked_single_vjps(y, [x], v)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+    jacobian = mlp_jacobian_closed_form(**data)
+    np.testing.assert_allclose(got, v @ jacobian, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(got, v @ finite_difference_jacobian(data), rtol=1e-6, atol=1e-8)
+
+
+def test_one_hot_rows_give_the_gemm_result_also_with_non_finite_weights():
+    # 0 * inf is nan in the GEMM: with a non-finite factor the row-by-row product must not run.
+    data = mlp_data(7)
+    data["W2"][0, 3] = np.inf
+    v = np.eye(data["W2"].shape[0])
+    got, y, x = batched_mlp_grad(data, v)
+    (want,) = stacked_single_vjps(y, [x], v)
+    assert np.isnan(want).any()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+
+
+def test_mlp_jacobian_float32():
+    data = mlp_data(8, dtype=np.float32)
+    got, y, x = batched_mlp_grad(data, np.eye(8, dtype=np.float32))
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, mlp_jacobian_closed_form(**data), rtol=1e-4, atol=1e-5)
+
+
+def test_mlp_jacobian_one_and_two_threads_identical(monkeypatch):
+    monkeypatch.setattr(config, "PARALLEL_MIN_ELEMENTS", 0)
+    data = mlp_data(9, sizes=(40, 64, 32))
+    previous = numba.get_num_threads()
+    results = []
+    try:
+        for threads in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
+            numba.set_num_threads(threads)
+            for v in (np.eye(32), np.random.default_rng(10).standard_normal((32, 32))):
+                results.append(batched_mlp_grad(data, v)[0])
+    finally:
+        numba.set_num_threads(previous)
+    np.testing.assert_array_equal(results[0], results[2])
+    np.testing.assert_array_equal(results[1], results[3])
+
+
+def test_gradient_used_twice_accumulates_into_the_gemm_target():
+    # x reaches the output through two matmuls and an add: the second GEMM adds (beta = 1)
+    # into the slot the first one filled, and add's identity VJP passes buffers on.
+    rng = np.random.default_rng(11)
+    W1, W2 = rng.standard_normal((20, 15)), rng.standard_normal((20, 15))
+    x = anb.tensor(rng.standard_normal(15), requires_grad=True)
+    y = anb.tanh(anb.tensor(W1) @ x) + anb.tensor(W2) @ x + x[:5].sum()
+    for v in (np.eye(20), rng.standard_normal((3, 20))):
+        check_batched(y, [x], v)
+
+
+def test_passed_on_buffers_leave_requested_intermediates_intact():
+    # ``h`` is asked for: its gradient must not be the buffer that reshape and add pass on
+    # (and then accumulate into) for x.
+    rng = np.random.default_rng(12)
+    x = anb.tensor(rng.standard_normal((4, 6)), requires_grad=True)
+    h = anb.reshape(x, (6, 4)) + 1.0
+    y = anb.sin(h) * 2 + anb.reshape(x * x, (6, 4))
+    v = rng.standard_normal((3, 6, 4))
+    gh, gx = anb.grad(y, (h, x), grad_outputs=anb.tensor(v), is_grads_batched=True,
+                      retain_graph=True)
+    np.testing.assert_allclose(gh.numpy(), v * 2 * np.cos(h.numpy()), rtol=1e-12)
+    want = (v * 2 * np.cos(h.numpy())).reshape(3, 4, 6) + v.reshape(3, 4, 6) * 2 * x.numpy()
+    np.testing.assert_allclose(gx.numpy(), want, rtol=1e-12)
+    check_batched(y, [x], v)
+
+
+def test_add_of_an_input_to_itself_passes_one_buffer_on(monkeypatch):
+    # x + x: the first input takes the gradient buffer, the second adds into it.
+    from autograd_nb import engine
+
+    x = anb.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
+    y = anb.tanh(anb.reshape(x + x, (3, 2)))
+    v = np.random.default_rng(13).standard_normal((4, 3, 2))
+    check_batched(y, [x], v)
+    monkeypatch.setattr(engine, "COMPILED", False)  # the same walk without a batch
+    (g,) = anb.grad(y, x, grad_outputs=anb.tensor(v[0]), retain_graph=True)
+    want = (v[0] * (1 - np.tanh(2 * x.numpy().reshape(3, 2)) ** 2)).reshape(2, 3) * 2
+    np.testing.assert_allclose(g.numpy(), want, rtol=1e-12)

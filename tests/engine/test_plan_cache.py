@@ -224,3 +224,34 @@ def test_retain_graph_keeps_the_buffers_for_a_second_backward():
     second = anb.grad(loss, [x, y])
     for a, b in zip(first, second):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_an_optimizer_step_between_backwards_keeps_hitting_with_the_same_results():
+    w0 = np.linspace(-1, 1, 6)
+
+    def train(steps):
+        w = anb.tensor(w0, requires_grad=True)
+        history = []
+        for _ in range(steps):
+            (g,) = anb.grad(anb.sum(anb.tanh(w * 1.5) * w), w)
+            with anb.no_grad():
+                w -= 0.1 * g  # in place, between backwards: the graph after it is newer
+            history.append(w.numpy().copy())
+        return history
+
+    before = hits()
+    cached = train(6)
+    assert hits() - before == 4
+    for a, b in zip(cached, uncached(lambda: train(6))):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_freed_node_shared_by_a_later_graph_raises_from_a_template_too():
+    for _ in range(2):
+        x = anb.tensor(np.ones(3), requires_grad=True)
+        anb.grad(anb.sum(anb.sin(anb.sin(x * 1.0))), x)
+    x = anb.tensor(np.ones(3), requires_grad=True)
+    h = anb.sin(x * 1.0)
+    anb.grad(anb.sum(anb.sin(h)), x)  # frees h's node (sin saved its input)
+    with pytest.raises(RuntimeError, match="second time"):
+        anb.grad(anb.sum(anb.sin(h)), x)

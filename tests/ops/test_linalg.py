@@ -399,6 +399,9 @@ def test_shape_errors(name, a_shape, b_shape, phrases):
         ((12, 10), (10, 9), np.float64),  # BLAS
         ((2, 12, 10), (2, 10, 9), np.float32),  # BLAS
         ((2, 3), (3, 4), np.float32),
+        ((2, 1, 30), (2, 30, 20), np.float64),  # BLAS, one row per batch entry
+        ((2, 20, 30), (2, 30, 1), np.float64),  # BLAS, one column per batch entry
+        ((40, 30), (30,), np.float64),  # BLAS, matrix @ vector
     ],
 )
 def test_batched_vjps_match_rows(a_shape, b_shape, dtype):
@@ -417,3 +420,46 @@ def test_batched_vjps_match_rows(a_shape, b_shape, dtype):
             assert got.dtype == want.dtype
             rtol = 1e-5 if got.dtype == np.float32 else 1e-12
             np.testing.assert_allclose(got.numpy()[row], want.numpy(), rtol=rtol, atol=rtol)
+
+
+# -- the batched VJPs' GEMM helpers ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("transpose_x", [False, True])
+@pytest.mark.parametrize("transpose_y", [False, True])
+def test_gemm_add_accumulates_transposed_and_strided_operands(dtype, transpose_x, transpose_y):
+    rng = np.random.default_rng(20)
+    x = rng.standard_normal((7, 5) if transpose_x else (5, 7)).astype(dtype)
+    y = rng.standard_normal((6, 7) if transpose_y else (7, 6)).astype(dtype)
+    # The target is every other row of a wider buffer: rows with a leading dimension.
+    buffer = rng.standard_normal((5, 2, 6)).astype(dtype)
+    out = buffer[:, 1, :]
+    want = out + (x.T if transpose_x else x) @ (y.T if transpose_y else y)
+    untouched = buffer[:, 0, :].copy()
+    linalg._gemm_add(linalg._GEMM[np.dtype(dtype)], x, transpose_x, y, transpose_y, out)
+    rtol = 1e-5 if dtype == np.float32 else 1e-13
+    np.testing.assert_allclose(buffer[:, 1, :], want, rtol=rtol, atol=rtol)
+    np.testing.assert_array_equal(buffer[:, 0, :], untouched)
+
+
+@pytest.mark.parametrize("transpose_y", [False, True])
+def test_product_of_one_hot_rows_equals_the_gemm(transpose_y):
+    rng = np.random.default_rng(21)
+    gemm = linalg._GEMM[np.dtype(np.float64)]
+    y = rng.standard_normal((9, 11) if transpose_y else (11, 9))
+    x = np.zeros((6, 11))
+    x[np.arange(5), rng.integers(0, 11, 5)] = rng.standard_normal(5)  # row 5 stays zero
+    columns = np.empty(6, dtype=np.int64)
+    assert linalg._one_hot_rows(x, columns)
+    assert columns[5] == -1
+    start = rng.standard_normal((6, 9))
+    by_rows, by_gemm = start.copy(), start.copy()
+    linalg._product_add(gemm, x, y, transpose_y, by_rows, columns)
+    linalg._gemm_add(gemm, x, False, y, transpose_y, by_gemm)
+    np.testing.assert_array_equal(by_rows, by_gemm)
+    x[2, 0] = x[2, 1] = 1.0  # two nonzeros in a row: not one-hot
+    assert not linalg._one_hot_rows(x, columns)
+    assert linalg._all_finite(y)
+    y[0, 0] = np.nan
+    assert not linalg._all_finite(y)
