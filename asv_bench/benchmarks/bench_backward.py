@@ -100,7 +100,7 @@ class BackwardPhases:
     graph), writing the instruction tables (Python, per VJP) and the compiled call (the
     tables' conversion to arrays and ``execute``); and, what replaces the first two when the
     structure repeats, the check of the graph against its cached template
-    (``time_template_match``)."""
+    (:class:`BackwardTemplate`)."""
 
     params = [["fastest_autograd_1000"]]
     param_names = ["workload"]
@@ -134,18 +134,28 @@ class BackwardPhases:
     def time_compiled_call(self, workload):
         self.tables.execute()
 
-    def setup_template_match(self, workload):
+
+class BackwardTemplate:
+    """The phase that replaces planning and table writing when the structure repeats: the
+    check of the graph against its cached template (``engine.plan_cache``)."""
+
+    params = BackwardPhases.params
+    param_names = BackwardPhases.param_names
+    timeout = 300
+
+    def setup(self, workload):
         import autograd_nb as anb
         from autograd_nb.engine import plan_cache
 
-        self.setup(workload)
-        for _ in range(2):
-            anb.grad(self.output, self.inputs, retain_graph=True, allow_unused=True)
-        key = plan_cache.key_of(self.roots, self.inputs, False)
+        _set_mode("cached")
+        output, inputs = _graph(workload)
+        self.roots = [output.grad_fn]
+        for _ in range(2):  # the second backward makes the template
+            anb.grad(output, inputs, retain_graph=True, allow_unused=True)
+        key = plan_cache.key_of(self.roots, inputs, False)
         self.template = plan_cache._templates[key][0]
         assert self.template._match(self.roots) is not None
 
     def time_template_match(self, workload):
         self.template._match(self.roots)
 
-    time_template_match.setup = setup_template_match

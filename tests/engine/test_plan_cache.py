@@ -68,7 +68,9 @@ def test_repeated_random_programs_run_from_a_template_with_the_same_bits(steps, 
     before = hits()
     for x0, w0 in runs:
         cached = grads(lambda x, w: run_program(steps, x, w), (x0, w0))
-        expected = uncached(lambda: grads(lambda x, w: run_program(steps, x, w), (x0, w0)))
+        expected = uncached(
+            lambda x0=x0, w0=w0: grads(lambda x, w: run_program(steps, x, w), (x0, w0))
+        )
         assert_same(cached, expected)
     # Programs whose every node has an executor driver repeat from a template from the third
     # run on (the second makes it).
@@ -82,7 +84,8 @@ def test_a_repeated_scalar_graph_hits_and_matches_the_uncached_backward():
     before = hits()
     for scale in (1.0, 2.0, -0.5):
         scaled = [v * scale for v in values]
-        assert_same(grads(scalar_chain, scaled), uncached(lambda: grads(scalar_chain, scaled)))
+        expected = uncached(lambda scaled=scaled: grads(scalar_chain, scaled))
+        assert_same(grads(scalar_chain, scaled), expected)
     assert hits() - before == 3
     assert_same(grads(scalar_chain, values), first)
 
