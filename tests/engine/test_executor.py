@@ -261,8 +261,8 @@ def test_backward_accumulates_into_leaves_and_retained_grads_over_two_calls():
 
 def test_a_repeated_step_reuses_every_cached_piece_of_its_plan(monkeypatch):
     """What a repeated structure does not redo: drivers and their C entries, fused loops,
-    per-shape instruction attributes and layouts (the tables themselves are rewritten per
-    backward, a Python pass over the nodes)."""
+    per-shape instruction attributes and layouts (the tables themselves are kept from the
+    second backward on: tests/engine/test_plan_cache.py)."""
     from autograd_nb.ops.registry import REGISTRY
 
     monkeypatch.setattr(config, "FUSION_MIN_ELEMENTS", 8)
