@@ -15,7 +15,8 @@ per step is one Python pass over the graph that
 * gathers the arrays the drivers read (saved values, the seeds, fresh result buffers);
 
 then the same compiled call as an uncached backward, and the freeing of the saved buffers.
-No per-node dict, set or list is allocated but the list of nodes itself.
+No object is made per node: each pass is a ``map`` into one list of the graph's length (the
+nodes, their ops, their attributes, their saved arrays), compared or gathered at C level.
 
 Anything that does not match falls through to the uncached path, which gives the same bits:
 a template only ever replays what planning and table writing produced for an identical
@@ -167,7 +168,6 @@ class Template:
         for node in nodes:
             if node.retained:
                 raise _NotCached  # retained gradients are filled from the plan's nodes
-        self.n_nodes = len(nodes)
         self.n_leaves = len(leaves)
         self.ops = [node.op for node in nodes]
         self.attrs = [node.attrs for node in nodes]
@@ -232,6 +232,7 @@ class Template:
         """Index arrays for :meth:`run`'s C-level gathering of the saved buffers."""
         ids = [0 if array is None else id(array) for array in self.objects]
         self.object_ids = np.array(ids, dtype=np.int64)
+        # The constant operands themselves, kept alive for ``object_ids``.
         self.constants = [array for array in self.objects if array is not None]
         inputs = [(j, p, k) for j, p, k in self.saved if k >= 0]
         outputs = [(j, p) for j, p, k in self.saved if k < 0]
