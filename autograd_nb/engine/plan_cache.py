@@ -454,20 +454,28 @@ def _same_attrs(a, b):
     if a.keys() != b.keys():
         return False
     for name, value in a.items():
-        other = b[name]
-        if value is other:
-            continue
-        if type(value) is not type(other):
-            return False
-        if type(value) is np.ndarray:
-            if value.dtype != other.dtype or not np.array_equal(value, other):
-                return False
-        elif name == "exec":
+        if name == "exec":
             continue  # a per-shape cache of the executor's, filled on demand
-        else:
-            try:
-                if not bool(value == other):
-                    return False
-            except (ValueError, TypeError):
-                return False
+        if not _same_value(value, b[name]):
+            return False
     return True
+
+
+def _same_value(a, b):
+    """Whether two attribute values are equal: of the same types, arrays of the same dtype,
+    shape and contents, tuples and lists item by item, other objects by their ``==``."""
+    if a is b:
+        return True
+    kind = type(a)
+    if kind is not type(b):
+        return False
+    if kind is np.ndarray:
+        return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
+    if kind is tuple or kind is list:
+        return len(a) == len(b) and all(map(_same_value, a, b))
+    if kind is slice:
+        return _same_value((a.start, a.stop, a.step), (b.start, b.stop, b.step))
+    try:
+        return bool(a == b)
+    except (ValueError, TypeError):
+        return False

@@ -74,6 +74,15 @@ class Selection:
         self._unique = None
         self._last = None
 
+    def __eq__(self, other):
+        """Selections are equal when they index equal input shapes with the same index
+        (the plan cache compares the attributes of two graphs' nodes by value)."""
+        if type(other) is not Selection:
+            return NotImplemented
+        return self.input_shape == other.input_shape and same_index(self.index, other.index)
+
+    __hash__ = None
+
     def gather(self, x):
         """``x[index]`` as a new C-contiguous array (never a view of ``x``)."""
         selected = x[self.index]
@@ -171,16 +180,56 @@ def _basic_layout(input_shape, key):
     return view.shape, tuple(view.strides), offset
 
 
-def _plain_basic(index):
-    """Whether ``index`` is an int, or a tuple of ints, ``None`` and ``...``: a basic index
-    that can key a cache (exact types: ``True`` and ``1`` index differently, and slices are
-    not hashable before Python 3.12)."""
+def _index_key(index):
+    """A hashable key for ``index`` when it is a basic index that can key a cache: an int,
+    a slice of ints and ``None``, or a tuple of those, ``None`` and ``...``; else None.
+    Exact types only (``True`` and ``1`` index differently), and slices become tuples (they
+    are not hashable before Python 3.12)."""
     if type(index) is int:
-        return True
+        return index
+    if type(index) is slice:
+        return _slice_key(index)
     if type(index) is not tuple:
-        return False
+        return None
+    key = []
     for item in index:
-        if type(item) is not int and item is not None and item is not Ellipsis:
+        if type(item) is int or item is None or item is Ellipsis:
+            key.append(item)
+        elif type(item) is slice:
+            part = _slice_key(item)
+            if part is None:
+                return None
+            key.append(part)
+        else:
+            return None
+    return tuple(key)
+
+
+def _slice_key(item):
+    parts = (item.start, item.stop, item.step)
+    for part in parts:
+        if part is not None and type(part) is not int:
+            return None
+    return ("slice", *parts)
+
+
+def same_index(a, b):
+    """Whether two normalized indices select alike: items of the same types, equal values,
+    index arrays of the same dtype, shape and contents."""
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if x is y:
+            continue
+        if type(x) is not type(y):
+            return False
+        if type(x) is np.ndarray:
+            if x.dtype != y.dtype or x.shape != y.shape or not np.array_equal(x, y):
+                return False
+        elif type(x) is slice:
+            if not same_index((x.start, x.stop, x.step), (y.start, y.stop, y.step)):
+                return False
+        elif x != y:
             return False
     return True
 
@@ -217,8 +266,8 @@ class GetItem(Op):
     def run(self, arrays, attrs):
         key = None
         if len(arrays) == 1 and len(attrs) == 1:
-            index = attrs.get("index")
-            if type(index) is int or _plain_basic(index):
+            index = _index_key(attrs.get("index"))
+            if index is not None:
                 x = arrays[0]
                 key = (x.shape, x.strides, x.dtype, index)
                 found = self._run_cache.get(key)

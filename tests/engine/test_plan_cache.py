@@ -166,6 +166,50 @@ def test_a_dtype_change_behind_a_constant_does_not_match():
     np.testing.assert_array_equal(cached.numpy(), expected.numpy())
 
 
+def springs(x):
+    """Slices, as a simulation step writes them (fresh slice objects every call)."""
+    d = x[1:] - x[:-1]
+    return anb.sum(anb.sqrt(anb.sum(d * d, axis=1)))
+
+
+def picked(x):
+    """Advanced indexing with index arrays made afresh every call."""
+    rows, cols = np.arange(3), np.array([0, 2, 1])
+    return anb.sum(anb.tanh(x[rows, cols]) * x[[0, 2, 2]][:, 1])
+
+
+@pytest.mark.parametrize("loss_of", [springs, picked])
+def test_sliced_and_array_indexed_graphs_run_from_a_template(loss_of):
+    values = [np.linspace(-1, 2, 12).reshape(4, 3)]
+    warm(loss_of, values)
+    before = hits()
+    for scale in (1.0, -0.5):
+        scaled = [values[0] * scale]
+        expected = uncached(lambda scaled=scaled: grads(loss_of, scaled))
+        assert_same(grads(loss_of, scaled), expected)
+    assert hits() - before == 2
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [
+        lambda x: anb.sum(anb.tanh(x[:-1]) * x[1:]),  # other slices, the same shapes
+        lambda x: anb.sum(anb.tanh(x[1:]) * x[:-1:1]),  # a step given
+        lambda x: anb.sum(anb.tanh(x[[3, 2, 1]]) * x[:-1]),  # an index list, other values
+        lambda x: anb.sum(anb.tanh(x[np.array([1, 2, 2])]) * x[:-1]),  # another index array
+    ],
+)
+def test_a_different_index_does_not_run_from_the_template(variant):
+    def base(x):
+        return anb.sum(anb.tanh(x[np.array([1, 2, 3])]) * x[:-1])
+
+    values = [np.linspace(-1, 2, 4)]
+    warm(base, values)
+    before = hits()
+    assert_same(grads(variant, values), uncached(lambda: grads(variant, values)))
+    assert hits() == before
+
+
 def test_errors_fire_from_a_template_as_from_planning():
     def loss_of(x):
         return anb.sum(anb.sin(x * 1.0) * 2.0)
