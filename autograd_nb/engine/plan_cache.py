@@ -168,7 +168,16 @@ class Template:
         for node in nodes:
             if node.retained:
                 raise _NotCached  # retained gradients are filled from the plan's nodes
-        self.n_leaves = len(leaves)
+        # Leaf edges as parallel lists (from position, edge index, leaf index), and the first
+        # edge of each leaf.
+        self.leaf_from = [i for i, _, _ in self.leaf_links]
+        self.leaf_k = [k for _, k, _ in self.leaf_links]
+        self.leaf_j = [j for _, _, j in self.leaf_links]
+        first = {}
+        for link, j in enumerate(self.leaf_j):
+            first.setdefault(j, link)
+        self.leaf_first = [first[j] for j in range(len(leaves))]
+        del self.leaf_links
         self.ops = [node.op for node in nodes]
         self.attrs = [node.attrs for node in nodes]
         # Positions of ops taking a sequence (their arity is not fixed) with their arity.
@@ -178,7 +187,6 @@ class Template:
         self.dtypes = [node.dtype for node in nodes]
         self.leaf_shapes = [leaf.shape for leaf in leaves]
         self.needed = [position[id(node)] for node in plan.nodes]
-        self.all_needed = self.needed == list(range(len(nodes)))
         self.to_free = [position[id(node)] for node in ran if node.needs_saved()]
         self.targets = []
         for edge in targets:
@@ -241,7 +249,12 @@ class Template:
         self.input_indices = [k for _, _, k in inputs]
         self.output_objects = np.array([j for j, _ in outputs], dtype=np.intp)
         self.output_nodes = [p for _, p in outputs]
-        del self.objects, self.saved
+        # Result buffers: their objects, shapes, and where their node or leaf sits.
+        self.result_objects = np.array([j for j, _, _ in self.results], dtype=np.intp)
+        self.result_shapes = [shape for _, _, shape in self.results]
+        self.result_nodes = [(where >= 0, where if where >= 0 else -2 - where)
+                             for _, where, _ in self.results]
+        del self.objects, self.saved, self.results
 
     def run(self, root_edges, seeds, targets, retain_graph, allow_unused):
         nodes = self._match(root_edges)
@@ -250,8 +263,9 @@ class Template:
         leaves = self._match_leaves(nodes)
         if leaves is None or not self._match_targets(nodes, leaves, targets, allow_unused):
             return None
-        needed = nodes if self.all_needed else [nodes[p] for p in self.needed]
-        if _maybe_stale(needed):
+        # All the graph's nodes, a superset of those the plan needs: when none may be stale
+        # (the common case, one pass), neither may the needed ones.
+        if _maybe_stale(nodes):
             for p in self.needed:  # as make_plan: the first stale node in plan order raises
                 nodes[p].check_saved()
         for _, grad in seeds:
@@ -271,12 +285,7 @@ class Template:
             seed = np.array(grad, dtype=dtype, copy=True).reshape(edge.shape)
             kept.append(seed)
             ids[j] = id(seed)
-        results = {}
-        for j, where, shape in self.results:
-            array = np.zeros(shape, dtype=dtype)
-            ids[j] = id(array)
-            edge = nodes[where] if where >= 0 else leaves[-2 - where]
-            results[id(edge)] = array
+        results = self._results(nodes, leaves, ids, dtype)
         executor.run_tables(self.table, ids, self.floats, self.arena_size, dtype)
         if not retain_graph:
             freed = list(map(nodes.__getitem__, self.to_free))
@@ -284,15 +293,21 @@ class Template:
             deque(map(setattr, freed, repeat("saved_inputs", n), repeat(None, n)), 0)
             deque(map(setattr, freed, repeat("saved_output", n), repeat(None, n)), 0)
             deque(map(setattr, freed, repeat("freed", n), repeat(True, n)), 0)
+            # Every node of a graph is older than its outputs (edges lead to earlier nodes),
+            # so the outputs' seq bounds the newest freed node's: a mark at most that late.
             if freed:
-                newest = max(map(_seq, freed))
+                newest = max(map(_seq, root_edges))
                 if newest > tape.marks[1]:
                     tape.marks[1] = newest
-        met = {}
-        for j in self.met:
-            leaf = leaves[j]
-            met[id(leaf)] = leaf
-        return results, met
+        met = list(map(leaves.__getitem__, self.met))
+        return results, dict(zip(map(id, met), met))
+
+    def _results(self, nodes, leaves, ids, dtype):
+        """Fresh zeroed result buffers by ``id`` of their node or leaf (their ids in ``ids``)."""
+        arrays = list(map(np.zeros, self.result_shapes, repeat(dtype, len(self.result_shapes))))
+        ids[self.result_objects] = np.fromiter(map(id, arrays), np.int64, len(arrays))
+        owners = [nodes[i] if is_node else leaves[i] for is_node, i in self.result_nodes]
+        return dict(zip(map(id, owners), arrays))
 
     def _match(self, root_edges):
         """The graph's nodes by position, or None if its structure is not the template's."""
@@ -311,14 +326,14 @@ class Template:
                 append(nodes[p].edges[k])
         except (IndexError, AttributeError):
             return None
-        # Node by node, in C-level maps: the type, op, dtype, arity and no retain_grad.
-        if set(map(type, nodes)) != _NODE_TYPE:
+        # Node by node, in C-level maps: the op, dtype, arity and no retain_grad. Only nodes
+        # have an ``op``: a leaf or None where the template has a node fails here.
+        try:
+            if list(map(_op, nodes)) != self.ops:
+                return None
+        except AttributeError:
             return None
-        if (
-            list(map(_op, nodes)) != self.ops
-            or list(map(_dtype, nodes)) != self.dtypes
-            or any(map(_retained, nodes))
-        ):
+        if list(map(_dtype, nodes)) != self.dtypes or any(map(_retained, nodes)):
             return None
         for p, arity in self.variadic:  # the other ops' arity is fixed
             if len(nodes[p].edges) != arity:
@@ -337,36 +352,40 @@ class Template:
         return nodes
 
     def _match_leaves(self, nodes):
-        leaves = [None] * self.n_leaves
-        node_type = tape.Node
-        for i, k, j in self.leaf_links:
-            edge = nodes[i].edges[k]
-            leaf = leaves[j]
-            if leaf is None:
-                if edge is None or type(edge) is node_type:
-                    return None
-                leaves[j] = edge
-            elif leaf is not edge:
-                return None
-        dtype = self.dtype
-        for leaf, shape in zip(leaves, self.leaf_shapes):
-            if leaf.dtype != dtype or leaf.shape != shape:
-                return None
-        if len({id(leaf) for leaf in leaves}) != len(leaves):
-            return None  # two of the template's leaves are one tensor here
+        """The graph's leaves by index, or None if they are not the template's (a node or
+        None where it has a leaf, one leaf where it has two, another dtype or shape)."""
+        edges = list(map(getitem, map(_edges, map(nodes.__getitem__, self.leaf_from)),
+                         self.leaf_k))
+        leaves = list(map(edges.__getitem__, self.leaf_first))
+        if not _all_identical(edges, list(map(leaves.__getitem__, self.leaf_j))):
+            return None
+        try:
+            data = list(map(_data, leaves))  # only tensors have it
+        except AttributeError:
+            return None
+        if (
+            list(map(_shape, data)) != self.leaf_shapes
+            or not all(map(eq, map(_dtype, data), repeat(self.dtype, len(data))))
+            or len(set(map(id, leaves))) != len(leaves)  # two of the template's are one here
+        ):
+            return None
         return leaves
 
     def _match_targets(self, nodes, leaves, targets, allow_unused):
         if len(targets) != len(self.targets):
             return False
         reached = None
+        node_type = tape.Node
         for edge, where in zip(targets, self.targets):
             if where is None:
                 if not allow_unused:
                     return False  # the uncached path raises the unused-input error
+                if type(edge) is node_type:
+                    if edge in nodes:
+                        return False
+                    continue
                 if reached is None:
-                    reached = {id(e) for e in nodes}
-                    reached.update(id(e) for e in leaves)
+                    reached = set(map(id, leaves))  # every leaf edge is in the template
                 if id(edge) in reached:
                     return False
             elif where >= 0:
@@ -379,7 +398,6 @@ class Template:
         return True
 
 
-_NODE_TYPE = {tape.Node}
 _op = attrgetter("op")
 _attrs = attrgetter("attrs")
 _dtype = attrgetter("dtype")
@@ -387,6 +405,8 @@ _edges = attrgetter("edges")
 _retained = attrgetter("retained")
 _freed = attrgetter("freed")
 _seq = attrgetter("seq")
+_data = attrgetter("_data")
+_shape = attrgetter("shape")
 _versions = attrgetter("versions")
 _saved_inputs = attrgetter("saved_inputs")
 _saved_output = attrgetter("saved_output")
