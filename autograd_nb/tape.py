@@ -164,32 +164,40 @@ def record(op, edges, arrays, boxes, output, output_box, attrs):
     tensors they came from (None for constants); ``output_box`` is the result's.
     """
     saves = op.saves
-    versions = []
-    if saves:
+    if not saves:
+        saved = _NONES.get(len(arrays)) or (None,) * len(arrays)
+        versions = ()
+    elif saves == _ALL_SAVED.get(len(arrays)):
+        # Every input saved (binary arithmetic): the arrays as they are.
+        saved = tuple(arrays)
+        versions = []
+        for box in boxes:
+            if box is not None:
+                versions += (box, box[0])
+        versions = tuple(versions)
+    else:
         saved = [None] * len(arrays)
+        versions = []
         for k in saves:
             saved[k] = arrays[k]
             box = boxes[k]
             if box is not None:
-                versions.append(box)
-                versions.append(box[0])
+                versions += (box, box[0])
         saved = tuple(saved)
-    else:
-        saved = _NONES.get(len(arrays)) or (None,) * len(arrays)
+        versions = tuple(versions)
     saved_output = None
     if op.saves_output:
         saved_output = output
-        versions.append(output_box)
-        versions.append(output_box[0])
+        versions += (output_box, output_box[0])
     # Node.__init__, inlined: this runs once per recorded op.
     node = _new_node(Node)
     node.op = op
-    node.seq = next(_sequence)
+    node.seq = _next(_sequence)
     node.edges = tuple(edges)
     node.attrs = attrs
     node.saved_inputs = saved
     node.saved_output = saved_output
-    node.versions = tuple(versions)
+    node.versions = versions
     node.shape = output.shape
     node.dtype = output.dtype
     node.retained = None
@@ -198,4 +206,6 @@ def record(op, edges, arrays, boxes, output, output_box, attrs):
 
 
 _new_node = object.__new__
+_next = next
 _NONES = {n: (None,) * n for n in range(1, 9)}
+_ALL_SAVED = {n: tuple(range(n)) for n in range(1, 9)}

@@ -500,7 +500,8 @@ class Tensor:
         tensor([[0., 2.],
                 [0., 0.]])
         """
-        if type(index) is not int:
+        kind = type(index)
+        if kind is not int and kind is not slice:  # (neither holds a Tensor to unwrap)
             index = _unwrap_index(index)
         return apply(_GETITEM, (self,), {"index": index})
 
@@ -620,12 +621,14 @@ ARITHMETIC_OPERATORS = {
 def _install_arithmetic_operators():
     for dunder, op_name in ARITHMETIC_OPERATORS.items():
         op = REGISTRY[op_name]  # built-in ops are never replaced
+        if op.differentiable is not None and False in op.differentiable:
+            raise AssertionError(f"{op_name}: _binary records every input as differentiable")
 
         def forward(self, other, _op=op):
-            return apply(_op, (self, other), {})
+            return _binary(_op, self, other)
 
         def reflected(self, other, _op=op):
-            return apply(_op, (other, self), {})
+            return _binary(_op, other, self)
 
         def in_place(self, other, _op=op_name):
             return _inplace(self, _op, other)
@@ -688,23 +691,32 @@ def _unwrap_index(index):
 def apply(op, args, attrs):
     """Run ``op`` on ``args`` (Tensors, arrays or Python scalars) and record it if needed.
 
-    This is the eager forward's hot path: one pass to unwrap the arguments, the op's ``run``
-    (``prepare`` and ``forward``, cached per layout when every argument is a Tensor), and only
-    when an input requires grad (checked first: it is cheaper than asking the grad mode) and
-    grad mode is on, one pass to collect the graph edges and a tape record.
+    This is the eager forward's hot path: one pass over the arguments that unwraps them and
+    collects the graph edges and version boxes, the op's ``run`` (``prepare`` and ``forward``,
+    cached per layout), and only when an input requires grad (checked first: it is cheaper
+    than asking the grad mode) and grad mode is on, a tape record.
     """
     values = []
+    edges = []
+    boxes = []
     requires_grad = False
     only_tensors = True
     for arg in args:
         if type(arg) is Tensor or isinstance(arg, Tensor):
             values.append(arg._data)
-            if arg._node is not None or arg._requires_grad:
+            boxes.append(arg._version)
+            edge = arg._node
+            if edge is None and arg._requires_grad:
+                edge = arg  # a leaf: its .grad receives the gradient
+            if edge is not None:
                 requires_grad = True
+            edges.append(edge)
         else:
             only_tensors = False
             kind = type(arg)
             values.append(np.asarray(arg) if kind is list or kind is tuple else arg)
+            boxes.append(None)
+            edges.append(None)
     if _cuda_used and _cuda_device.any_device_array(values):
         from .cuda import dispatch
 
@@ -713,8 +725,7 @@ def apply(op, args, attrs):
     elif only_tensors:
         arrays, attrs, output = op.run(values, attrs)
     else:
-        arrays, attrs = op.prepare(values, attrs)
-        output = op.forward(arrays, attrs)
+        arrays, attrs, output = op.run_with_constants(values, attrs)
     # Tensor._make, inlined: this runs once per op.
     result = _new_object(Tensor)
     result._data = output
@@ -724,16 +735,6 @@ def apply(op, args, attrs):
     result._version = version = [0]
     result._retains_grad = False
     if requires_grad and tape._state.enabled:
-        edges = []
-        boxes = []
-        for arg in args:
-            if type(arg) is Tensor or isinstance(arg, Tensor):
-                boxes.append(arg._version)
-                edge = arg._node
-                edges.append(edge if edge is not None or not arg._requires_grad else arg)
-            else:
-                boxes.append(None)
-                edges.append(None)
         differentiable = op.differentiable
         if differentiable is not None and False in differentiable:
             edges = [e if d else None for e, d in zip(edges, differentiable)]
@@ -745,6 +746,51 @@ def apply(op, args, attrs):
 
 
 _new_object = object.__new__
+
+
+def _binary(op, a, b):
+    """``apply(op, (a, b), {})`` for the arithmetic operators, shortened for their common
+    case: two CPU Tensors, or a Tensor and a Python float or int, of a layout the op has run
+    before (``ElementwiseOp.run_pair``). Anything else takes ``apply``.
+    """
+    kind_a, kind_b = type(a), type(b)
+    if kind_a is Tensor:
+        x = a._data
+        y = b._data if kind_b is Tensor else b
+    elif kind_b is Tensor:
+        x, y = a, b._data
+    else:
+        return apply(op, (a, b), {})
+    done = None if _cuda_used else op.run_pair(x, y)
+    if done is None:
+        return apply(op, (a, b), {})
+    arrays, attrs, output = done
+    # Tensor._make, inlined, as in ``apply``.
+    result = _new_object(Tensor)
+    result._data = output
+    result._node = None
+    result._requires_grad = False
+    result._grad = None
+    result._version = version = [0]
+    result._retains_grad = False
+    # The edges and version boxes, as ``apply`` collects them (both inputs are
+    # differentiable: ``_install_arithmetic_operators`` checks).
+    edge_a = box_a = edge_b = box_b = None
+    if kind_a is Tensor:
+        box_a = a._version
+        edge_a = a._node
+        if edge_a is None and a._requires_grad:
+            edge_a = a
+    if kind_b is Tensor:
+        box_b = b._version
+        edge_b = b._node
+        if edge_b is None and b._requires_grad:
+            edge_b = b
+    if (edge_a is not None or edge_b is not None) and tape._state.enabled:
+        result._node = tape.record(
+            op, (edge_a, edge_b), arrays, (box_a, box_b), output, version, attrs
+        )
+    return result
 
 
 registry.set_dispatch(apply)

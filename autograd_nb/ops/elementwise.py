@@ -203,47 +203,97 @@ class ElementwiseOp(Op):
         # strides, not the contiguity flag (cheaper to read, and it determines it).
         count = len(arrays)
         if count == 2:
+            if not attrs:
+                done = self.run_pair(arrays[0], arrays[1])
+                if done is not None:
+                    return done
             a, b = arrays
             key = (a.shape, b.shape, a.strides, b.strides, a.dtype, b.dtype)
         elif count == 1:
             a = arrays[0]
             key = (a.shape, a.strides, a.dtype)
+            found = None if attrs else self._run_cache.get(key)
+            if found is not None:
+                kernel, shape, dtype, attrs, _ = found
+                out = np.empty(shape, dtype)
+                kernel(a.ravel(), out.ravel(), _NO_PARAMS)
+                return arrays, attrs, out
         else:
             key = None
-        found = None if attrs else self._run_cache.get(key)
-        if found is None:
-            return self._first_run(key, arrays, attrs)
-        kernel, shape, dtype, attrs = found
-        if kernel is None:  # broadcast over strides
-            return arrays, attrs, self.forward(arrays, attrs)
-        out = np.empty(shape, dtype)
-        if count == 2:
-            kernel(a.ravel(), b.ravel(), out.ravel(), _NO_PARAMS)
-        else:
-            kernel(a.ravel(), out.ravel(), _NO_PARAMS)
-        return arrays, attrs, out
+        return self._first_run(key, arrays, attrs)
 
-    def _first_run(self, key, arrays, attrs):
-        """``prepare`` and ``forward``; remembered for ``run`` when ``prepare`` took the arrays
-        as they are (then their shapes, strides and dtypes determine all it did)."""
-        prepared, attrs = self.prepare(arrays, attrs)
-        out = self.forward(prepared, attrs)
-        if (
-            key is not None
-            and self._runs_cached
-            and "exec" in attrs
-            and all(p is a for p, a in zip(prepared, arrays, strict=True))
-        ):
-            if attrs["flat"]:
-                kernel = self.kernels.forward
-            elif attrs["mask"] is not None:
-                kernel = getattr(self.kernels, f"forward_s{attrs['mask']}")
+    def run_with_constants(self, values, attrs):
+        if len(values) == 2 and not attrs:
+            done = self.run_pair(values[0], values[1])
+            if done is not None:
+                return done
+        return self._first_run(_pair_key(values) if not attrs else None, values, attrs)
+
+    def run_pair(self, a, b):
+        """``run`` of a binary op without attributes, when its cache knows the arguments'
+        layout; else None. ``a`` and ``b``: NumPy arrays, or one of them a Python float or
+        int (``2.0 * x``, ``x - 1``), which becomes a 0-d array of the computation dtype, as
+        ``prepare`` makes it (the key, the scalar's type and the array's layout, determines
+        that dtype)."""
+        kind_a, kind_b = type(a), type(b)
+        if kind_a is np.ndarray:
+            if kind_b is np.ndarray:
+                found = self._run_cache.get(
+                    (a.shape, b.shape, a.strides, b.strides, a.dtype, b.dtype)
+                )
+            elif kind_b is float or kind_b is int:
+                found = self._run_cache.get((a.shape, a.strides, a.dtype, kind_b))
+                if found is not None:
+                    b = np.asarray(b, a.dtype)
             else:
-                kernel = None
-            if len(self._run_cache) > 4096:
-                self._run_cache.clear()
-            self._run_cache[key] = (kernel, attrs["shape"], out.dtype, attrs)
-        return prepared, attrs, out
+                return None
+        elif kind_b is np.ndarray and (kind_a is float or kind_a is int):
+            found = self._run_cache.get((kind_a, b.shape, b.strides, b.dtype))
+            if found is not None:
+                a = np.asarray(a, b.dtype)
+        else:
+            return None
+        if found is None:
+            return None
+        kernel, shape, dtype, attrs, strided = found
+        out = np.empty(shape, dtype)
+        if strided is None:
+            kernel(a.ravel(), b.ravel(), out.ravel(), _NO_PARAMS)
+        else:  # broadcast over strides, laid out once per key
+            collapsed, a_strides, b_strides = strided
+            kernel(a.ravel(), a_strides, b.ravel(), b_strides, out.ravel(), collapsed, _NO_PARAMS)
+        return (a, b), attrs, out
+
+    def _first_run(self, key, values, attrs):
+        """``prepare`` and ``forward``; remembered for ``run`` when the key determines all that
+        ``prepare`` did: it took the arrays as they are, and made any Python scalar a 0-d array
+        of their dtype."""
+        arrays, attrs = self.prepare(values, attrs)
+        out = self.forward(arrays, attrs)
+        if key is None or not self._runs_cached or "exec" not in attrs:
+            return arrays, attrs, out
+        for prepared, value in zip(arrays, values, strict=True):
+            kind = type(value)
+            if kind is float or kind is int:
+                if prepared.dtype != arrays[0].dtype or prepared.dtype != arrays[-1].dtype:
+                    return arrays, attrs, out
+            elif prepared is not value:
+                return arrays, attrs, out
+        strided = None
+        if attrs["flat"]:
+            kernel = self.kernels.forward
+        elif attrs["mask"] is not None:
+            kernel = getattr(self.kernels, f"forward_s{attrs['mask']}")
+        elif len(arrays) == 2:
+            kernel = self.kernels.forward_strided
+            collapsed, strides = _broadcast.layout(attrs["shape"], attrs["shapes"])
+            strided = (collapsed, strides[0], strides[1])
+        else:
+            return arrays, attrs, out
+        if len(self._run_cache) > 4096:
+            self._run_cache.clear()
+        self._run_cache[key] = (kernel, attrs["shape"], out.dtype, attrs, strided)
+        return arrays, attrs, out
 
     def _strided_args(self, k, grad_output, saved, attrs):
         """Arguments of VJP ``k``'s strided and batched kernels, up to the target's strides."""
@@ -342,6 +392,20 @@ class ElementwiseOp(Op):
             namespace[p] = float(attrs["params"][i])
         result = eval(self._compiled_rules[k], {"__builtins__": {"abs": abs}}, namespace)
         return _broadcast.sum_to_shape(result, attrs["shapes"][k])
+
+
+def _pair_key(values):
+    """The run-cache key of two arguments of which one is a Python float or int and the other
+    a NumPy array (see ``ElementwiseOp.run_pair``); None for any other pair."""
+    if len(values) != 2:
+        return None
+    a, b = values
+    kind_a, kind_b = type(a), type(b)
+    if kind_b is np.ndarray and (kind_a is float or kind_a is int):
+        return (kind_a, b.shape, b.strides, b.dtype)
+    if kind_a is np.ndarray and (kind_b is float or kind_b is int):
+        return (a.shape, a.strides, a.dtype, kind_b)
+    return None
 
 
 def _size(shape):

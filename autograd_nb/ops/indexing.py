@@ -188,7 +188,15 @@ def _index_key(index):
     if type(index) is int:
         return index
     if type(index) is slice:
-        return _slice_key(index)
+        # ``_slice_key``, inlined for the most common index.
+        start, stop, step = index.start, index.stop, index.step
+        if (
+            (start is None or type(start) is int)
+            and (stop is None or type(stop) is int)
+            and (step is None or type(step) is int)
+        ):
+            return ("slice", start, stop, step)
+        return None
     if type(index) is not tuple:
         return None
     key = []

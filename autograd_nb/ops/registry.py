@@ -171,6 +171,12 @@ class Op:
         arrays, attrs = self.prepare(arrays, attrs)
         return arrays, attrs, self.forward(arrays, attrs)
 
+    def run_with_constants(self, values, attrs):
+        """``run`` for arguments not all NumPy arrays: some are Python scalars, or arrays made
+        from lists. ``prepare`` then ``forward``, unless the op caches this case too."""
+        arrays, attrs = self.prepare(values, attrs)
+        return arrays, attrs, self.forward(arrays, attrs)
+
     def vjp(self, k, grad_output, saved, attrs, grad_input):
         raise NotImplementedError
 
