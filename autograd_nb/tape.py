@@ -19,10 +19,12 @@ class _State(threading.local):
 _state = _State()
 _sequence = itertools.count()
 
-#: ``[seq at the last in-place change of any tensor, highest seq of a node freed]``: a graph
-#: whose nodes are all newer than both has no stale or freed saved buffer, which lets a cached
-#: backward skip the per-node version check (``engine.plan_cache``).
-marks = [-1, -1]
+#: ``[seq at the last in-place change of any tensor, highest seq of a node freed, highest seq
+#: of a node asked to retain its gradient]``: a graph whose nodes are all newer than the first
+#: two has no stale or freed saved buffer, and one whose nodes are all newer than the third has
+#: no ``retain_grad()``, which lets a cached backward skip those per-node checks
+#: (``engine.plan_cache``).
+marks = [-1, -1, -1]
 
 
 def mutated():

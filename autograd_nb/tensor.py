@@ -395,10 +395,13 @@ class Tensor:
             return
         if self._retains_grad:
             return
-        if self._node.retained is None:
-            self._node.retained = []
-        self._node.retained.append(weakref.ref(self))
+        node = self._node
+        if node.retained is None:
+            node.retained = []
+        node.retained.append(weakref.ref(self))
         self._retains_grad = True
+        if node.seq > tape.marks[2]:
+            tape.marks[2] = node.seq
 
     @property
     def retains_grad(self):

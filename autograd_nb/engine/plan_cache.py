@@ -263,9 +263,14 @@ class Template:
         leaves = self._match_leaves(nodes)
         if leaves is None or not self._match_targets(nodes, leaves, targets, allow_unused):
             return None
+        # No retain_grad(): certain when every node is newer than the newest node that got one
+        # (the usual case), else read off each node.
+        oldest = min(map(_seq, nodes))
+        if oldest <= tape.marks[2] and any(map(_retained, nodes)):
+            return None
         # All the graph's nodes, a superset of those the plan needs: when none may be stale
-        # (the common case, one pass), neither may the needed ones.
-        if _maybe_stale(nodes):
+        # (the common case), neither may the needed ones.
+        if _maybe_stale(nodes, oldest):
             for p in self.needed:  # as make_plan: the first stale node in plan order raises
                 nodes[p].check_saved()
         for _, grad in seeds:
@@ -326,14 +331,14 @@ class Template:
                 append(nodes[p].edges[k])
         except (IndexError, AttributeError):
             return None
-        # Node by node, in C-level maps: the op, dtype, arity and no retain_grad. Only nodes
+        # Node by node, in C-level maps: the op, dtype and arity. Only nodes
         # have an ``op``: a leaf or None where the template has a node fails here.
         try:
             if list(map(_op, nodes)) != self.ops:
                 return None
         except AttributeError:
             return None
-        if list(map(_dtype, nodes)) != self.dtypes or any(map(_retained, nodes)):
+        if list(map(_dtype, nodes)) != self.dtypes:
             return None
         for p, arity in self.variadic:  # the other ops' arity is fixed
             if len(nodes[p].edges) != arity:
@@ -413,16 +418,14 @@ _saved_output = attrgetter("saved_output")
 _first = itemgetter(0)
 
 
-def _maybe_stale(nodes):
-    """Whether a saved buffer of ``nodes`` may be freed or modified since it was saved.
+def _maybe_stale(nodes, oldest):
+    """Whether a saved buffer of ``nodes`` (the oldest of which has seq ``oldest``) may be
+    freed or modified since it was saved.
 
     When every node is newer than the last in-place change and than every freed node
-    (:data:`autograd_nb.tape.marks`), none can be: one C-level pass. Otherwise each node's
-    flags and versions are read."""
-    if not nodes:
-        return False
-    oldest = min(map(_seq, nodes))
-    mutated, freed = tape.marks
+    (:data:`autograd_nb.tape.marks`), none can be. Otherwise each node's flags and versions
+    are read."""
+    mutated, freed, _ = tape.marks
     if oldest > mutated and oldest > freed:
         return False
     return any(map(_freed, nodes)) or not _versions_current(nodes)

@@ -263,6 +263,22 @@ def test_retain_grad_in_a_repeated_structure_is_filled():
         np.testing.assert_allclose(h.grad.numpy(), 2 * np.tanh(x.numpy()), rtol=1e-15)
 
 
+def test_retain_grad_on_a_node_shared_with_templated_graphs_is_filled():
+    # The structure repeats without retain_grad (a template is made), then a node that later
+    # graphs share asks for its gradient: those graphs must not run from the template.
+    x = anb.tensor(np.linspace(-1, 1, 4), requires_grad=True)
+    for _ in range(3):
+        anb.sum(anb.tanh(x) * x).backward()
+    h = anb.tanh(x)
+    made = anb.sum(h * x)  # older than the retain_grad below
+    h.retain_grad()
+    for expected in (1, 2):
+        anb.sum(h * x).backward(retain_graph=True)
+        np.testing.assert_allclose(h.grad.numpy(), expected * x.numpy(), rtol=1e-15)
+    made.backward()
+    np.testing.assert_allclose(h.grad.numpy(), 3 * x.numpy(), rtol=1e-15)
+
+
 def test_retain_graph_keeps_the_buffers_for_a_second_backward():
     warm(scalar_chain, [np.array(0.1), np.array(0.2)])
     x, y = (anb.tensor(v, requires_grad=True) for v in (0.1, 0.2))
