@@ -286,9 +286,14 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         retain_graph, create_graph,
     )
     destinations = list(leaves.values()) if all_leaves else list(inputs)
+    make = Tensor._make
     for tensor in destinations:
         value = slots.get(id(_edge_of(tensor)))
-        if value is not None:
+        if value is None:
+            continue
+        if tensor._grad is None and type(value) is np.ndarray:
+            tensor._grad = make(value)  # the first gradient: a fresh array of this run, wrapped
+        else:
             _accumulate(tensor, value, create_graph)
     if all_leaves and plan is not None:  # (no plan: a cached one ran, with no retain_grad)
         _fill_retained(plan, slots, create_graph)
