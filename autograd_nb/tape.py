@@ -191,13 +191,63 @@ def record(op, edges, arrays, boxes, output, output_box, attrs):
     if op.saves_output:
         saved_output = output
         versions += (output_box, output_box[0])
-    # Node.__init__, inlined: this runs once per recorded op.
+    return new_node(op, tuple(edges), attrs, saved, saved_output, versions, output)
+
+
+def record_one(op, edge, array, box, output, output_box, attrs):
+    """:func:`record` of a one-input op whose input has the graph edge ``edge`` (not None)
+    and the version box ``box``: no loops, no lists."""
+    saves = op.saves
+    if not saves:
+        saved = _ONE_NONE
+        versions = ()
+    elif saves == _ONLY_FIRST:
+        saved = (array,)
+        versions = (box, box[0])
+    else:
+        return record(op, (edge,), (array,), (box,), output, output_box, attrs)
+    if op.saves_output:
+        versions += (output_box, output_box[0])
+        return new_node(op, (edge,), attrs, saved, output, versions, output)
+    return new_node(op, (edge,), attrs, saved, None, versions, output)
+
+
+def record_pair(op, edge_a, edge_b, arrays, box_a, box_b, output, output_box, attrs):
+    """:func:`record` of a binary op (the arithmetic operators): no loops, no lists.
+    ``box_a``/``box_b`` are None for a constant."""
+    saves = op.saves
+    if not saves:
+        saved = _TWO_NONES
+        versions = ()
+    elif saves == _BOTH:
+        saved = arrays
+        if box_a is None:
+            versions = (box_b, box_b[0])
+        elif box_b is None:
+            versions = (box_a, box_a[0])
+        else:
+            versions = (box_a, box_a[0], box_b, box_b[0])
+    else:  # one of them (divide saves the divisor)
+        (k,) = saves
+        saved = (arrays[0], None) if k == 0 else (None, arrays[1])
+        box = box_a if k == 0 else box_b
+        versions = () if box is None else (box, box[0])
+    if op.saves_output:
+        versions += (output_box, output_box[0])
+        return new_node(op, (edge_a, edge_b), attrs, saved, output, versions, output)
+    return new_node(op, (edge_a, edge_b), attrs, saved, None, versions, output)
+
+
+def new_node(op, edges, attrs, saved_inputs, saved_output, versions, output):
+    """``Node(op, edges, attrs, saved_inputs, saved_output, versions, output.shape,
+    output.dtype)`` without the class call (this runs once per recorded op); the recording
+    functions above make their nodes here."""
     node = _new_node(Node)
     node.op = op
     node.seq = _next(_sequence)
-    node.edges = tuple(edges)
+    node.edges = edges
     node.attrs = attrs
-    node.saved_inputs = saved
+    node.saved_inputs = saved_inputs
     node.saved_output = saved_output
     node.versions = versions
     node.shape = output.shape
@@ -210,4 +260,8 @@ def record(op, edges, arrays, boxes, output, output_box, attrs):
 _new_node = object.__new__
 _next = next
 _NONES = {n: (None,) * n for n in range(1, 9)}
+_ONE_NONE = (None,)
+_TWO_NONES = (None, None)
+_ONLY_FIRST = (0,)
+_BOTH = (0, 1)
 _ALL_SAVED = {n: tuple(range(n)) for n in range(1, 9)}

@@ -107,7 +107,8 @@ class Tensor:
         self._node = node
         self._requires_grad = requires_grad
         self._grad = None
-        self._version = [0] if version is None else version
+        # A dict, not a list: it holds only ints, so the garbage collector does not track it.
+        self._version = {0: 0} if version is None else version
         self._retains_grad = False
         return self
 
@@ -694,11 +695,34 @@ def _unwrap_index(index):
 def apply(op, args, attrs):
     """Run ``op`` on ``args`` (Tensors, arrays or Python scalars) and record it if needed.
 
-    This is the eager forward's hot path: one pass over the arguments that unwraps them and
-    collects the graph edges and version boxes, the op's ``run`` (``prepare`` and ``forward``,
-    cached per layout), and only when an input requires grad (checked first: it is cheaper
-    than asking the grad mode) and grad mode is on, a tape record.
+    This is the eager forward's hot path. One CPU Tensor (a unary op, a reduction, an index)
+    takes a short path; otherwise one pass over the arguments unwraps them and collects the
+    graph edges and version boxes. Then the op's ``run`` (``prepare`` and ``forward``, cached
+    per layout), and only when an input requires grad (checked first: it is cheaper than
+    asking the grad mode) and grad mode is on, a tape record.
     """
+    if len(args) == 1 and not _cuda_used:
+        a = args[0]
+        if type(a) is Tensor:
+            arrays, attrs, output = op.run([a._data], attrs)
+            # Tensor._make, inlined: this runs once per op.
+            result = _new_object(Tensor)
+            result._data = output
+            result._node = None
+            result._requires_grad = False
+            result._grad = None
+            result._version = version = {0: 0}
+            result._retains_grad = False
+            edge = a._node
+            if edge is None and a._requires_grad:
+                edge = a  # a leaf: its .grad receives the gradient
+            if edge is not None and tape._state.enabled:
+                differentiable = op.differentiable
+                if differentiable is None or differentiable[0]:
+                    result._node = tape.record_one(
+                        op, edge, arrays[0], a._version, output, version, attrs
+                    )
+            return result
     values = []
     edges = []
     boxes = []
@@ -729,13 +753,12 @@ def apply(op, args, attrs):
         arrays, attrs, output = op.run(values, attrs)
     else:
         arrays, attrs, output = op.run_with_constants(values, attrs)
-    # Tensor._make, inlined: this runs once per op.
     result = _new_object(Tensor)
     result._data = output
     result._node = None
     result._requires_grad = False
     result._grad = None
-    result._version = version = [0]
+    result._version = version = {0: 0}
     result._retains_grad = False
     if requires_grad and tape._state.enabled:
         differentiable = op.differentiable
@@ -774,7 +797,7 @@ def _binary(op, a, b):
     result._node = None
     result._requires_grad = False
     result._grad = None
-    result._version = version = [0]
+    result._version = version = {0: 0}
     result._retains_grad = False
     # The edges and version boxes, as ``apply`` collects them (both inputs are
     # differentiable: ``_install_arithmetic_operators`` checks).
@@ -790,8 +813,8 @@ def _binary(op, a, b):
         if edge_b is None and b._requires_grad:
             edge_b = b
     if (edge_a is not None or edge_b is not None) and tape._state.enabled:
-        result._node = tape.record(
-            op, (edge_a, edge_b), arrays, (box_a, box_b), output, version, attrs
+        result._node = tape.record_pair(
+            op, edge_a, edge_b, arrays, box_a, box_b, output, version, attrs
         )
     return result
 

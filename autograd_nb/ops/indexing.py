@@ -274,7 +274,9 @@ class GetItem(Op):
     def run(self, arrays, attrs):
         key = None
         if len(arrays) == 1 and len(attrs) == 1:
-            index = _index_key(attrs.get("index"))
+            index = attrs.get("index")
+            if type(index) is not int:  # an int is its own key (``s[k]``, the common case)
+                index = _index_key(index)
             if index is not None:
                 x = arrays[0]
                 key = (x.shape, x.strides, x.dtype, index)
