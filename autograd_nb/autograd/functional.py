@@ -211,6 +211,10 @@ def _standard_basis(tensors):
     """
     numels = [tensor.size for tensor in tensors]
     total = sum(numels)
+    if len(tensors) == 1:  # the identity itself: one write of its zeros, not three
+        (tensor,) = tensors
+        identity = np.eye(total, dtype=tensor.dtype)
+        return (Tensor._make(identity.reshape((total,) + tensor.shape)),), numels
     chunks = []
     offset = 0
     for tensor, numel in zip(tensors, numels, strict=True):

@@ -1,23 +1,34 @@
 """Linear algebra: one batched-matmul primitive, ``(batch, m, k) @ (batch, k, n)``, and the
 NumPy functions composed from it (matmul with its 1-D and batch-broadcasting rules, dot, outer,
 einsum). The BLAS kernels call numba's ``np.dot``, and the batched VJPs SciPy's GEMM directly
-(accumulating in place, see ``_gemm_add``): SciPy's BLAS at run time either way. Small products
-and integer dtypes, which BLAS does not serve, go through plain loops.
+(accumulating in place, split over numba's threads: see ``_blas``): SciPy's BLAS at run time
+either way. Small products and integer dtypes, which BLAS does not serve, go through plain
+loops.
 
 The composites record only shape ops, ``_bmm``, ``sum``, ``multiply`` and ``getitem``, so their
 gradients (of any order) come from those ops' rules.
 """
 
-import ctypes
 import math
 
 import numpy as np
-from numba import njit
-from numba.extending import get_cython_function_address
+from numba import njit, prange
 
 from . import _broadcast
+from ._blas import (
+    GEMM,
+    SPLIT_MIN_WORK,
+    gemm_add,
+    gemm_add_split,
+    hold_blas_threads,
+    release_blas_threads,
+)
 from ._pointers import array_at
 from .registry import Op, call, public
+
+# The GEMM helpers under their names from before they moved to ``_blas``.
+_GEMM = GEMM
+_gemm_add = gemm_add
 
 #: Products with at most this many multiply-adds per batch entry (m * k * n) run as plain loops;
 #: above it, one BLAS call per batch entry pays for its overhead. Measured (float64, 1,000 batch
@@ -46,49 +57,6 @@ def _bmm_vjp_b(g, a, grad_b, scratch):
     for i in range(g.shape[0]):
         np.dot(a[i].T, g[i], scratch)
         grad_b[i] += scratch
-
-
-# SciPy's BLAS GEMM (the library numba's ``np.dot`` calls), reached directly for what np.dot
-# does not offer: accumulation (beta = 1: no scratch product, no separate add), transposed
-# operands read in place, and rows with a leading dimension (one batch entry of a stacked
-# gradient) written in place. The pointers are arguments of the compiled functions, not
-# globals, so numba still caches them on disk.
-_GEMM_TYPE = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * 13))
-_GEMM = {
-    np.dtype(np.float64): _GEMM_TYPE(get_cython_function_address("scipy.linalg.cython_blas",
-                                                                 "dgemm")),
-    np.dtype(np.float32): _GEMM_TYPE(get_cython_function_address("scipy.linalg.cython_blas",
-                                                                 "sgemm")),
-}
-
-
-@njit(cache=True, nogil=True)
-def _gemm_add(gemm, x, transpose_x, y, transpose_y, out):
-    """``out += x' @ y'``, where ``x'`` is ``x`` or ``x.T`` (``y'`` likewise).
-
-    Every operand is a 2-D array whose rows are contiguous (any row stride). BLAS is
-    column-major: the row-major ``out`` is its ``out.T = y'.T @ x'.T``, which swaps the
-    operands and reads each stored matrix as its own transpose.
-    """
-    rows, columns = out.shape
-    depth = x.shape[0] if transpose_x else x.shape[1]
-    if rows == 0 or columns == 0 or depth == 0:
-        return
-    item = out.itemsize
-    ints = np.empty(6, dtype=np.int32)
-    ints[0] = columns
-    ints[1] = rows
-    ints[2] = depth
-    ints[3] = max(y.strides[0] // item, y.shape[1], 1)
-    ints[4] = max(x.strides[0] // item, x.shape[1], 1)
-    ints[5] = max(out.strides[0] // item, columns, 1)
-    flags = np.empty(2, dtype=np.uint8)
-    flags[0] = 84 if transpose_y else 78  # "T" or "N"
-    flags[1] = 84 if transpose_x else 78
-    one = np.ones(1, dtype=out.dtype)
-    gemm(flags[0:1].ctypes, flags[1:2].ctypes, ints[0:1].ctypes, ints[1:2].ctypes,
-         ints[2:3].ctypes, one.ctypes, y.ctypes, ints[3:4].ctypes, x.ctypes, ints[4:5].ctypes,
-         one.ctypes, out.ctypes, ints[5:6].ctypes)
 
 
 @njit(cache=True, nogil=True)
@@ -132,7 +100,8 @@ def _product_add(gemm, x, y, transpose_y, out, columns):
     VJPs reaches a matmul as one-hot rows, and ``x[r, j] * y'[j]`` replaces a row of the
     product, O(rows * columns) instead of O(rows * depth * columns). Checked on every call,
     for any ``x``. Same result as the GEMM: the other terms are exact zeros (with a
-    non-finite ``y``, whose ``0 * inf`` is nan, the GEMM runs).
+    non-finite ``y``, whose ``0 * inf`` is nan, the GEMM runs). The GEMM is split over numba's
+    threads (see ``_blas.gemm_add_split``).
     """
     if x.shape[0] > 1 and _one_hot_rows(x, columns) and _all_finite(y):
         for r in range(out.shape[0]):
@@ -149,7 +118,7 @@ def _product_add(gemm, x, y, transpose_y, out, columns):
                 for c in range(row.size):
                     row[c] += scale * source[c]
         return
-    _gemm_add(gemm, x, False, y, transpose_y, out)
+    gemm_add_split(gemm, x, y, transpose_y, out)
 
 
 @njit(cache=True, nogil=True)
@@ -174,16 +143,44 @@ def _bmm_vjp_batched(gemm, k, g, factor, grad):
             for i in range(batch):
                 _product_add(gemm, g[:, i, 0, :], factor[i], True, grad[:, i, 0, :], columns)
         else:
-            for i in range(batch):
-                for v in range(vectors):
-                    _gemm_add(gemm, g[v, i], False, factor[i], True, grad[v, i])
+            _gemm_add_each(gemm, k, g, factor, grad)
     elif n == 1:
         for i in range(batch):
             _product_add(gemm, g[:, i, :, 0], factor[i], False, grad[:, i, :, 0], columns)
     else:
-        for i in range(batch):
-            for v in range(vectors):
-                _gemm_add(gemm, factor[i], True, g[v, i], False, grad[v, i])
+        _gemm_add_each(gemm, k, g, factor, grad)
+
+
+@njit(cache=True, nogil=True)
+def _gemm_add_one(gemm, k, g, factor, grad, e):
+    """Product ``e`` (vector ``e // batch``, entry ``e % batch``) of ``_gemm_add_each``."""
+    batch = g.shape[1]
+    v = e // batch
+    i = e % batch
+    if k == 0:
+        gemm_add(gemm, g[v, i], False, factor[i], True, grad[v, i])
+    else:
+        gemm_add(gemm, factor[i], True, g[v, i], False, grad[v, i])
+
+
+@njit(cache=True, nogil=True)
+def _gemm_add_each(gemm, k, g, factor, grad):
+    """One GEMM per vector and batch entry, as a ``prange`` over them when they add up to
+    enough work (each writes its own ``grad[v, i]``: the same bits at every thread count)."""
+    vectors, batch, m, n = g.shape
+    inner = factor.shape[2] if k == 0 else factor.shape[1]
+    count = vectors * batch
+    if count > 1 and count * m * inner * n >= SPLIT_MIN_WORK:
+        _gemm_add_each_parallel(gemm, k, g, factor, grad)
+    else:
+        for e in range(count):
+            _gemm_add_one(gemm, k, g, factor, grad, e)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _gemm_add_each_parallel(gemm, k, g, factor, grad):
+    for e in prange(g.shape[0] * g.shape[1]):
+        _gemm_add_one(gemm, k, g, factor, grad, e)
 
 
 @njit(cache=True, nogil=True)
@@ -237,6 +234,24 @@ def _bmm_vjp_b_loops(g, a, grad_b):
 
 def _blas(dtype, m, k, n):
     return dtype.kind == "f" and m * k * n > SMALL_PRODUCT
+
+
+def _forward_blas(a, b, out):
+    """``_bmm_forward``, on one thread below ``SPLIT_MIN_WORK`` multiply-adds.
+
+    Above it, OpenBLAS's own threads, as the non-batched VJPs (the compiled executor's) use
+    them. Below, OpenBLAS would still wake its threads for a matrix-vector product (at two
+    threads, W1 @ x of ``jacobian_batched``: 512 x 256), and a woken thread spins on, taking
+    a core from the numba loops of the backward that follows.
+    """
+    if a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2] >= SPLIT_MIN_WORK:
+        _bmm_forward(a, b, out)
+        return
+    previous = hold_blas_threads()
+    try:
+        _bmm_forward(a, b, out)
+    finally:
+        release_blas_threads(previous)
 
 
 def _add_vjp_a(g, b, grad_a):
@@ -313,7 +328,7 @@ class BatchedMatmul(Op):
             if a.shape[2] == 0:
                 out[...] = 0
             elif _blas(a.dtype, *a.shape[1:], b.shape[2]):
-                _bmm_forward(a, b, out)
+                _forward_blas(a, b, out)
             else:
                 _bmm_forward_loops(a, b, out)
         return out if out.dtype == attrs["dtype"] else out.astype(attrs["dtype"])
@@ -347,7 +362,11 @@ class BatchedMatmul(Op):
         # Stacked, the vectors make one product large enough for BLAS where one alone is not.
         stacked = vectors if (batch == 1 or (m if k == 0 else n) == 1) else 1
         if _blas(a.dtype, stacked * m, a.shape[2], n):
-            _bmm_vjp_batched(_GEMM[a.dtype], k, g, factor, target)
+            previous = hold_blas_threads()
+            try:
+                _bmm_vjp_batched(GEMM[a.dtype], k, g, factor, target)
+            finally:
+                release_blas_threads(previous)
         else:
             _bmm_vjp_batched_loops(k, g, factor, target)
         if target is not grad_inputs:

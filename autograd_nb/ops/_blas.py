@@ -1,0 +1,205 @@
+"""SciPy's BLAS reached from compiled code: the GEMM function pointers, a GEMM that adds into
+its output (``gemm_add``), and the same GEMM in column blocks over numba's threads
+(``gemm_add_split``).
+
+Threads follow numba (``NUMBA_NUM_THREADS``, ``numba.set_num_threads``), not OpenBLAS: the split
+GEMM is a ``prange`` over blocks of output columns, each one single-threaded BLAS call, and
+OpenBLAS's own thread count is held at one while it runs (``hold_blas_threads``, restored by
+``release_blas_threads``). Measured on two cores, OpenBLAS and numba at two threads each:
+OpenBLAS's threads and numba's spin-waiting workers took the cores from each other, and the
+``jacobian_batched`` step (whose GEMM is 128 x 512 @ 512 x 256, float64) took 1.2-20 ms
+against 0.77 ms at one thread; held, with the split, 0.51 ms. Alone (best of 300 calls),
+that GEMM took 558 us in one call, 579 us in two blocks on one thread, 299 us on two, and
+286 us on OpenBLAS's own two threads.
+
+Where the OpenBLAS thread controls are not found (another BLAS behind SciPy), nothing is held
+and BLAS keeps its own threading.
+"""
+
+import ctypes
+
+import numpy as np
+from numba import njit, prange
+from numba.extending import get_cython_function_address
+
+# The pointers are arguments of the compiled functions, not globals, so numba still caches
+# those on disk.
+_GEMM_TYPE = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * 13))
+GEMM = {
+    np.dtype(np.float64): _GEMM_TYPE(
+        get_cython_function_address("scipy.linalg.cython_blas", "dgemm")
+    ),
+    np.dtype(np.float32): _GEMM_TYPE(
+        get_cython_function_address("scipy.linalg.cython_blas", "sgemm")
+    ),
+}
+
+#: A product (m * k * n multiply-adds) below which the GEMM is one call: a smaller one does
+#: not pay for a parallel region.
+SPLIT_MIN_WORK = 1 << 21
+
+#: Output columns per block, at least: each block packs all of ``x`` again (at one thread,
+#: 128 x 512 @ 512 x 256 float64 in two blocks of 128 columns cost 4% more than one call).
+SPLIT_WIDTH = 128
+
+#: Blocks per product, at most.
+SPLIT_MAX_BLOCKS = 16
+
+#: Blocks start at multiples of this many columns. BLAS kernels step over rows and columns in
+#: groups of a fixed width (4 to 16 in OpenBLAS's x86 kernels) and a leftover group runs an
+#: edge kernel that may sum in another order: a block edge inside a group changes the last
+#: bits around it (measured: float64 row blocks of 21 rows).
+SPLIT_ALIGN = 16
+
+
+@njit(cache=True, nogil=True)
+def gemm_add(gemm, x, transpose_x, y, transpose_y, out):
+    """``out += x' @ y'``, where ``x'`` is ``x`` or ``x.T`` (``y'`` likewise).
+
+    Every operand is a 2-D array whose rows are contiguous (any row stride). BLAS is
+    column-major: the row-major ``out`` is its ``out.T = y'.T @ x'.T``, which swaps the
+    operands and reads each stored matrix as its own transpose.
+    """
+    rows, columns = out.shape
+    depth = x.shape[0] if transpose_x else x.shape[1]
+    if rows == 0 or columns == 0 or depth == 0:
+        return
+    item = out.itemsize
+    ints = np.empty(6, dtype=np.int32)
+    ints[0] = columns
+    ints[1] = rows
+    ints[2] = depth
+    ints[3] = max(y.strides[0] // item, y.shape[1], 1)
+    ints[4] = max(x.strides[0] // item, x.shape[1], 1)
+    ints[5] = max(out.strides[0] // item, columns, 1)
+    flags = np.empty(2, dtype=np.uint8)
+    flags[0] = 84 if transpose_y else 78  # "T" or "N"
+    flags[1] = 84 if transpose_x else 78
+    one = np.ones(1, dtype=out.dtype)
+    gemm(
+        flags[0:1].ctypes,
+        flags[1:2].ctypes,
+        ints[0:1].ctypes,
+        ints[1:2].ctypes,
+        ints[2:3].ctypes,
+        one.ctypes,
+        y.ctypes,
+        ints[3:4].ctypes,
+        x.ctypes,
+        ints[4:5].ctypes,
+        one.ctypes,
+        out.ctypes,
+        ints[5:6].ctypes,
+    )
+
+
+@njit(cache=True, nogil=True)
+def split_blocks(length, work):
+    """How many blocks ``gemm_add_split`` cuts ``length`` output columns into, for a product of
+    ``work`` multiply-adds: a function of the shape alone, never of the thread count, so every
+    thread count computes the same blocks and gives the same bits (BLAS may choose its kernel
+    by the product's size: float32 results changed in the last bits when one call became
+    two)."""
+    if work < SPLIT_MIN_WORK:
+        return 1
+    return max(1, min(SPLIT_MAX_BLOCKS, length // SPLIT_WIDTH))
+
+
+@njit(cache=True, nogil=True)
+def block_start(length, blocks, p):
+    """Where block ``p`` of ``blocks`` starts: a multiple of ``SPLIT_ALIGN`` (or ``length``)."""
+    if p >= blocks:
+        return length
+    return length * p // blocks // SPLIT_ALIGN * SPLIT_ALIGN
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _gemm_add_blocks(gemm, x, y, transpose_y, out, blocks):
+    columns = out.shape[1]
+    for p in prange(blocks):
+        start = block_start(columns, blocks, p)
+        stop = block_start(columns, blocks, p + 1)
+        part = y[start:stop] if transpose_y else y[:, start:stop]
+        gemm_add(gemm, x, False, part, transpose_y, out[:, start:stop])
+
+
+@njit(cache=True, nogil=True)
+def gemm_add_split(gemm, x, y, transpose_y, out):
+    """``out += x @ y'`` (``y'``: ``y`` or ``y.T``) as ``gemm_add``, in blocks of output
+    columns (``split_blocks``) run as a ``prange`` over numba's threads; the same bits at
+    every thread count. Call between ``hold_blas_threads`` and ``release_blas_threads``.
+    """
+    blocks = split_blocks(out.shape[1], out.shape[0] * x.shape[1] * out.shape[1])
+    if blocks == 1:
+        gemm_add(gemm, x, False, y, transpose_y, out)
+    else:
+        _gemm_add_blocks(gemm, x, y, transpose_y, out, blocks)
+
+
+# -- OpenBLAS's own thread count ---------------------------------------------------------------
+
+
+class _DlInfo(ctypes.Structure):
+    _fields_ = [
+        ("dli_fname", ctypes.c_char_p),
+        ("dli_fbase", ctypes.c_void_p),
+        ("dli_sname", ctypes.c_char_p),
+        ("dli_saddr", ctypes.c_void_p),
+    ]
+
+
+def _blas_library():
+    """The shared library that holds SciPy's ``dgemm`` (found by its address), or None."""
+    try:
+        dladdr = ctypes.CDLL(None).dladdr
+    except (OSError, AttributeError):  # no dladdr (Windows)
+        return None
+    dladdr.argtypes = [ctypes.c_void_p, ctypes.POINTER(_DlInfo)]
+    info = _DlInfo()
+    address = get_cython_function_address("scipy.linalg.cython_blas", "dgemm")
+    if not dladdr(ctypes.c_void_p(address), ctypes.byref(info)) or not info.dli_fname:
+        return None
+    try:
+        return ctypes.CDLL(info.dli_fname.decode())
+    except OSError:
+        return None
+
+
+def _thread_controls():
+    """OpenBLAS's ``(get_num_threads, set_num_threads)`` in SciPy's BLAS, or ``(None, None)``.
+
+    SciPy's wheels prefix OpenBLAS's symbols (``scipy_openblas_...``, with ``64_`` after them
+    in the ILP64 build)."""
+    library = _blas_library()
+    if library is None:
+        return None, None
+    for prefix in ("scipy_openblas", "openblas"):
+        for suffix in ("", "64_"):
+            get = getattr(library, f"{prefix}_get_num_threads{suffix}", None)
+            set_ = getattr(library, f"{prefix}_set_num_threads{suffix}", None)
+            if get is not None and set_ is not None:
+                get.argtypes, get.restype = [], ctypes.c_int
+                set_.argtypes, set_.restype = [ctypes.c_int], None
+                return get, set_
+    return None, None
+
+
+_get_blas_threads, _set_blas_threads = _thread_controls()
+
+
+def hold_blas_threads():
+    """Set OpenBLAS's own thread count to one; returns what ``release_blas_threads`` needs to
+    restore it (``None``: nothing to restore)."""
+    if _get_blas_threads is None:
+        return None
+    previous = _get_blas_threads()
+    if previous == 1:
+        return None
+    _set_blas_threads(1)
+    return previous
+
+
+def release_blas_threads(previous):
+    """Undo ``hold_blas_threads``."""
+    if previous is not None:
+        _set_blas_threads(previous)

@@ -1,0 +1,170 @@
+"""The GEMM split over numba's threads (``autograd_nb.ops._blas``) and where linalg uses it:
+the same bits as one BLAS call and as each thread count, close to NumPy, and OpenBLAS's own
+thread count restored after."""
+
+import numba
+import numpy as np
+import pytest
+
+import autograd_nb as anb
+from autograd_nb.ops import _blas
+from autograd_nb.ops.registry import REGISTRY, Saved
+
+# Two threads where numba has them (else the blocks run on one).
+THREADS = (1, min(2, numba.config.NUMBA_NUM_THREADS))
+
+
+def _at_threads(threads, function, *args):
+    previous = numba.get_num_threads()
+    try:
+        numba.set_num_threads(threads)
+        return function(*args)
+    finally:
+        numba.set_num_threads(previous)
+
+
+def _operands(dtype, rows, depth, columns, transpose_y, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((rows, depth)).astype(dtype)
+    y_shape = (columns, depth) if transpose_y else (depth, columns)
+    y = rng.standard_normal(y_shape).astype(dtype)
+    out = rng.standard_normal((rows, columns)).astype(dtype)
+    return x, y, out
+
+
+def test_blocks_depend_on_the_shape_alone():
+    assert _blas.split_blocks(256, _blas.SPLIT_MIN_WORK - 1) == 1
+    assert _blas.split_blocks(256, _blas.SPLIT_MIN_WORK) == 2
+    assert _blas.split_blocks(100, 1 << 30) == 1
+    assert _blas.split_blocks(1 << 20, 1 << 30) == _blas.SPLIT_MAX_BLOCKS
+    starts = [_blas.block_start(300, 3, p) for p in range(4)]
+    assert starts == [0, 96, 192, 300]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("transpose_y", [False, True])
+@pytest.mark.parametrize("columns", [256, 389])  # two blocks; three, uneven
+def test_split_gemm_same_bits_at_one_and_two_threads_and_close_to_numpy(
+    dtype, transpose_y, columns
+):
+    x, y, out = _operands(dtype, 64, 128, columns, transpose_y)
+    assert _blas.split_blocks(columns, 64 * 128 * columns) > 1
+    gemm = _blas.GEMM[np.dtype(dtype)]
+    results = []
+    previous = _blas.hold_blas_threads()
+    try:
+        for threads in THREADS:
+            split = out.copy()
+            _at_threads(threads, _blas.gemm_add_split, gemm, x, y, transpose_y, split)
+            results.append(split)
+    finally:
+        _blas.release_blas_threads(previous)
+    np.testing.assert_array_equal(results[0], results[1])
+    y_used = y.T if transpose_y else y
+    expected = out.astype(np.float64) + x.astype(np.float64) @ y_used.astype(np.float64)
+    tolerance = 1e-4 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(results[0], expected, rtol=tolerance, atol=tolerance * 10)
+    if dtype == np.float64:
+        # OpenBLAS's dgemm sums each element in the same order whatever the call's size
+        # (its sgemm does not, hence blocks by the shape alone).
+        one = out.copy()
+        _blas.gemm_add(gemm, x, False, y, transpose_y, one)
+        np.testing.assert_allclose(results[0], one, rtol=1e-14, atol=1e-13)
+
+
+def test_split_gemm_reads_rows_with_a_stride():
+    # One batch entry of a stacked gradient: rows of x and out with a leading dimension.
+    x, y, out = _operands(np.float64, 64, 128, 256, False, seed=1)
+    wide_x = np.zeros((64, 150))
+    wide_x[:, :128] = x
+    wide_out = np.zeros((64, 270))
+    wide_out[:, :256] = out
+    _blas.gemm_add_split(
+        _blas.GEMM[np.dtype(np.float64)], wide_x[:, :128], y, False, wide_out[:, :256]
+    )
+    np.testing.assert_allclose(wide_out[:, :256], out + x @ y, rtol=1e-12, atol=1e-12)
+    assert not wide_out[:, 256:].any()
+
+
+def test_small_products_stay_on_one_block():
+    x, y, out = _operands(np.float64, 8, 8, 8, False)
+    expected = out + x @ y
+    _blas.gemm_add_split(_blas.GEMM[np.dtype(np.float64)], x, y, False, out)
+    np.testing.assert_allclose(out, expected, rtol=1e-13)
+
+
+def test_blas_thread_count_is_held_at_one_and_restored():
+    if _blas._get_blas_threads is None:
+        pytest.skip("SciPy's BLAS has no OpenBLAS thread controls here")
+    before = _blas._get_blas_threads()
+    previous = _blas.hold_blas_threads()
+    assert _blas._get_blas_threads() == 1
+    _blas.release_blas_threads(previous)
+    assert _blas._get_blas_threads() == before
+
+
+@pytest.mark.parametrize("entries", [1, 6])
+def test_batched_vjp_one_gemm_per_entry_same_bits_at_one_and_two_threads(entries):
+    # (vectors, batch, m, n) grad_outputs with m, n > 1 over several batch entries: one GEMM
+    # per vector and entry, a prange over them when large enough.
+    rng = np.random.default_rng(5)
+    vectors, m, inner, n = 8, 48, 64, 40
+    a = rng.standard_normal((entries, m, inner))
+    b = rng.standard_normal((entries, inner, n))
+    g = rng.standard_normal((vectors, entries, m, n))
+    op = REGISTRY["_bmm"]
+    saved = Saved([a, b], None)
+    for k, shape in ((0, a.shape), (1, b.shape)):
+        results = []
+        for threads in THREADS:
+            grad = np.zeros((vectors,) + shape)
+            _at_threads(threads, op.vjp_batched, k, g, saved, {}, grad)
+            results.append(grad)
+        np.testing.assert_array_equal(results[0], results[1])
+        if k == 0:
+            expected = np.einsum("vimn,ikn->vimk", g, b)
+        else:
+            expected = np.einsum("imk,vimn->vikn", a, g)
+        np.testing.assert_allclose(results[0], expected, rtol=1e-12, atol=1e-12)
+
+
+def test_forward_products_restore_blas_threads():
+    if _blas._get_blas_threads is None:
+        pytest.skip("SciPy's BLAS has no OpenBLAS thread controls here")
+    before = _blas._get_blas_threads()
+    w = anb.tensor(np.random.default_rng(6).standard_normal((64, 32)))
+    x = anb.tensor(np.ones(32))
+    np.testing.assert_allclose((w @ x).numpy(), w.numpy() @ x.numpy(), rtol=1e-13)
+    assert _blas._get_blas_threads() == before
+
+
+def _mlp_jacobian(threads, seed=4):
+    rng = np.random.default_rng(seed)
+    w1 = anb.tensor(rng.standard_normal((256, 128)) * 128**-0.5)
+    w2 = anb.tensor(rng.standard_normal((128, 256)) * 256**-0.5)
+    x = anb.tensor(rng.standard_normal(128), requires_grad=True)
+    previous = numba.get_num_threads()
+    try:
+        numba.set_num_threads(threads)
+        y = anb.tanh(w2 @ anb.tanh(w1 @ x))
+        (jac,) = anb.grad(y, x, grad_outputs=anb.eye(128, dtype="float64"), is_grads_batched=True)
+        dense = rng.standard_normal((128, 128))
+        y = anb.tanh(w2 @ anb.tanh(w1 @ x))
+        (vjps,) = anb.grad(y, x, grad_outputs=anb.tensor(dense), is_grads_batched=True)
+    finally:
+        numba.set_num_threads(previous)
+    h = np.tanh(w1.numpy() @ x.numpy())
+    out = np.tanh(w2.numpy() @ h)
+    closed = ((1 - out**2)[:, None] * w2.numpy()) @ ((1 - h**2)[:, None] * w1.numpy())
+    return jac.numpy(), vjps.numpy(), closed, dense @ closed
+
+
+def test_batched_jacobian_through_the_split_gemm_one_and_two_threads_identical():
+    # 128 x 256 @ 256 x 128, the dense GEMM of the second VJP, is split.
+    assert 128 * 256 * 128 >= _blas.SPLIT_MIN_WORK
+    jac1, vjps1, closed, expected_vjps = _mlp_jacobian(1)
+    jac2, vjps2, _, _ = _mlp_jacobian(min(2, numba.config.NUMBA_NUM_THREADS))
+    np.testing.assert_array_equal(jac1, jac2)
+    np.testing.assert_array_equal(vjps1, vjps2)
+    np.testing.assert_allclose(jac1, closed, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(vjps1, expected_vjps, rtol=1e-10, atol=1e-12)
