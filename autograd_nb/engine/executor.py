@@ -266,7 +266,9 @@ def _build(tables, plan, seeds, targets, all_leaves, slot_of, results, leaves):
         slot = slot_of.get(key)
         if slot is None:
             slot = slot_for(edge, key)
-        seed = np.array(grad, dtype=dtype, copy=True).reshape(edge.shape)
+        # Only read (added into the output's slot): the caller's array itself where it is
+        # C-contiguous and of the plan's dtype, else a converted copy.
+        seed = np.ascontiguousarray(grad, dtype=dtype).reshape(edge.shape)
         emit((_strided.accumulate_driver, (), (seed.size,), ()),
              tables.external_slot(seed, ("seed", index)), slot, None)
         if not isinstance(edge, Node):

@@ -287,7 +287,9 @@ class Template:
         kept = []
         for j, s in self.seeds:
             edge, grad = seeds[s]
-            seed = np.array(grad, dtype=dtype, copy=True).reshape(edge.shape)
+            # Only read (added into the output's slot): the caller's array itself where it is
+            # C-contiguous and of the plan's dtype, else a converted copy.
+            seed = np.ascontiguousarray(grad, dtype=dtype).reshape(edge.shape)
             kept.append(seed)
             ids[j] = id(seed)
         results = self._results(nodes, leaves, ids, dtype)
