@@ -259,16 +259,30 @@ def _build(tables, plan, seeds, targets, all_leaves, slot_of, results, leaves):
         floats_list.extend(floats)  # not ``+=``: a NumPy ``floats`` would take that over
 
     ndarray = np.ndarray
+    # The newest node of the plan is no other node's input: when it is an output with one
+    # seed (the usual backward of a loss), that seed is its gradient slot as it is, only read.
+    newest = plan.nodes[0] if plan.nodes else None
+    seeded = [id(edge) for edge, _ in seeds]
     for index, (edge, grad) in enumerate(seeds):
         if not isinstance(grad, (ndarray, float, int)):
             raise _Unsupported
         key = id(edge)
+        # Only read: the caller's array itself where it is C-contiguous and of the plan's
+        # dtype, else a converted copy.
+        seed = np.ascontiguousarray(grad, dtype=dtype).reshape(edge.shape)
         slot = slot_of.get(key)
+        if (
+            slot is None
+            and edge is newest
+            and edge.dtype == dtype
+            and key not in targets
+            and not edge.retained
+            and seeded.count(key) == 1
+        ):
+            slot_of[key] = tables.external_slot(seed, ("seed", index))
+            continue
         if slot is None:
             slot = slot_for(edge, key)
-        # Only read (added into the output's slot): the caller's array itself where it is
-        # C-contiguous and of the plan's dtype, else a converted copy.
-        seed = np.ascontiguousarray(grad, dtype=dtype).reshape(edge.shape)
         emit((_strided.accumulate_driver, (), (seed.size,), ()),
              tables.external_slot(seed, ("seed", index)), slot, None)
         if not isinstance(edge, Node):
