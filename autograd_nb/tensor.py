@@ -819,7 +819,17 @@ def _binary(op, a, b):
     return result
 
 
-registry.set_dispatch(apply)
+def _apply_view(op, x, attrs):
+    """``registry.call_view``: ``op`` with ``view=True`` on a CPU Tensor, its result sharing the
+    input's version counter (it is a view of the input's buffer); a plain ``apply`` otherwise."""
+    if isinstance(x, Tensor) and type(x._data) is np.ndarray:
+        result = apply(op, (x,), {**attrs, "view": True})
+        result._version = x._version
+        return result
+    return apply(op, (x,), attrs)
+
+
+registry.set_dispatch(apply, _apply_view)
 
 
 def _inplace(target, op_name, other, **attrs):

@@ -24,7 +24,7 @@ from ._blas import (
     release_blas_threads,
 )
 from ._pointers import array_at
-from .registry import Op, call, public
+from .registry import Op, call, call_view, public
 
 # The GEMM helpers under their names from before they moved to ``_blas``.
 _GEMM = GEMM
@@ -396,9 +396,14 @@ BatchedMatmul()
 
 
 def _reshaped(x, shape):
-    """``x`` in ``shape``, recording a reshape only when the shape changes."""
+    """``x`` in ``shape``, recording a reshape only when the shape changes.
+
+    A CPU Tensor's reshape is a view of its buffer (no copy of a weight matrix per product)
+    that shares its version counter: an in-place change of ``x`` after the product is then
+    seen by ``_bmm``'s saved-buffer check, as torch's is. The views stay inside ``matmul``.
+    """
     shape = tuple(int(n) for n in shape)
-    return x if tuple(np.shape(x)) == shape else call("reshape", x, shape=shape)
+    return x if tuple(np.shape(x)) == shape else call_view("reshape", x, shape=shape)
 
 
 def _size(shape):

@@ -27,6 +27,7 @@ REGISTRY = {}
 FUNCTIONS = {}
 
 _dispatch = None
+_view_dispatch = None
 
 
 def register(op):
@@ -62,10 +63,12 @@ def public(name=None, method=True, family=None):
     return decorate
 
 
-def set_dispatch(function):
-    """Install the function that runs an op on Tensors (set once, by ``autograd_nb.tensor``)."""
-    global _dispatch
+def set_dispatch(function, view_function):
+    """Install the functions that run an op on Tensors, and one that may return a view (set
+    once, by ``autograd_nb.tensor``)."""
+    global _dispatch, _view_dispatch
     _dispatch = function
+    _view_dispatch = view_function
 
 
 def call(name, *args, **attrs):
@@ -74,6 +77,17 @@ def call(name, *args, **attrs):
     Differentiable rules use this to build their results from other ops.
     """
     return _dispatch(REGISTRY[name], args, attrs)
+
+
+def call_view(name, x, **attrs):
+    """``call`` of a one-input op that can return a view of its input (``reshape``): for a CPU
+    Tensor the result is a view of its buffer and shares its version counter (an in-place
+    change of either is seen by every node that saved the other); otherwise a copy.
+
+    For the internals of composite functions (``matmul``'s operands), whose views never reach
+    the user: a public function returns a new buffer.
+    """
+    return _view_dispatch(REGISTRY[name], x, attrs)
 
 
 def run_key(attrs):

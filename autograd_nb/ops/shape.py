@@ -62,7 +62,13 @@ def _scatter_batch(grad_outputs, out_shape, strides, input_shape, grad_inputs):
 
 
 class Reshape(ShapeOp):
-    """``reshape(x, shape)``: the same elements in a new shape (one ``-1`` allowed)."""
+    """``reshape(x, shape)``: the same elements in a new shape (one ``-1`` allowed).
+
+    The public function copies, as every op here. Internally (``matmul``'s operands, attribute
+    ``view=True``) the result is a view of a C-contiguous input: the caller then gives it the
+    input's version counter, so that an in-place change of the input is seen by the nodes that
+    saved the view.
+    """
 
     name = "reshape"
 
@@ -75,14 +81,16 @@ class Reshape(ShapeOp):
 
     def run(self, arrays, attrs):
         key = None
-        if len(arrays) == 1 and len(attrs) == 1:
+        view = attrs.get("view", False)
+        if len(arrays) == 1 and len(attrs) == 1 + ("view" in attrs) and view in (False, True):
             new_shape = _int_shape_key(attrs.get("shape"))
             if new_shape is not None:
                 x = arrays[0]
-                key = (x.shape, x.strides, x.dtype, new_shape)
+                key = (x.shape, x.strides, x.dtype, new_shape, view is True)
                 found = self._run_cache.get(key)
                 if found is not None:
-                    return arrays, found, x.reshape(found["shape"]).copy()
+                    out = x.reshape(found["shape"])
+                    return arrays, found, out if view is True else out.copy()
         prepared, attrs = self.prepare(arrays, attrs)
         output = self.forward(prepared, attrs)
         if key is not None and prepared[0] is arrays[0]:
@@ -97,10 +105,14 @@ class Reshape(ShapeOp):
             new_shape = (new_shape,)
         size = int(np.prod(shape, dtype=np.int64))
         new_shape = _resolve_shape(size, tuple(int(n) for n in new_shape))
-        return {"shape": new_shape, "input_shape": tuple(shape)}
+        normalized = {"shape": new_shape, "input_shape": tuple(shape)}
+        if attrs.get("view") is True:
+            normalized["view"] = True
+        return normalized
 
     def forward(self, arrays, attrs):
-        return arrays[0].reshape(attrs["shape"]).copy()
+        out = arrays[0].reshape(attrs["shape"])
+        return out if attrs.get("view") is True else out.copy()
 
     def vjp(self, k, grad_output, saved, attrs, grad_input):
         _strided.accumulate(grad_output.reshape(-1), grad_input.reshape(-1))
