@@ -155,9 +155,7 @@ class ElementwiseOp(Op):
         attrs = {"shape": shape, "shapes": shapes, "params": _NO_PARAMS, "flat": flat,
                  "mask": mask, "exec": {}}
         if type(self).prepare is ElementwiseOp.prepare:
-            if len(self._attrs_cache) > 4096:
-                self._attrs_cache.clear()
-            self._attrs_cache[shapes] = attrs
+            registry.remember(self._attrs_cache, shapes, attrs)
         return arrays, attrs
 
     @staticmethod
@@ -290,9 +288,7 @@ class ElementwiseOp(Op):
             strided = (collapsed, strides[0], strides[1])
         else:
             return arrays, attrs, out
-        if len(self._run_cache) > 4096:
-            self._run_cache.clear()
-        self._run_cache[key] = (kernel, attrs["shape"], out.dtype, attrs, strided)
+        registry.remember(self._run_cache, key, (kernel, attrs["shape"], out.dtype, attrs, strided))
         return arrays, attrs, out
 
     def _strided_args(self, k, grad_output, saved, attrs):

@@ -284,13 +284,7 @@ class GetItem(Op):
                 if found is not None:
                     # Selection.gather of a basic index (it always copies).
                     return arrays, found, x[found["index"]].copy()
-        prepared, attrs = self.prepare(arrays, attrs)
-        output = self.forward(prepared, attrs)
-        if key is not None and prepared[0] is arrays[0]:
-            if len(self._run_cache) > 4096:
-                self._run_cache.clear()
-            self._run_cache[key] = attrs
-        return prepared, attrs, output
+        return self.run_and_remember(key, arrays, attrs)
 
     def vjp(self, k, grad_output, saved, attrs, grad_input):
         attrs["selection"].scatter_add(grad_output, grad_input)

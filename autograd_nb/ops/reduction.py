@@ -121,13 +121,7 @@ class AxisOp(Op):
             found = self._run_cache.get(key)
             if found is not None:
                 return arrays, found, self.forward(arrays, found)
-        prepared, attrs = self.prepare(arrays, attrs)
-        output = self.forward(prepared, attrs)
-        if key is not None and prepared[0] is arrays[0]:
-            if len(self._run_cache) > 4096:
-                self._run_cache.clear()
-            self._run_cache[key] = attrs
-        return prepared, attrs, output
+        return self.run_and_remember(key, arrays, attrs)
 
     def forward(self, arrays, attrs):
         layout = attrs["layout"]

@@ -90,6 +90,18 @@ def call_view(name, x, **attrs):
     return _view_dispatch(REGISTRY[name], x, attrs)
 
 
+#: Entries a per-op cache keeps before it starts over (programs repeat a few layouts; one
+#: that does not must not grow the cache without bound).
+CACHE_LIMIT = 4096
+
+
+def remember(cache, key, value):
+    """``cache[key] = value``, emptying ``cache`` first when it holds ``CACHE_LIMIT`` entries."""
+    if len(cache) > CACHE_LIMIT:
+        cache.clear()
+    cache[key] = value
+
+
 def run_key(attrs):
     """``attrs`` as part of a key of an op's ``run`` cache, or None (no caching) when a value
     is not an int, a bool or None: values that compare equal may prepare differently
@@ -184,6 +196,16 @@ class Op:
         """
         arrays, attrs = self.prepare(arrays, attrs)
         return arrays, attrs, self.forward(arrays, attrs)
+
+    def run_and_remember(self, key, arrays, attrs):
+        """``run`` on a miss of the op's ``_run_cache``: ``prepare`` and ``forward``, and the
+        attrs kept under ``key`` (unless None) when ``prepare`` took the arrays as they are
+        (then the key, their layouts, determines them)."""
+        prepared, attrs = self.prepare(arrays, attrs)
+        output = self.forward(prepared, attrs)
+        if key is not None and all(p is a for p, a in zip(prepared, arrays)):
+            remember(self._run_cache, key, attrs)
+        return prepared, attrs, output
 
     def run_with_constants(self, values, attrs):
         """``run`` for arguments not all NumPy arrays: some are Python scalars, or arrays made

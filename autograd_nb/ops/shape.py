@@ -91,13 +91,7 @@ class Reshape(ShapeOp):
                 if found is not None:
                     out = x.reshape(found["shape"])
                     return arrays, found, out if view is True else out.copy()
-        prepared, attrs = self.prepare(arrays, attrs)
-        output = self.forward(prepared, attrs)
-        if key is not None and prepared[0] is arrays[0]:
-            if len(self._run_cache) > 4096:
-                self._run_cache.clear()
-            self._run_cache[key] = attrs
-        return prepared, attrs, output
+        return self.run_and_remember(key, arrays, attrs)
 
     def normalize(self, shape, attrs):
         new_shape = attrs["shape"]
@@ -338,9 +332,7 @@ class Join(Op):
                 "input_shapes": shapes,
                 "index": tuple(index),
             }
-            if len(self._attrs) > 4096:
-                self._attrs.clear()
-            self._attrs[key] = cached
+            registry.remember(self._attrs, key, cached)
         # A program repeats its joins: the attributes are worked out once per layout (and
         # shared, read-only, by the nodes of that layout).
         return arrays, cached
@@ -371,14 +363,7 @@ class Join(Op):
             found = self._run_cache.get(key)
             if found is not None:
                 return arrays, found, self.forward(arrays, found)
-        prepared, attrs = self.prepare(arrays, attrs)
-        output = self.forward(prepared, attrs)
-        # Cached when prepare took the arrays as they are: then the key determines its attrs.
-        if key is not None and all(p is a for p, a in zip(prepared, arrays)):
-            if len(self._run_cache) > 4096:
-                self._run_cache.clear()
-            self._run_cache[key] = attrs
-        return prepared, attrs, output
+        return self.run_and_remember(key, arrays, attrs)
 
     def forward(self, arrays, attrs):
         out = np.empty(attrs["shape"], dtype=arrays[0].dtype)
