@@ -26,10 +26,6 @@ from ._blas import (
 from ._pointers import array_at
 from .registry import Op, call, call_view, public
 
-# The GEMM helpers under their names from before they moved to ``_blas``.
-_GEMM = GEMM
-_gemm_add = gemm_add
-
 #: Products with at most this many multiply-adds per batch entry (m * k * n) run as plain loops;
 #: above it, one BLAS call per batch entry pays for its overhead. Measured (float64, 1,000 batch
 #: entries, forward + both VJPs): 4x4x4 loops 101 us vs BLAS 456 us; 8x8x8 loops 468 us vs
@@ -435,6 +431,12 @@ def matmul(a, b):
     ValueError
         For a 0-d operand, core dimensions that differ, or batch dimensions that do not
         broadcast (the message names both shapes).
+
+    Notes
+    -----
+    The product saves its operands themselves (views of CPU buffers, not copies), so changing
+    one in place between this call and the backward raises the in-place error at backward,
+    as in torch.
 
     Examples
     --------

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import autograd_nb as anb
-from autograd_nb.ops import linalg
+from autograd_nb.ops import _blas, linalg
 from autograd_nb.ops.registry import FUNCTIONS
 from tests.checks import check_gradients
 from tests.reference import REFERENCE
@@ -437,7 +437,7 @@ def test_gemm_add_accumulates_transposed_and_strided_operands(dtype, transpose_x
     out = buffer[:, 1, :]
     want = out + (x.T if transpose_x else x) @ (y.T if transpose_y else y)
     untouched = buffer[:, 0, :].copy()
-    linalg._gemm_add(linalg._GEMM[np.dtype(dtype)], x, transpose_x, y, transpose_y, out)
+    _blas.gemm_add(_blas.GEMM[np.dtype(dtype)], x, transpose_x, y, transpose_y, out)
     rtol = 1e-5 if dtype == np.float32 else 1e-13
     np.testing.assert_allclose(buffer[:, 1, :], want, rtol=rtol, atol=rtol)
     np.testing.assert_array_equal(buffer[:, 0, :], untouched)
@@ -446,7 +446,7 @@ def test_gemm_add_accumulates_transposed_and_strided_operands(dtype, transpose_x
 @pytest.mark.parametrize("transpose_y", [False, True])
 def test_product_of_one_hot_rows_equals_the_gemm(transpose_y):
     rng = np.random.default_rng(21)
-    gemm = linalg._GEMM[np.dtype(np.float64)]
+    gemm = _blas.GEMM[np.dtype(np.float64)]
     y = rng.standard_normal((9, 11) if transpose_y else (11, 9))
     x = np.zeros((6, 11))
     x[np.arange(5), rng.integers(0, 11, 5)] = rng.standard_normal(5)  # row 5 stays zero
@@ -456,7 +456,7 @@ def test_product_of_one_hot_rows_equals_the_gemm(transpose_y):
     start = rng.standard_normal((6, 9))
     by_rows, by_gemm = start.copy(), start.copy()
     linalg._product_add(gemm, x, y, transpose_y, by_rows, columns)
-    linalg._gemm_add(gemm, x, False, y, transpose_y, by_gemm)
+    _blas.gemm_add(gemm, x, False, y, transpose_y, by_gemm)
     np.testing.assert_array_equal(by_rows, by_gemm)
     x[2, 0] = x[2, 1] = 1.0  # two nonzeros in a row: not one-hot
     assert not linalg._one_hot_rows(x, columns)
