@@ -44,12 +44,13 @@ def test_blocks_depend_on_the_shape_alone():
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("transpose_y", [False, True])
 @pytest.mark.parametrize("columns", [256, 389])  # two blocks; three, uneven
+@pytest.mark.parametrize("own", [False, True])  # SciPy's BLAS, ops._gemm's own kernel
 def test_split_gemm_same_bits_at_one_and_two_threads_and_close_to_numpy(
-    dtype, transpose_y, columns
+    dtype, transpose_y, columns, own
 ):
     x, y, out = _operands(dtype, 64, 128, columns, transpose_y)
     assert _blas.split_blocks(columns, 64 * 128 * columns) > 1
-    gemm = _blas.GEMM[np.dtype(dtype)]
+    gemm = (_blas.GEMM[np.dtype(dtype)], own)
     results = []
     previous = _blas.hold_blas_threads()
     try:
@@ -64,12 +65,15 @@ def test_split_gemm_same_bits_at_one_and_two_threads_and_close_to_numpy(
     expected = out.astype(np.float64) + x.astype(np.float64) @ y_used.astype(np.float64)
     tolerance = 1e-4 if dtype == np.float32 else 1e-12
     np.testing.assert_allclose(results[0], expected, rtol=tolerance, atol=tolerance * 10)
-    if dtype == np.float64:
+    if dtype == np.float64 or own:
         # OpenBLAS's dgemm sums each element in the same order whatever the call's size
-        # (its sgemm does not, hence blocks by the shape alone).
+        # (its sgemm does not, hence blocks by the shape alone); so does the own kernel.
         one = out.copy()
         _blas.gemm_add(gemm, x, False, y, transpose_y, one)
-        np.testing.assert_allclose(results[0], one, rtol=1e-14, atol=1e-13)
+        if own:
+            np.testing.assert_array_equal(results[0], one)
+        else:
+            np.testing.assert_allclose(results[0], one, rtol=1e-14, atol=1e-13)
 
 
 def test_split_gemm_reads_rows_with_a_stride():
@@ -80,7 +84,7 @@ def test_split_gemm_reads_rows_with_a_stride():
     wide_out = np.zeros((64, 270))
     wide_out[:, :256] = out
     _blas.gemm_add_split(
-        _blas.GEMM[np.dtype(np.float64)], wide_x[:, :128], y, False, wide_out[:, :256]
+        _blas.product_kernel(np.float64), wide_x[:, :128], y, False, wide_out[:, :256]
     )
     np.testing.assert_allclose(wide_out[:, :256], out + x @ y, rtol=1e-12, atol=1e-12)
     assert not wide_out[:, 256:].any()
@@ -89,7 +93,7 @@ def test_split_gemm_reads_rows_with_a_stride():
 def test_small_products_stay_on_one_block():
     x, y, out = _operands(np.float64, 8, 8, 8, False)
     expected = out + x @ y
-    _blas.gemm_add_split(_blas.GEMM[np.dtype(np.float64)], x, y, False, out)
+    _blas.gemm_add_split(_blas.product_kernel(np.float64), x, y, False, out)
     np.testing.assert_allclose(out, expected, rtol=1e-13)
 
 

@@ -14,6 +14,11 @@ that GEMM took 558 us in one call, 579 us in two blocks on one thread, 299 us on
 
 Where the OpenBLAS thread controls are not found (another BLAS behind SciPy), nothing is held
 and BLAS keeps its own threading.
+
+Every product takes a *kernel pair* (``product_kernel(dtype)``): the BLAS GEMM's pointer and
+whether ``_gemm``'s own AVX-512 kernel does the product instead (``config.GEMM_KERNEL``; by
+default, where the CPU has AVX-512 and the BLAS runs kernels without it: see
+``own_kernel_preferred``).
 """
 
 import ctypes
@@ -21,6 +26,9 @@ import ctypes
 import numpy as np
 from numba import njit, prange
 from numba.extending import get_cython_function_address
+
+from .. import config
+from ._gemm import own_fits, own_gemm_add
 
 # The pointers are arguments of the compiled functions, not globals, so numba still caches
 # those on disk.
@@ -53,16 +61,23 @@ SPLIT_ALIGN = 16
 
 
 @njit(cache=True, nogil=True)
-def gemm_add(gemm, x, transpose_x, y, transpose_y, out):
-    """``out += x' @ y'``, where ``x'`` is ``x`` or ``x.T`` (``y'`` likewise).
+def gemm_add(kernel, x, transpose_x, y, transpose_y, out):
+    """``out += x' @ y'``, where ``x'`` is ``x`` or ``x.T`` (``y'`` likewise), by the kernel
+    pair ``kernel`` (``product_kernel``): ``_gemm``'s own kernel where the pair asks for it
+    and ``out`` holds at least half a register tile (``ROWS // 2`` rows, a tile's columns),
+    else BLAS.
 
     Every operand is a 2-D array whose rows are contiguous (any row stride). BLAS is
     column-major: the row-major ``out`` is its ``out.T = y'.T @ x'.T``, which swaps the
     operands and reads each stored matrix as its own transpose.
     """
+    gemm, own = kernel
     rows, columns = out.shape
     depth = x.shape[0] if transpose_x else x.shape[1]
     if rows == 0 or columns == 0 or depth == 0:
+        return
+    if own and own_fits(out):
+        own_gemm_add(x, transpose_x, y, transpose_y, out)
         return
     item = out.itemsize
     ints = np.empty(6, dtype=np.int32)
@@ -114,26 +129,26 @@ def block_start(length, blocks, p):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _gemm_add_blocks(gemm, x, y, transpose_y, out, blocks):
+def _gemm_add_blocks(kernel, x, y, transpose_y, out, blocks):
     columns = out.shape[1]
     for p in prange(blocks):
         start = block_start(columns, blocks, p)
         stop = block_start(columns, blocks, p + 1)
         part = y[start:stop] if transpose_y else y[:, start:stop]
-        gemm_add(gemm, x, False, part, transpose_y, out[:, start:stop])
+        gemm_add(kernel, x, False, part, transpose_y, out[:, start:stop])
 
 
 @njit(cache=True, nogil=True)
-def gemm_add_split(gemm, x, y, transpose_y, out):
+def gemm_add_split(kernel, x, y, transpose_y, out):
     """``out += x @ y'`` (``y'``: ``y`` or ``y.T``) as ``gemm_add``, in blocks of output
     columns (``split_blocks``) run as a ``prange`` over numba's threads; the same bits at
     every thread count. Call between ``hold_blas_threads`` and ``release_blas_threads``.
     """
     blocks = split_blocks(out.shape[1], out.shape[0] * x.shape[1] * out.shape[1])
     if blocks == 1:
-        gemm_add(gemm, x, False, y, transpose_y, out)
+        gemm_add(kernel, x, False, y, transpose_y, out)
     else:
-        _gemm_add_blocks(gemm, x, y, transpose_y, out, blocks)
+        _gemm_add_blocks(kernel, x, y, transpose_y, out, blocks)
 
 
 # -- OpenBLAS's own thread count ---------------------------------------------------------------
@@ -203,3 +218,71 @@ def release_blas_threads(previous):
     """Undo ``hold_blas_threads``."""
     if previous is not None:
         _set_blas_threads(previous)
+
+
+# -- which kernel does a product ---------------------------------------------------------------
+
+#: OpenBLAS's names (``openblas_get_corename``) of the x86 kernel sets that use AVX-512.
+AVX512_CORES = ("skylakex", "cooperlake", "sapphirerapids")
+
+
+def _blas_core():
+    """The name of the kernel set SciPy's OpenBLAS runs (``Haswell``, ``SkylakeX``, ...), or
+    None where it is not OpenBLAS."""
+    library = _blas_library()
+    if library is None:
+        return None
+    for name in ("scipy_openblas_get_corename", "scipy_openblas_get_corename64_",
+                 "openblas_get_corename"):
+        function = getattr(library, name, None)
+        if function is not None:
+            function.argtypes, function.restype = [], ctypes.c_char_p
+            core = function()
+            return core.decode() if core else None
+    return None
+
+
+def _compiles_for_avx512():
+    """Whether numba compiles for a CPU with AVX-512: the host's features, or those named by
+    ``NUMBA_CPU_NAME`` / ``NUMBA_CPU_FEATURES`` (a portable ``generic`` build has none)."""
+    import llvmlite.binding as llvm
+    from numba.core import config as numba_config
+
+    if numba_config.CPU_FEATURES is not None:
+        return "+avx512f" in numba_config.CPU_FEATURES.split(",")
+    if numba_config.CPU_NAME not in (None, "host"):
+        return False
+    return bool(llvm.get_host_cpu_features().get("avx512f", False))
+
+
+#: What ``"auto"`` chose, worked out once: the own kernel where numba compiles for AVX-512 and
+#: SciPy's OpenBLAS runs a kernel set without it.
+_AUTO = None
+
+
+def own_kernel_preferred():
+    """Whether products go to ``_gemm``'s own kernel, by ``config.GEMM_KERNEL``: ``"own"``,
+    ``"blas"``, or ``"auto"`` (own where numba compiles for AVX-512 and SciPy's OpenBLAS runs
+    kernels without it, e.g. under ``OPENBLAS_CORETYPE=Haswell`` on an AVX-512 CPU)."""
+    global _AUTO
+    choice = config.GEMM_KERNEL
+    if choice == "own":
+        return True
+    if choice == "blas":
+        return False
+    if choice != "auto":
+        raise ValueError(
+            f"autograd_nb.config.GEMM_KERNEL must be 'auto', 'own' or 'blas', got {choice!r}"
+        )
+    if _AUTO is None:
+        core = _blas_core()
+        _AUTO = bool(
+            core is not None and core.lower() not in AVX512_CORES and _compiles_for_avx512()
+        )
+    return _AUTO
+
+
+def product_kernel(dtype):
+    """The kernel pair every product of ``dtype`` (float32 or float64) takes: ``(SciPy's
+    GEMM, whether the own kernel does the product)``."""
+    return GEMM[np.dtype(dtype)], own_kernel_preferred()

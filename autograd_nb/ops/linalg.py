@@ -2,8 +2,9 @@
 NumPy functions composed from it (matmul with its 1-D and batch-broadcasting rules, dot, outer,
 einsum). The BLAS kernels call numba's ``np.dot``, and the batched VJPs SciPy's GEMM directly
 (accumulating in place, split over numba's threads: see ``_blas``): SciPy's BLAS at run time
-either way. Small products and integer dtypes, which BLAS does not serve, go through plain
-loops.
+either way, or, where ``_blas.own_kernel_preferred`` says so (an AVX-512 CPU whose BLAS runs
+narrower kernels), ``_gemm``'s own kernel for every product wide enough for its tiles. Small
+products and integer dtypes, which BLAS does not serve, go through plain loops.
 
 The composites record only shape ops, ``_bmm``, ``sum``, ``multiply`` and ``getitem``, so their
 gradients (of any order) come from those ops' rules.
@@ -16,13 +17,15 @@ from numba import njit, prange
 
 from . import _broadcast
 from ._blas import (
-    GEMM,
     SPLIT_MIN_WORK,
     gemm_add,
     gemm_add_split,
     hold_blas_threads,
+    own_kernel_preferred,
+    product_kernel,
     release_blas_threads,
 )
+from ._gemm import own_fits, own_gemm_add, tiles_add
 from ._pointers import array_at
 from .registry import Op, call, call_view, public
 
@@ -33,26 +36,40 @@ from .registry import Op, call, call_view, public
 SMALL_PRODUCT = 512
 
 
+# The BLAS-sized products below take ``own``: whether ``_gemm``'s own kernel does each product
+# that fits it (``_blas.own_kernel_preferred``) instead of numba's ``np.dot`` (BLAS).
+
+
 @njit(cache=True, nogil=True)
-def _bmm_forward(a, b, out):
+def _bmm_forward(a, b, out, own):
     for i in range(a.shape[0]):
-        np.dot(a[i], b[i], out[i])
+        if own and own_fits(out[i]):
+            out[i] = 0
+            tiles_add(a[i], b[i], out[i])
+        else:
+            np.dot(a[i], b[i], out[i])
 
 
 @njit(cache=True, nogil=True)
-def _bmm_vjp_a(g, b, grad_a, scratch):
+def _bmm_vjp_a(g, b, grad_a, scratch, own):
     # grad_a[i] += g[i] @ b[i].T
     for i in range(g.shape[0]):
-        np.dot(g[i], b[i].T, scratch)
-        grad_a[i] += scratch
+        if own and own_fits(grad_a[i]):
+            own_gemm_add(g[i], False, b[i], True, grad_a[i])
+        else:
+            np.dot(g[i], b[i].T, scratch)
+            grad_a[i] += scratch
 
 
 @njit(cache=True, nogil=True)
-def _bmm_vjp_b(g, a, grad_b, scratch):
+def _bmm_vjp_b(g, a, grad_b, scratch, own):
     # grad_b[i] += a[i].T @ g[i]
     for i in range(g.shape[0]):
-        np.dot(a[i].T, g[i], scratch)
-        grad_b[i] += scratch
+        if own and own_fits(grad_b[i]):
+            own_gemm_add(a[i], True, g[i], False, grad_b[i])
+        else:
+            np.dot(a[i].T, g[i], scratch)
+            grad_b[i] += scratch
 
 
 @njit(cache=True, nogil=True)
@@ -88,7 +105,7 @@ def _all_finite(x):
 
 
 @njit(cache=True, nogil=True)
-def _product_add(gemm, x, y, transpose_y, out, columns):
+def _product_add(kernel, x, y, transpose_y, out, columns):
     """``out += x @ y'`` (``y'``: ``y`` or ``y.T``), by GEMM, or row by row where every row of
     ``x`` has at most one nonzero.
 
@@ -114,11 +131,11 @@ def _product_add(gemm, x, y, transpose_y, out, columns):
                 for c in range(row.size):
                     row[c] += scale * source[c]
         return
-    gemm_add_split(gemm, x, y, transpose_y, out)
+    gemm_add_split(kernel, x, y, transpose_y, out)
 
 
 @njit(cache=True, nogil=True)
-def _bmm_vjp_batched(gemm, k, g, factor, grad):
+def _bmm_vjp_batched(kernel, k, g, factor, grad):
     """Both VJPs of ``_bmm`` for a stack of ``vectors`` grad_outputs ``g (vectors, batch, m,
     n)``, accumulated into ``grad`` (C-contiguous) by BLAS, with no copies: ``factor`` is
     ``b`` for ``k == 0`` (``grad[v, i] += g[v, i] @ b[i].T``), ``a`` for ``k == 1``
@@ -133,50 +150,50 @@ def _bmm_vjp_batched(gemm, k, g, factor, grad):
     columns = np.empty(vectors * m, dtype=np.int64)
     if k == 0:
         if batch == 1:
-            _product_add(gemm, g.reshape((vectors * m, n)), factor[0], True,
+            _product_add(kernel, g.reshape((vectors * m, n)), factor[0], True,
                          grad.reshape((vectors * m, grad.shape[3])), columns)
         elif m == 1:
             for i in range(batch):
-                _product_add(gemm, g[:, i, 0, :], factor[i], True, grad[:, i, 0, :], columns)
+                _product_add(kernel, g[:, i, 0, :], factor[i], True, grad[:, i, 0, :], columns)
         else:
-            _gemm_add_each(gemm, k, g, factor, grad)
+            _gemm_add_each(kernel, k, g, factor, grad)
     elif n == 1:
         for i in range(batch):
-            _product_add(gemm, g[:, i, :, 0], factor[i], False, grad[:, i, :, 0], columns)
+            _product_add(kernel, g[:, i, :, 0], factor[i], False, grad[:, i, :, 0], columns)
     else:
-        _gemm_add_each(gemm, k, g, factor, grad)
+        _gemm_add_each(kernel, k, g, factor, grad)
 
 
 @njit(cache=True, nogil=True)
-def _gemm_add_one(gemm, k, g, factor, grad, e):
+def _gemm_add_one(kernel, k, g, factor, grad, e):
     """Product ``e`` (vector ``e // batch``, entry ``e % batch``) of ``_gemm_add_each``."""
     batch = g.shape[1]
     v = e // batch
     i = e % batch
     if k == 0:
-        gemm_add(gemm, g[v, i], False, factor[i], True, grad[v, i])
+        gemm_add(kernel, g[v, i], False, factor[i], True, grad[v, i])
     else:
-        gemm_add(gemm, factor[i], True, g[v, i], False, grad[v, i])
+        gemm_add(kernel, factor[i], True, g[v, i], False, grad[v, i])
 
 
 @njit(cache=True, nogil=True)
-def _gemm_add_each(gemm, k, g, factor, grad):
+def _gemm_add_each(kernel, k, g, factor, grad):
     """One GEMM per vector and batch entry, as a ``prange`` over them when they add up to
     enough work (each writes its own ``grad[v, i]``: the same bits at every thread count)."""
     vectors, batch, m, n = g.shape
     inner = factor.shape[2] if k == 0 else factor.shape[1]
     count = vectors * batch
     if count > 1 and count * m * inner * n >= SPLIT_MIN_WORK:
-        _gemm_add_each_parallel(gemm, k, g, factor, grad)
+        _gemm_add_each_parallel(kernel, k, g, factor, grad)
     else:
         for e in range(count):
-            _gemm_add_one(gemm, k, g, factor, grad, e)
+            _gemm_add_one(kernel, k, g, factor, grad, e)
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _gemm_add_each_parallel(gemm, k, g, factor, grad):
+def _gemm_add_each_parallel(kernel, k, g, factor, grad):
     for e in prange(g.shape[0] * g.shape[1]):
-        _gemm_add_one(gemm, k, g, factor, grad, e)
+        _gemm_add_one(kernel, k, g, factor, grad, e)
 
 
 @njit(cache=True, nogil=True)
@@ -240,12 +257,13 @@ def _forward_blas(a, b, out):
     threads, W1 @ x of ``jacobian_batched``: 512 x 256), and a woken thread spins on, taking
     a core from the numba loops of the backward that follows.
     """
+    own = own_kernel_preferred()
     if a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2] >= SPLIT_MIN_WORK:
-        _bmm_forward(a, b, out)
+        _bmm_forward(a, b, out, own)
         return
     previous = hold_blas_threads()
     try:
-        _bmm_forward(a, b, out)
+        _bmm_forward(a, b, out, own)
     finally:
         release_blas_threads(previous)
 
@@ -254,7 +272,8 @@ def _add_vjp_a(g, b, grad_a):
     """``grad_a[i] += g[i] @ b[i].T`` over the batch, through BLAS or loops by size."""
     m, n = g.shape[1:]
     if _blas(g.dtype, m, b.shape[1], n):
-        _bmm_vjp_a(g, b, grad_a, np.empty(grad_a.shape[1:], dtype=grad_a.dtype))
+        scratch = np.empty(grad_a.shape[1:], dtype=grad_a.dtype)
+        _bmm_vjp_a(g, b, grad_a, scratch, own_kernel_preferred())
     else:
         _bmm_vjp_a_loops(g, b, grad_a)
 
@@ -263,7 +282,8 @@ def _add_vjp_b(g, a, grad_b):
     """``grad_b[i] += a[i].T @ g[i]`` over the batch, through BLAS or loops by size."""
     m, n = g.shape[1:]
     if _blas(g.dtype, m, a.shape[2], n):
-        _bmm_vjp_b(g, a, grad_b, np.empty(grad_b.shape[1:], dtype=grad_b.dtype))
+        scratch = np.empty(grad_b.shape[1:], dtype=grad_b.dtype)
+        _bmm_vjp_b(g, a, grad_b, scratch, own_kernel_preferred())
     else:
         _bmm_vjp_b_loops(g, a, grad_b)
 
@@ -271,21 +291,22 @@ def _add_vjp_b(g, a, grad_b):
 @njit(cache=True, nogil=True)
 def _bmm_driver(operands, ints, floats, like):
     """The compiled executor's driver of ``_bmm``'s VJPs: ``ints`` is ``[k, batch, m, inner,
-    n, blas]``; operands the gradient, the other factor and the target."""
+    n, blas, own]``; operands the gradient, the other factor and the target."""
     k, batch, m, inner, n, blas = ints[0], ints[1], ints[2], ints[3], ints[4], ints[5]
+    own = ints[6] != 0
     g = array_at(operands[0], batch * m * n, like).reshape((batch, m, n))
     if k == 0:
         b = array_at(operands[1], batch * inner * n, like).reshape((batch, inner, n))
         grad_a = array_at(operands[2], batch * m * inner, like).reshape((batch, m, inner))
         if blas:
-            _bmm_vjp_a(g, b, grad_a, np.empty((m, inner), dtype=like.dtype))
+            _bmm_vjp_a(g, b, grad_a, np.empty((m, inner), dtype=like.dtype), own)
         else:
             _bmm_vjp_a_loops(g, b, grad_a)
     else:
         a = array_at(operands[1], batch * m * inner, like).reshape((batch, m, inner))
         grad_b = array_at(operands[2], batch * inner * n, like).reshape((batch, inner, n))
         if blas:
-            _bmm_vjp_b(g, a, grad_b, np.empty((inner, n), dtype=like.dtype))
+            _bmm_vjp_b(g, a, grad_b, np.empty((inner, n), dtype=like.dtype), own)
         else:
             _bmm_vjp_b_loops(g, a, grad_b)
 
@@ -360,7 +381,7 @@ class BatchedMatmul(Op):
         if _blas(a.dtype, stacked * m, a.shape[2], n):
             previous = hold_blas_threads()
             try:
-                _bmm_vjp_batched(GEMM[a.dtype], k, g, factor, target)
+                _bmm_vjp_batched(product_kernel(a.dtype), k, g, factor, target)
             finally:
                 release_blas_threads(previous)
         else:
@@ -375,8 +396,9 @@ class BatchedMatmul(Op):
         batch, m, inner = a.shape
         n = b.shape[2]
         blas = _blas(a.dtype, m, inner, n)
+        own = blas and own_kernel_preferred()  # chosen when planned: a cached plan keeps it
         operands = (b if k == 0 else a,)
-        return _bmm_driver, operands, (k, batch, m, inner, n, blas), ()
+        return _bmm_driver, operands, (k, batch, m, inner, n, blas, own), ()
 
     def rule(self, k, grad_output, inputs, output, attrs):
         a, b = inputs

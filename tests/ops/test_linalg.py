@@ -428,35 +428,44 @@ def test_batched_vjps_match_rows(a_shape, b_shape, dtype):
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("transpose_x", [False, True])
 @pytest.mark.parametrize("transpose_y", [False, True])
-def test_gemm_add_accumulates_transposed_and_strided_operands(dtype, transpose_x, transpose_y):
+@pytest.mark.parametrize("own", [False, True])  # SciPy's BLAS, ops._gemm's own kernel
+@pytest.mark.parametrize("rows, depth, columns", [(5, 7, 6), (13, 300, 41)])
+def test_gemm_add_accumulates_transposed_and_strided_operands(
+    dtype, transpose_x, transpose_y, own, rows, depth, columns
+):
+    # (13, 300, 41): the own kernel's row tail, two depth blocks and padded last columns.
     rng = np.random.default_rng(20)
-    x = rng.standard_normal((7, 5) if transpose_x else (5, 7)).astype(dtype)
-    y = rng.standard_normal((6, 7) if transpose_y else (7, 6)).astype(dtype)
+    x = rng.standard_normal((depth, rows) if transpose_x else (rows, depth)).astype(dtype)
+    y = rng.standard_normal((columns, depth) if transpose_y else (depth, columns)).astype(dtype)
     # The target is every other row of a wider buffer: rows with a leading dimension.
-    buffer = rng.standard_normal((5, 2, 6)).astype(dtype)
+    buffer = rng.standard_normal((rows, 2, columns)).astype(dtype)
     out = buffer[:, 1, :]
-    want = out + (x.T if transpose_x else x) @ (y.T if transpose_y else y)
+    want = out.astype(np.float64) + (x.T if transpose_x else x).astype(np.float64) @ (
+        y.T if transpose_y else y
+    ).astype(np.float64)
     untouched = buffer[:, 0, :].copy()
-    _blas.gemm_add(_blas.GEMM[np.dtype(dtype)], x, transpose_x, y, transpose_y, out)
+    _blas.gemm_add((_blas.GEMM[np.dtype(dtype)], own), x, transpose_x, y, transpose_y, out)
     rtol = 1e-5 if dtype == np.float32 else 1e-13
     np.testing.assert_allclose(buffer[:, 1, :], want, rtol=rtol, atol=rtol)
     np.testing.assert_array_equal(buffer[:, 0, :], untouched)
 
 
 @pytest.mark.parametrize("transpose_y", [False, True])
-def test_product_of_one_hot_rows_equals_the_gemm(transpose_y):
+@pytest.mark.parametrize("own", [False, True])
+@pytest.mark.parametrize("width", [9, 40])  # 40 columns: the own kernel's tiles
+def test_product_of_one_hot_rows_equals_the_gemm(transpose_y, own, width):
     rng = np.random.default_rng(21)
-    gemm = _blas.GEMM[np.dtype(np.float64)]
-    y = rng.standard_normal((9, 11) if transpose_y else (11, 9))
+    kernel = (_blas.GEMM[np.dtype(np.float64)], own)
+    y = rng.standard_normal((width, 11) if transpose_y else (11, width))
     x = np.zeros((6, 11))
     x[np.arange(5), rng.integers(0, 11, 5)] = rng.standard_normal(5)  # row 5 stays zero
     columns = np.empty(6, dtype=np.int64)
     assert linalg._one_hot_rows(x, columns)
     assert columns[5] == -1
-    start = rng.standard_normal((6, 9))
+    start = rng.standard_normal((6, width))
     by_rows, by_gemm = start.copy(), start.copy()
-    linalg._product_add(gemm, x, y, transpose_y, by_rows, columns)
-    _blas.gemm_add(gemm, x, False, y, transpose_y, by_gemm)
+    linalg._product_add(kernel, x, y, transpose_y, by_rows, columns)
+    _blas.gemm_add(kernel, x, False, y, transpose_y, by_gemm)
     np.testing.assert_array_equal(by_rows, by_gemm)
     x[2, 0] = x[2, 1] = 1.0  # two nonzeros in a row: not one-hot
     assert not linalg._one_hot_rows(x, columns)

@@ -1,0 +1,183 @@
+"""``ops._gemm``'s own GEMM kernel and how ``ops._blas`` chooses between it and SciPy's BLAS.
+
+The kernel is compiled for this machine's CPU whatever it has (with AVX-512 or without, LLVM
+lowers its 512-bit vectors), so every test here runs everywhere."""
+
+import numba
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import autograd_nb as anb
+from autograd_nb import config
+from autograd_nb.ops import _blas, _gemm
+
+
+def _reference(out, x, y):
+    return out.astype(np.float64) + x.astype(np.float64) @ y.astype(np.float64)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    rows=st.integers(1, 20),
+    depth=st.integers(1, 2 * _gemm.DEPTH_BLOCK + 3),
+    columns=st.integers(1, 70),
+    dtype=st.sampled_from([np.float64, np.float32]),
+    transpose_x=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_tiles_add_matches_numpy_over_shapes(rows, depth, columns, dtype, transpose_x, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((depth, rows) if transpose_x else (rows, depth)).astype(dtype)
+    left = x.T if transpose_x else x  # a transposed x is read through its strides
+    y = rng.standard_normal((depth, columns)).astype(dtype)
+    out = rng.standard_normal((rows, columns)).astype(dtype)
+    want = _reference(out, left, y)
+    _gemm.tiles_add(left, y, out)
+    scale = np.abs(left).astype(np.float64) @ np.abs(y).astype(np.float64) + 1.0
+    tolerance = 1e-5 if dtype == np.float32 else 1e-13
+    assert np.all(np.abs(out - want) <= tolerance * scale)
+
+
+def test_tiles_add_writes_only_its_rows_and_columns():
+    rng = np.random.default_rng(1)
+    x, y = rng.standard_normal((11, 40)), rng.standard_normal((40, 37))
+    buffer = rng.standard_normal((13, 3, 50))
+    before = buffer.copy()
+    out = buffer[1:12, 1, 5:42]  # rows with a stride, inside a wider buffer
+    want = _reference(out, x, y)
+    _gemm.tiles_add(x, y, out)
+    np.testing.assert_allclose(out, want, rtol=1e-13, atol=1e-13)
+    outside = np.ones(buffer.shape, dtype=bool)
+    outside[1:12, 1, 5:42] = False
+    np.testing.assert_array_equal(buffer[outside], before[outside])
+
+
+def test_each_element_is_the_same_whatever_the_block_of_columns():
+    # The split GEMM hands the kernel blocks of columns: an element's bits must not depend
+    # on where its block starts (a padded tail, a tile boundary or none).
+    rng = np.random.default_rng(2)
+    x, y = rng.standard_normal((24, 300)), rng.standard_normal((300, 77))
+    start = rng.standard_normal((24, 77))
+    whole = start.copy()
+    _gemm.tiles_add(x, y, whole)
+    for first, last in ((0, 77), (0, 16), (16, 77), (3, 40), (61, 77)):
+        part = start[:, first:last].copy()
+        _gemm.tiles_add(x, y[:, first:last], part)
+        np.testing.assert_array_equal(part, whole[:, first:last])
+
+
+def test_zero_sized_products_leave_out_alone():
+    out = np.ones((4, 20))
+    _gemm.tiles_add(np.ones((4, 0)), np.ones((0, 20)), out)
+    np.testing.assert_array_equal(out, 1.0)
+
+
+def test_small_products_go_to_blas_even_when_the_own_kernel_is_chosen():
+    # Fewer than ROWS // 2 rows (a vector times a matrix) or columns than a tile: BLAS.
+    rng = np.random.default_rng(3)
+    x, y = rng.standard_normal((1, 64)), rng.standard_normal((64, 48))
+    kernel = (_blas.GEMM[np.dtype(np.float64)], True)
+    by_own_choice, by_blas = np.zeros((1, 48)), np.zeros((1, 48))
+    _blas.gemm_add(kernel, x, False, y, False, by_own_choice)
+    _blas.gemm_add((kernel[0], False), x, False, y, False, by_blas)
+    np.testing.assert_array_equal(by_own_choice, by_blas)
+
+
+# -- the choice ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fresh_choice(monkeypatch):
+    monkeypatch.setattr(_blas, "_AUTO", None)
+    return monkeypatch
+
+
+@pytest.mark.parametrize(
+    "core, avx512, expected",
+    [
+        ("Haswell", True, True),  # AVX-512 CPU, BLAS pinned to AVX2 kernels
+        ("Zen", True, True),
+        ("SkylakeX", True, False),  # BLAS uses AVX-512 itself
+        ("Haswell", False, False),  # no AVX-512 to gain
+        (None, True, False),  # not OpenBLAS: keep that BLAS
+    ],
+)
+def test_auto_takes_the_own_kernel_only_where_blas_leaves_avx512_unused(
+    fresh_choice, core, avx512, expected
+):
+    fresh_choice.setattr(config, "GEMM_KERNEL", "auto")
+    fresh_choice.setattr(_blas, "_blas_core", lambda: core)
+    fresh_choice.setattr(_blas, "_compiles_for_avx512", lambda: avx512)
+    assert _blas.own_kernel_preferred() is expected
+    assert _blas.product_kernel(np.float32) == (_blas.GEMM[np.dtype(np.float32)], expected)
+
+
+def test_own_and_blas_settings_win_over_auto(fresh_choice):
+    fresh_choice.setattr(config, "GEMM_KERNEL", "own")
+    assert _blas.own_kernel_preferred() is True
+    fresh_choice.setattr(config, "GEMM_KERNEL", "blas")
+    assert _blas.own_kernel_preferred() is False
+
+
+def test_an_unknown_setting_is_a_clear_error(fresh_choice):
+    fresh_choice.setattr(config, "GEMM_KERNEL", "mkl")
+    with pytest.raises(ValueError, match="'auto', 'own' or 'blas', got 'mkl'"):
+        _blas.own_kernel_preferred()
+
+
+def test_this_machines_blas_core_is_read():
+    core = _blas._blas_core()
+    assert core is None or (isinstance(core, str) and core)
+
+
+# -- through the engine -------------------------------------------------------------------------
+
+
+def _mlp_jacobian(threads):
+    rng = np.random.default_rng(4)
+    w1 = anb.tensor(rng.standard_normal((256, 96)) * 96**-0.5)
+    w2 = anb.tensor(rng.standard_normal((64, 256)) * 256**-0.5)
+    x = anb.tensor(rng.standard_normal(96), requires_grad=True)
+    previous = numba.get_num_threads()
+    try:
+        numba.set_num_threads(threads)
+        y = anb.tanh(w2 @ anb.tanh(w1 @ x))
+        (jac,) = anb.grad(y, x, grad_outputs=anb.eye(64, dtype="float64"), is_grads_batched=True)
+    finally:
+        numba.set_num_threads(previous)
+    h = np.tanh(w1.numpy() @ x.numpy())
+    out = np.tanh(w2.numpy() @ h)
+    closed = ((1 - out**2)[:, None] * w2.numpy()) @ ((1 - h**2)[:, None] * w1.numpy())
+    return jac.numpy(), closed
+
+
+@pytest.mark.parametrize("choice", ["own", "blas"])
+def test_batched_jacobian_by_either_kernel_at_one_and_two_threads(monkeypatch, choice):
+    monkeypatch.setattr(config, "GEMM_KERNEL", choice)
+    one, closed = _mlp_jacobian(1)
+    two, _ = _mlp_jacobian(min(2, numba.config.NUMBA_NUM_THREADS))
+    np.testing.assert_array_equal(one, two)
+    np.testing.assert_allclose(one, closed, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("choice, rows", [("own", 20), ("blas", 21)])  # no shared cached plan
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_matmul_forward_and_gradients_by_either_kernel(monkeypatch, choice, rows, dtype):
+    # The forward product and both VJPs (the compiled executor's driver) of a product wide
+    # enough for the own kernel's tiles, against NumPy in float64.
+    monkeypatch.setattr(config, "GEMM_KERNEL", choice)
+    rng = np.random.default_rng(7)
+    a_np = rng.standard_normal((rows, 45)).astype(dtype)
+    b_np = rng.standard_normal((45, 37)).astype(dtype)
+    v_np = rng.standard_normal((rows, 37)).astype(dtype)
+    a = anb.tensor(a_np, requires_grad=True)
+    b = anb.tensor(b_np, requires_grad=True)
+    y = a @ b
+    grad_a, grad_b = anb.grad(y, [a, b], grad_outputs=anb.tensor(v_np))
+    a64, b64, v64 = (t.astype(np.float64) for t in (a_np, b_np, v_np))
+    tolerance = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(y.numpy(), a64 @ b64, rtol=tolerance, atol=tolerance)
+    np.testing.assert_allclose(grad_a.numpy(), v64 @ b64.T, rtol=tolerance, atol=tolerance)
+    np.testing.assert_allclose(grad_b.numpy(), a64.T @ v64, rtol=tolerance, atol=tolerance)
