@@ -64,8 +64,7 @@ SPLIT_ALIGN = 16
 def gemm_add(kernel, x, transpose_x, y, transpose_y, out):
     """``out += x' @ y'``, where ``x'`` is ``x`` or ``x.T`` (``y'`` likewise), by the kernel
     pair ``kernel`` (``product_kernel``): ``_gemm``'s own kernel where the pair asks for it
-    and ``out`` holds at least half a register tile (``ROWS // 2`` rows, a tile's columns),
-    else BLAS.
+    and ``out`` is large enough for its tiles (``_gemm.own_fits``), else BLAS.
 
     Every operand is a 2-D array whose rows are contiguous (any row stride). BLAS is
     column-major: the row-major ``out`` is its ``out.T = y'.T @ x'.T``, which swaps the

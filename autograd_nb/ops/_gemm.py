@@ -6,9 +6,9 @@ kernels leave half of each AVX-512 register unused. The kernel below is written 
 with 512-bit vectors (``<8 x double>``, ``<16 x float>``), so it uses the full width wherever
 LLVM targets such a CPU.
 
-Its core is a register tile (``_tile``): ``ROWS`` rows by two vectors of ``out`` (8 x 16
-float64, 8 x 32 float32) held in 16 vector registers while ``depth`` rank-one updates add into
-them, each one a row of ``y`` (two vector loads), ``ROWS`` broadcast elements of ``x`` and 16
+Its core is a register tile (``_tile``): ``ROWS`` rows by ``VECTORS`` vectors of ``out`` (6 x 32
+float64, 6 x 64 float32) held in 24 vector registers while ``depth`` rank-one updates add into
+them, each one a row of ``y`` (four vector loads), ``ROWS`` broadcast elements of ``x`` and 24
 fused multiply-adds. ``tiles_add`` walks ``out`` in such tiles, over ``DEPTH_BLOCK`` steps of
 the inner dimension at a time, and pads the last columns through a scratch strip.
 
@@ -19,19 +19,20 @@ thread count, not on where a block of columns starts), differs from BLAS's in th
 only, and a row of ``x`` with one nonzero gives exactly ``out + x[r, j] * y[j]``, as
 ``linalg._product_add``'s row-by-row path does.
 
-Measured here (one thread, float64, best of 100 calls), against SciPy's OpenBLAS with the
-``Haswell`` kernels this machine pins, and with ``OPENBLAS_CORETYPE=SkylakeX``:
+Measured here (one thread, float64, best of 5 rounds; ``/tmp`` scratch script, 06:35 UTC on
+2026-11-21), against SciPy's OpenBLAS with the ``Haswell`` kernels this machine pins, and with
+``OPENBLAS_CORETYPE=SkylakeX`` (the AVX-512 kernels) in a second process:
 
 =====================  ==========  =============  ==============
 ``m x k @ k x n``      this file   BLAS Haswell   BLAS SkylakeX
 =====================  ==========  =============  ==============
-128 x 512 @ 512 x 256  115 GF/s    54 GF/s        93 GF/s
-256 x 256 @ 256 x 256  120 GF/s    59 GF/s        --
-512 x 512 @ 512 x 512   86 GF/s    60 GF/s        95 GF/s
-1024 cubed              74 GF/s    61 GF/s        99 GF/s
+128 x 512 @ 512 x 256  121 GF/s    55 GF/s        94 GF/s
+256 x 256 @ 256 x 256  125 GF/s    57 GF/s        97 GF/s
+512 x 512 @ 512 x 512  100 GF/s    59 GF/s        104 GF/s
+1024 cubed              86 GF/s    61 GF/s        103 GF/s
 =====================  ==========  =============  ==============
 
-It does not pack its operands into cache-sized panels, so a BLAS with AVX-512 kernels wins on
+It does not pack its operands into cache-sized panels, so a BLAS with AVX-512 kernels can win on
 large products; ``_blas.own_kernel_preferred`` chooses it only where the BLAS lacks them.
 """
 
@@ -42,14 +43,17 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 #: Rows of ``out`` in one register tile.
-ROWS = 8
+ROWS = 6
 
-#: Vectors of 512 bits across one register tile: 16 float64 or 32 float32 columns.
-VECTORS = 2
+#: Vectors of 512 bits across one register tile: 32 float64 or 64 float32 columns. Six rows by
+#: four vectors (24 accumulators, four vectors of ``y`` and a broadcast: 29 of the 32 vector
+#: registers) did the products below 5% to 30% faster than eight by two; four by four, six by
+#: three and four by six were slower.
+VECTORS = 4
 
 #: Steps of the inner dimension per pass over ``out``: a strip of ``y`` (``DEPTH_BLOCK`` rows of
-#: one tile's columns, 32 KiB in float64) stays in the level-1 cache while every row tile of the
-#: strip reads it.
+#: one tile's columns, 64 KiB) stays near the core while every row tile of the strip reads it
+#: (128 and 512 measured no faster).
 DEPTH_BLOCK = 256
 
 

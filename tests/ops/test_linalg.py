@@ -429,11 +429,11 @@ def test_batched_vjps_match_rows(a_shape, b_shape, dtype):
 @pytest.mark.parametrize("transpose_x", [False, True])
 @pytest.mark.parametrize("transpose_y", [False, True])
 @pytest.mark.parametrize("own", [False, True])  # SciPy's BLAS, ops._gemm's own kernel
-@pytest.mark.parametrize("rows, depth, columns", [(5, 7, 6), (13, 300, 41)])
+@pytest.mark.parametrize("rows, depth, columns", [(5, 7, 6), (13, 300, 70)])
 def test_gemm_add_accumulates_transposed_and_strided_operands(
     dtype, transpose_x, transpose_y, own, rows, depth, columns
 ):
-    # (13, 300, 41): the own kernel's row tail, two depth blocks and padded last columns.
+    # (13, 300, 70): the own kernel's row tail, two depth blocks and padded last columns.
     rng = np.random.default_rng(20)
     x = rng.standard_normal((depth, rows) if transpose_x else (rows, depth)).astype(dtype)
     y = rng.standard_normal((columns, depth) if transpose_y else (depth, columns)).astype(dtype)
@@ -452,7 +452,7 @@ def test_gemm_add_accumulates_transposed_and_strided_operands(
 
 @pytest.mark.parametrize("transpose_y", [False, True])
 @pytest.mark.parametrize("own", [False, True])
-@pytest.mark.parametrize("width", [9, 40])  # 40 columns: the own kernel's tiles
+@pytest.mark.parametrize("width", [9, 70])  # 70 columns: the own kernel's tiles
 def test_product_of_one_hot_rows_equals_the_gemm(transpose_y, own, width):
     rng = np.random.default_rng(21)
     kernel = (_blas.GEMM[np.dtype(np.float64)], own)
