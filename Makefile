@@ -8,7 +8,7 @@ PIP_INSTALL := $(PY) -m pip install --quiet --disable-pip-version-check
 # `make bench ASV_ARGS=` for a full (slower, statistically meaningful) asv run.
 ASV_ARGS ?= --quick
 
-.PHONY: help demo test test-gpu bench bench-report docs lint
+.PHONY: help demo test test-gpu bench bench-report docs lint clean-cache
 
 help:
 	@echo "make demo          create $(VENV), install the package, run the grad_outputs tour"
@@ -19,6 +19,7 @@ help:
 	@echo "make bench-report  turn the asv results into HTML (asv_bench/html)"
 	@echo "make docs          build the Sphinx site (warnings are errors) into docs/_build/html"
 	@echo "make lint          ruff check"
+	@echo "make clean-cache   delete the on-disk caches of compiled kernels (after editing one)"
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +31,14 @@ demo: $(PY)
 test: $(PY)
 	$(PIP_INSTALL) -e ".[test,docs,cuda]"
 	$(PY) -m pytest
+
+# numba invalidates a cached function when its own file changes, not when a function it calls
+# in another file does: after editing a kernel (ops/_gemm.py, say), the cached callers in other
+# files would keep linking the old one (seen here: segfaults). Clears the package's caches and
+# the generated kernels (config.KERNEL_DIR), which call ops/_scalar.py and ops/_fastmath.py.
+clean-cache: $(PY)
+	find autograd_nb -name '*.nbi' -delete -o -name '*.nbc' -delete
+	rm -rf "$$($(PY) -c 'from autograd_nb import config; print(config.KERNEL_DIR)')"
 
 # The same CUDA tests as `make test` runs on the simulator, on the GPU (tests/conftest.py leaves
 # NUMBA_ENABLE_CUDASIM alone when AUTOGRAD_NB_TEST_GPU=1).
