@@ -26,7 +26,9 @@ import operator
 import numpy as np
 
 from .. import config, tape
+from ..ops.elementwise import ElementwiseOp
 from ..ops.registry import Saved
+from ..ops.shape import Reshape
 from ..tensor import Tensor
 from . import fusion
 
@@ -150,9 +152,6 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch
     node, and only for a buffer this run owns (not a node asked for, nor one that retains
     its gradient).
     """
-    from ..ops.elementwise import ElementwiseOp
-    from ..ops.shape import Reshape
-
     slots = {}
     leaves = {}
     captured = {}
@@ -236,10 +235,11 @@ def _device_groups(plan, seeds, targets, all_leaves):
 def _touches_device(plan, seeds):
     """Whether some gradient of ``plan`` lives on the GPU: a seed is a device array, or a
     transfer op (``x.cuda()``, ``.cpu()``) crosses devices."""
-    from ..cuda import _device
+    if any(type(grad) is not np.ndarray for _, grad in seeds):  # (NumPy seeds: no import)
+        from ..cuda import _device
 
-    if _device.any_device_array(grad for _, grad in seeds):
-        return True
+        if _device.any_device_array(grad for _, grad in seeds):
+            return True
     return any(getattr(node.op, "input_device", None) is not None for node in plan.nodes)
 
 

@@ -421,7 +421,13 @@ def _reshaped(x, shape):
     seen by ``_bmm``'s saved-buffer check, as torch's is. The views stay inside ``matmul``.
     """
     shape = tuple(int(n) for n in shape)
-    return x if tuple(np.shape(x)) == shape else call_view("reshape", x, shape=shape)
+    return x if _shape_of(x) == shape else call_view("reshape", x, shape=shape)
+
+
+def _shape_of(x):
+    # A Tensor's (or array's) own shape tuple: np.shape() of a Tensor costs ~1 us a call.
+    shape = getattr(x, "shape", None)
+    return shape if type(shape) is tuple else tuple(np.shape(x))
 
 
 def _size(shape):
@@ -472,7 +478,7 @@ def matmul(a, b):
     >>> anb.matmul(anb.tensor([1.0, 2.0]), anb.tensor([3.0, 4.0]))
     tensor(11.)
     """
-    a_shape, b_shape = tuple(np.shape(a)), tuple(np.shape(b))
+    a_shape, b_shape = _shape_of(a), _shape_of(b)
     for position, shape in enumerate((a_shape, b_shape)):
         if not shape:
             raise ValueError(
@@ -490,7 +496,8 @@ def matmul(a, b):
         )
     a_batch, b_batch = a_shape[:-2], b_shape[:-2]
     try:
-        batch = _broadcast.broadcast_shapes(a_batch, b_batch)
+        # (No batch dimensions, the common case: nothing to broadcast.)
+        batch = (a_batch or b_batch) and _broadcast.broadcast_shapes(a_batch, b_batch)
     except ValueError:
         raise ValueError(
             f"matmul: operands could not be broadcast together with shapes {a_shape} and "
@@ -552,7 +559,7 @@ def dot(a, b):
     >>> anb.dot(anb.ones((2, 3, 4)), anb.ones((5, 4, 6))).shape
     (2, 3, 5, 6)
     """
-    a_shape, b_shape = tuple(np.shape(a)), tuple(np.shape(b))
+    a_shape, b_shape = _shape_of(a), _shape_of(b)
     if not a_shape or not b_shape:
         return call("multiply", a, b)
     axis = max(len(b_shape) - 2, 0)
