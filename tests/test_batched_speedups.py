@@ -50,7 +50,7 @@ def test_split_gemm_same_bits_at_one_and_two_threads_and_close_to_numpy(
 ):
     x, y, out = _operands(dtype, 64, 128, columns, transpose_y)
     assert _blas.split_blocks(columns, 64 * 128 * columns) > 1
-    gemm = (_blas.GEMM[np.dtype(dtype)], own)
+    gemm = _blas.product_kernel(dtype, own)
     results = []
     previous = _blas.hold_blas_threads()
     try:

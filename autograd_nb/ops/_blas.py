@@ -16,9 +16,9 @@ Where the OpenBLAS thread controls are not found (another BLAS behind SciPy), no
 and BLAS keeps its own threading.
 
 Every product takes a *kernel pair* (``product_kernel(dtype)``): the BLAS GEMM's pointer and
-whether ``_gemm``'s own AVX-512 kernel does the product instead (``config.GEMM_KERNEL``; by
-default, where the CPU has AVX-512 and the BLAS runs kernels without it: see
-``own_kernel_preferred``).
+the address of ``_gemm``'s own AVX-512 kernel where that does the product instead (0: BLAS;
+``config.GEMM_KERNEL``, by default where the CPU has AVX-512 and the BLAS runs kernels without
+it: see ``own_kernel_preferred``).
 """
 
 import ctypes
@@ -28,7 +28,7 @@ from numba import njit, prange
 from numba.extending import get_cython_function_address
 
 from .. import config
-from ._gemm import own_fits, own_gemm_add
+from ._gemm import own_fits, own_gemm_add, tiles_address
 
 # The pointers are arguments of the compiled functions, not globals, so numba still caches
 # those on disk.
@@ -70,13 +70,13 @@ def gemm_add(kernel, x, transpose_x, y, transpose_y, out):
     column-major: the row-major ``out`` is its ``out.T = y'.T @ x'.T``, which swaps the
     operands and reads each stored matrix as its own transpose.
     """
-    gemm, own = kernel
+    gemm, tiles = kernel
     rows, columns = out.shape
     depth = x.shape[0] if transpose_x else x.shape[1]
     if rows == 0 or columns == 0 or depth == 0:
         return
-    if own and own_fits(out):
-        own_gemm_add(x, transpose_x, y, transpose_y, out)
+    if tiles != 0 and own_fits(out):
+        own_gemm_add(x, transpose_x, y, transpose_y, out, tiles)
         return
     item = out.itemsize
     ints = np.empty(6, dtype=np.int32)
@@ -281,7 +281,16 @@ def own_kernel_preferred():
     return _AUTO
 
 
-def product_kernel(dtype):
+def own_kernel(dtype, own=None):
+    """The address of ``_gemm``'s tiles for ``dtype`` where the own kernel does the products
+    (``own``, by default ``own_kernel_preferred()``), else 0: the ``tiles`` argument of the
+    compiled products."""
+    if own is None:
+        own = own_kernel_preferred()
+    return tiles_address(dtype) if own else 0
+
+
+def product_kernel(dtype, own=None):
     """The kernel pair every product of ``dtype`` (float32 or float64) takes: ``(SciPy's
-    GEMM, whether the own kernel does the product)``."""
-    return GEMM[np.dtype(dtype)], own_kernel_preferred()
+    GEMM, own_kernel(dtype, own))``."""
+    return GEMM[np.dtype(dtype)], own_kernel(dtype, own)

@@ -38,7 +38,7 @@ large products; ``_blas.own_kernel_preferred`` chooses it only where the BLAS la
 
 import numpy as np
 from llvmlite import ir
-from numba import njit, types
+from numba import carray, cfunc, njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
@@ -76,9 +76,10 @@ def _tile(typingctx, x, x_row, x_step, y, y_row, out, out_row, depth, rows, like
     """``out[r, :c] += sum over p < depth of x[r, p] * y[p, :c]`` for ``r < rows`` (at most
     ``ROWS``), ``c`` the tile's columns: the sum in registers from zero, one fused multiply-add
     per ``p`` in order, then added to ``out`` once. Addresses are ints, strides counted in
-    elements of ``like``'s dtype (``x_row``, ``x_step``: ``x``'s row and column strides). Rows
-    past ``rows`` repeat the last valid one and are not stored."""
-    dtype = like.dtype
+    elements of the dtype of ``like`` (a float64 or float32 scalar; ``x_row``, ``x_step``:
+    ``x``'s row and column strides). Rows past ``rows`` repeat the last valid one and are not
+    stored."""
+    dtype = like
     if dtype not in (types.float64, types.float32):
         return None
     bits = dtype.bitwidth
@@ -148,59 +149,154 @@ def _tile(typingctx, x, x_row, x_step, y, y_row, out, out_row, depth, rows, like
     return sig, codegen
 
 
-@njit(cache=True, nogil=True)
-def _strip(x, x_row, x_step, y, y_row, out, out_row, rows, depth, like):
-    """One strip of tile columns: every row tile, ``ROWS`` rows at a time (fewer at the end)."""
-    item = like.itemsize
-    for r0 in range(0, rows, ROWS):
-        _tile(
-            x + r0 * x_row * item, x_row, x_step, y, y_row,
-            out + r0 * out_row * item, out_row, depth, min(ROWS, rows - r0), like,
-        )
+@intrinsic
+def _is_double(typingctx, like):
+    """Whether ``like`` is a float64 (else float32), decided when compiling."""
+    value = like == types.float64
+
+    def codegen(context, builder, signature, args):
+        return context.get_constant(types.boolean, value)
+
+    return types.boolean(like), codegen
 
 
 @njit(cache=True, nogil=True)
-def tiles_add(x, y, out):
-    """``out += x @ y`` for 2-D float arrays of one dtype: ``x (m, k)`` with any strides, ``y
-    (k, n)`` and ``out (m, n)`` with contiguous rows (unit column stride)."""
+def _tiles(x, x_row, x_step, y, y_row, out, out_row, rows, columns, depth, like):
+    """``out += x @ y`` over ``columns`` (a multiple of the tile's width) in register tiles:
+    per ``DEPTH_BLOCK`` steps of the inner dimension, each strip of tile columns, each tile of
+    ``ROWS`` rows (fewer at the end). ``x`` is an address, ``y`` and ``out`` 1-D arrays over
+    their operands' memory (arguments, so a scratch copy lives until this returns); strides
+    as ``_tile``'s."""
+    item = 8 if _is_double(like) else 4
+    width = VECTORS * 64 // item
+    y_at, out_at = y.ctypes.data, out.ctypes.data
+    for p0 in range(0, depth, DEPTH_BLOCK):
+        steps = min(DEPTH_BLOCK, depth - p0)
+        for j0 in range(0, columns, width):
+            strip = y_at + (p0 * y_row + j0) * item
+            for r0 in range(0, rows, ROWS):
+                _tile(
+                    x + (r0 * x_row + p0 * x_step) * item, x_row, x_step, strip, y_row,
+                    out_at + (r0 * out_row + j0) * item, out_row, steps, min(ROWS, rows - r0),
+                    like,
+                )
+
+
+@intrinsic
+def _elements(typingctx, address, like):
+    """The memory at ``address`` as a pointer to ``like``'s type (a float scalar)."""
+
+    def codegen(context, builder, signature, args):
+        return builder.inttoptr(args[0], context.get_data_type(like).as_pointer())
+
+    return types.CPointer(like)(types.int64, like), codegen
+
+
+@njit(cache=True, nogil=True)
+def _product(x, x_row, x_step, y, y_row, y_step, out, out_row, rows, columns, depth, like):
+    """``out += x @ y`` on raw memory (addresses, element strides; ``out`` with contiguous
+    rows): the columns that fill whole tiles in place, the rest through a strip padded with
+    zeros to the tile's width. A ``y`` whose rows are not contiguous (a transposed operand) is
+    first copied to contiguous rows."""
+    item = 8 if _is_double(like) else 4
+    width = VECTORS * 64 // item
+    full = columns // width * width
+    out_memory = carray(_elements(out, like), ((rows - 1) * out_row + columns,))
+    if y_step == 1:
+        y_memory = carray(_elements(y, like), ((depth - 1) * y_row + columns,))
+    else:
+        strided = carray(_elements(y, like), ((depth - 1) * y_row + (columns - 1) * y_step + 1,))
+        y_memory = np.empty(depth * columns, dtype=out_memory.dtype)
+        for p in range(depth):
+            for j in range(columns):
+                y_memory[p * columns + j] = strided[p * y_row + j * y_step]
+        y_row = columns
+    if full:
+        _tiles(x, x_row, x_step, y_memory, y_row, out_memory, out_row, rows, full, depth, like)
+    if full < columns:
+        rest = columns - full
+        y_pad = np.zeros(depth * width, dtype=out_memory.dtype)
+        for p in range(depth):
+            for j in range(rest):
+                y_pad[p * width + j] = y_memory[p * y_row + full + j]
+        out_pad = np.zeros(rows * width, dtype=out_memory.dtype)
+        for r in range(rows):
+            for j in range(rest):
+                out_pad[r * width + j] = out_memory[r * out_row + full + j]
+        _tiles(x, x_row, x_step, y_pad, width, out_pad, width, rows, width, depth, like)
+        for r in range(rows):
+            for j in range(rest):
+                out_memory[r * out_row + full + j] = out_pad[r * width + j]
+
+
+# The products run behind one C function per dtype (``tiles_address``), called through its
+# address: a caller's module then holds one call, not another copy of the tiles, packing and
+# padding for LLVM to optimise again with the caller (measured cold: a parallel caller of a
+# caller of these took 9.3 s to compile that way, against 1.2 s before the own kernel).
+_SIGNATURE = types.void(*([types.int64] * 11))
+
+
+def _product_float64(x, x_row, x_step, y, y_row, y_step, out, out_row, rows, columns, depth):
+    _product(x, x_row, x_step, y, y_row, y_step, out, out_row, rows, columns, depth,
+             np.float64(0.0))
+
+
+def _product_float32(x, x_row, x_step, y, y_row, y_step, out, out_row, rows, columns, depth):
+    _product(x, x_row, x_step, y, y_row, y_step, out, out_row, rows, columns, depth,
+             np.float32(0.0))
+
+
+_PRODUCTS = {np.dtype(np.float64): _product_float64, np.dtype(np.float32): _product_float32}
+_compiled = {}
+
+
+def tiles_address(dtype):
+    """The address of the C function doing ``_product`` for ``dtype`` (float32 or float64),
+    compiled (or loaded from numba's cache) on first use: the ``tiles`` argument below."""
+    dtype = np.dtype(dtype)
+    compiled = _compiled.get(dtype)
+    if compiled is None:
+        compiled = cfunc(_SIGNATURE, cache=True, nogil=True)(_PRODUCTS[dtype])
+        _compiled[dtype] = compiled  # (kept: the address lives as long as this object)
+    return compiled.address
+
+
+@intrinsic
+def _call(typingctx, tiles, x, x_row, x_step, y, y_row, y_step, out, out_row, rows, columns,
+          depth):
+    """Call the C function at address ``tiles`` (``tiles_address``) with the eleven int64s."""
+    signature = types.void(*([types.int64] * 12))
+
+    def codegen(context, builder, signature, args):
+        int64 = ir.IntType(64)
+        function_type = ir.FunctionType(ir.VoidType(), [int64] * 11)
+        builder.call(builder.inttoptr(args[0], function_type.as_pointer()), args[1:])
+        return context.get_dummy_value()
+
+    return signature, codegen
+
+
+@njit(cache=True, nogil=True)
+def own_gemm_add(x, transpose_x, y, transpose_y, out, tiles):
+    """``out += x' @ y'`` as ``_blas.gemm_add`` (``x'``: ``x`` or ``x.T``, ``y'`` likewise),
+    by the products at ``tiles`` (``tiles_address(out.dtype)``); every operand a 2-D array of
+    ``out``'s dtype, ``out``'s rows contiguous. Only strides change for a transpose."""
     rows, columns = out.shape
-    depth = x.shape[1]
+    depth = x.shape[0] if transpose_x else x.shape[1]
     if rows == 0 or columns == 0 or depth == 0:
         return
     item = out.itemsize
-    width = tile_columns(out)
     x_row, x_step = x.strides[0] // item, x.strides[1] // item
-    y_row, out_row = y.strides[0] // item, out.strides[0] // item
-    full = columns // width * width
-    x_at, y_at, out_at = x.ctypes.data, y.ctypes.data, out.ctypes.data
-    for p0 in range(0, depth, DEPTH_BLOCK):
-        steps = min(DEPTH_BLOCK, depth - p0)
-        for j0 in range(0, full, width):
-            _strip(
-                x_at + p0 * x_step * item, x_row, x_step,
-                y_at + (p0 * y_row + j0) * item, y_row,
-                out_at + j0 * item, out_row, rows, steps, out,
-            )
-    if full < columns:  # the last columns, through strips padded to the tile's width
-        y_pad = np.zeros((depth, width), dtype=out.dtype)
-        y_pad[:, : columns - full] = y[:, full:]
-        out_pad = np.zeros((rows, width), dtype=out.dtype)
-        out_pad[:, : columns - full] = out[:, full:]
-        for p0 in range(0, depth, DEPTH_BLOCK):
-            _strip(
-                x_at + p0 * x_step * item, x_row, x_step,
-                y_pad.ctypes.data + p0 * width * item, width,
-                out_pad.ctypes.data, width, rows, min(DEPTH_BLOCK, depth - p0), out,
-            )
-        out[:, full:] = out_pad[:, : columns - full]
+    if transpose_x:
+        x_row, x_step = x_step, x_row
+    y_row, y_step = y.strides[0] // item, y.strides[1] // item
+    if transpose_y:
+        y_row, y_step = y_step, y_row
+    _call(tiles, x.ctypes.data, x_row, x_step, y.ctypes.data, y_row, y_step, out.ctypes.data,
+          out.strides[0] // item, rows, columns, depth)
 
 
 @njit(cache=True, nogil=True)
-def own_gemm_add(x, transpose_x, y, transpose_y, out):
-    """``out += x' @ y'`` as ``_blas.gemm_add`` (``x'``: ``x`` or ``x.T``, ``y'`` likewise),
-    by ``tiles_add``; a transposed ``y`` is copied to contiguous rows first."""
-    left = x.T if transpose_x else x
-    if transpose_y:
-        tiles_add(left, np.ascontiguousarray(y.T), out)
-    else:
-        tiles_add(left, y, out)
+def tiles_add(x, y, out, tiles):
+    """``out += x @ y`` by ``own_gemm_add`` (``x``, ``y`` with any strides)."""
+    own_gemm_add(x, False, y, False, out, tiles)

@@ -21,7 +21,7 @@ from ._blas import (
     gemm_add,
     gemm_add_split,
     hold_blas_threads,
-    own_kernel_preferred,
+    own_kernel,
     product_kernel,
     release_blas_threads,
 )
@@ -36,37 +36,37 @@ from .registry import Op, call, call_view, public
 SMALL_PRODUCT = 512
 
 
-# The BLAS-sized products below take ``own``: whether ``_gemm``'s own kernel does each product
-# that fits it (``_blas.own_kernel_preferred``) instead of numba's ``np.dot`` (BLAS).
+# The BLAS-sized products below take ``tiles``: the address of ``_gemm``'s own kernel where it
+# does each product that fits it (``_blas.own_kernel``), 0 for numba's ``np.dot`` (BLAS).
 
 
 @njit(cache=True, nogil=True)
-def _bmm_forward(a, b, out, own):
+def _bmm_forward(a, b, out, tiles):
     for i in range(a.shape[0]):
-        if own and own_fits(out[i]):
+        if tiles != 0 and own_fits(out[i]):
             out[i] = 0
-            tiles_add(a[i], b[i], out[i])
+            tiles_add(a[i], b[i], out[i], tiles)
         else:
             np.dot(a[i], b[i], out[i])
 
 
 @njit(cache=True, nogil=True)
-def _bmm_vjp_a(g, b, grad_a, scratch, own):
+def _bmm_vjp_a(g, b, grad_a, scratch, tiles):
     # grad_a[i] += g[i] @ b[i].T
     for i in range(g.shape[0]):
-        if own and own_fits(grad_a[i]):
-            own_gemm_add(g[i], False, b[i], True, grad_a[i])
+        if tiles != 0 and own_fits(grad_a[i]):
+            own_gemm_add(g[i], False, b[i], True, grad_a[i], tiles)
         else:
             np.dot(g[i], b[i].T, scratch)
             grad_a[i] += scratch
 
 
 @njit(cache=True, nogil=True)
-def _bmm_vjp_b(g, a, grad_b, scratch, own):
+def _bmm_vjp_b(g, a, grad_b, scratch, tiles):
     # grad_b[i] += a[i].T @ g[i]
     for i in range(g.shape[0]):
-        if own and own_fits(grad_b[i]):
-            own_gemm_add(a[i], True, g[i], False, grad_b[i])
+        if tiles != 0 and own_fits(grad_b[i]):
+            own_gemm_add(a[i], True, g[i], False, grad_b[i], tiles)
         else:
             np.dot(a[i].T, g[i], scratch)
             grad_b[i] += scratch
@@ -257,13 +257,13 @@ def _forward_blas(a, b, out):
     threads, W1 @ x of ``jacobian_batched``: 512 x 256), and a woken thread spins on, taking
     a core from the numba loops of the backward that follows.
     """
-    own = own_kernel_preferred()
+    tiles = own_kernel(a.dtype)
     if a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2] >= SPLIT_MIN_WORK:
-        _bmm_forward(a, b, out, own)
+        _bmm_forward(a, b, out, tiles)
         return
     previous = hold_blas_threads()
     try:
-        _bmm_forward(a, b, out, own)
+        _bmm_forward(a, b, out, tiles)
     finally:
         release_blas_threads(previous)
 
@@ -273,7 +273,7 @@ def _add_vjp_a(g, b, grad_a):
     m, n = g.shape[1:]
     if _blas(g.dtype, m, b.shape[1], n):
         scratch = np.empty(grad_a.shape[1:], dtype=grad_a.dtype)
-        _bmm_vjp_a(g, b, grad_a, scratch, own_kernel_preferred())
+        _bmm_vjp_a(g, b, grad_a, scratch, own_kernel(g.dtype))
     else:
         _bmm_vjp_a_loops(g, b, grad_a)
 
@@ -283,7 +283,7 @@ def _add_vjp_b(g, a, grad_b):
     m, n = g.shape[1:]
     if _blas(g.dtype, m, a.shape[2], n):
         scratch = np.empty(grad_b.shape[1:], dtype=grad_b.dtype)
-        _bmm_vjp_b(g, a, grad_b, scratch, own_kernel_preferred())
+        _bmm_vjp_b(g, a, grad_b, scratch, own_kernel(g.dtype))
     else:
         _bmm_vjp_b_loops(g, a, grad_b)
 
@@ -291,22 +291,23 @@ def _add_vjp_b(g, a, grad_b):
 @njit(cache=True, nogil=True)
 def _bmm_driver(operands, ints, floats, like):
     """The compiled executor's driver of ``_bmm``'s VJPs: ``ints`` is ``[k, batch, m, inner,
-    n, blas, own]``; operands the gradient, the other factor and the target."""
+    n, blas, tiles]`` (``tiles``: see ``_bmm_forward``); operands the gradient, the other
+    factor and the target."""
     k, batch, m, inner, n, blas = ints[0], ints[1], ints[2], ints[3], ints[4], ints[5]
-    own = ints[6] != 0
+    tiles = ints[6]
     g = array_at(operands[0], batch * m * n, like).reshape((batch, m, n))
     if k == 0:
         b = array_at(operands[1], batch * inner * n, like).reshape((batch, inner, n))
         grad_a = array_at(operands[2], batch * m * inner, like).reshape((batch, m, inner))
         if blas:
-            _bmm_vjp_a(g, b, grad_a, np.empty((m, inner), dtype=like.dtype), own)
+            _bmm_vjp_a(g, b, grad_a, np.empty((m, inner), dtype=like.dtype), tiles)
         else:
             _bmm_vjp_a_loops(g, b, grad_a)
     else:
         a = array_at(operands[1], batch * m * inner, like).reshape((batch, m, inner))
         grad_b = array_at(operands[2], batch * inner * n, like).reshape((batch, inner, n))
         if blas:
-            _bmm_vjp_b(g, a, grad_b, np.empty((inner, n), dtype=like.dtype), own)
+            _bmm_vjp_b(g, a, grad_b, np.empty((inner, n), dtype=like.dtype), tiles)
         else:
             _bmm_vjp_b_loops(g, a, grad_b)
 
@@ -396,9 +397,9 @@ class BatchedMatmul(Op):
         batch, m, inner = a.shape
         n = b.shape[2]
         blas = _blas(a.dtype, m, inner, n)
-        own = blas and own_kernel_preferred()  # chosen when planned: a cached plan keeps it
+        tiles = own_kernel(a.dtype) if blas else 0  # chosen when planned: a cached plan keeps it
         operands = (b if k == 0 else a,)
-        return _bmm_driver, operands, (k, batch, m, inner, n, blas, own), ()
+        return _bmm_driver, operands, (k, batch, m, inner, n, blas, tiles), ()
 
     def rule(self, k, grad_output, inputs, output, attrs):
         a, b = inputs

@@ -444,7 +444,7 @@ def test_gemm_add_accumulates_transposed_and_strided_operands(
         y.T if transpose_y else y
     ).astype(np.float64)
     untouched = buffer[:, 0, :].copy()
-    _blas.gemm_add((_blas.GEMM[np.dtype(dtype)], own), x, transpose_x, y, transpose_y, out)
+    _blas.gemm_add(_blas.product_kernel(dtype, own), x, transpose_x, y, transpose_y, out)
     rtol = 1e-5 if dtype == np.float32 else 1e-13
     np.testing.assert_allclose(buffer[:, 1, :], want, rtol=rtol, atol=rtol)
     np.testing.assert_array_equal(buffer[:, 0, :], untouched)
@@ -455,7 +455,7 @@ def test_gemm_add_accumulates_transposed_and_strided_operands(
 @pytest.mark.parametrize("width", [9, 70])  # 70 columns: the own kernel's tiles
 def test_product_of_one_hot_rows_equals_the_gemm(transpose_y, own, width):
     rng = np.random.default_rng(21)
-    kernel = (_blas.GEMM[np.dtype(np.float64)], own)
+    kernel = _blas.product_kernel(np.float64, own)
     y = rng.standard_normal((width, 11) if transpose_y else (11, width))
     x = np.zeros((6, 11))
     x[np.arange(5), rng.integers(0, 11, 5)] = rng.standard_normal(5)  # row 5 stays zero

@@ -34,7 +34,7 @@ def test_tiles_add_matches_numpy_over_shapes(rows, depth, columns, dtype, transp
     y = rng.standard_normal((depth, columns)).astype(dtype)
     out = rng.standard_normal((rows, columns)).astype(dtype)
     want = _reference(out, left, y)
-    _gemm.tiles_add(left, y, out)
+    _gemm.tiles_add(left, y, out, _gemm.tiles_address(dtype))
     scale = np.abs(left).astype(np.float64) @ np.abs(y).astype(np.float64) + 1.0
     tolerance = 1e-5 if dtype == np.float32 else 1e-13
     assert np.all(np.abs(out - want) <= tolerance * scale)
@@ -47,7 +47,7 @@ def test_tiles_add_writes_only_its_rows_and_columns():
     before = buffer.copy()
     out = buffer[1:12, 1, 5:42]  # rows with a stride, inside a wider buffer
     want = _reference(out, x, y)
-    _gemm.tiles_add(x, y, out)
+    _gemm.tiles_add(x, y, out, _gemm.tiles_address(np.float64))
     np.testing.assert_allclose(out, want, rtol=1e-13, atol=1e-13)
     outside = np.ones(buffer.shape, dtype=bool)
     outside[1:12, 1, 5:42] = False
@@ -61,16 +61,16 @@ def test_each_element_is_the_same_whatever_the_block_of_columns():
     x, y = rng.standard_normal((24, 300)), rng.standard_normal((300, 77))
     start = rng.standard_normal((24, 77))
     whole = start.copy()
-    _gemm.tiles_add(x, y, whole)
+    _gemm.tiles_add(x, y, whole, _gemm.tiles_address(np.float64))
     for first, last in ((0, 77), (0, 16), (16, 77), (3, 40), (61, 77)):
         part = start[:, first:last].copy()
-        _gemm.tiles_add(x, y[:, first:last], part)
+        _gemm.tiles_add(x, y[:, first:last], part, _gemm.tiles_address(np.float64))
         np.testing.assert_array_equal(part, whole[:, first:last])
 
 
 def test_zero_sized_products_leave_out_alone():
     out = np.ones((4, 20))
-    _gemm.tiles_add(np.ones((4, 0)), np.ones((0, 20)), out)
+    _gemm.tiles_add(np.ones((4, 0)), np.ones((0, 20)), out, _gemm.tiles_address(np.float64))
     np.testing.assert_array_equal(out, 1.0)
 
 
@@ -78,10 +78,9 @@ def test_small_products_go_to_blas_even_when_the_own_kernel_is_chosen():
     # Fewer than ROWS // 2 rows (a vector times a matrix) or columns than a tile: BLAS.
     rng = np.random.default_rng(3)
     x, y = rng.standard_normal((1, 64)), rng.standard_normal((64, 48))
-    kernel = (_blas.GEMM[np.dtype(np.float64)], True)
     by_own_choice, by_blas = np.zeros((1, 48)), np.zeros((1, 48))
-    _blas.gemm_add(kernel, x, False, y, False, by_own_choice)
-    _blas.gemm_add((kernel[0], False), x, False, y, False, by_blas)
+    _blas.gemm_add(_blas.product_kernel(np.float64, True), x, False, y, False, by_own_choice)
+    _blas.gemm_add(_blas.product_kernel(np.float64, False), x, False, y, False, by_blas)
     np.testing.assert_array_equal(by_own_choice, by_blas)
 
 
@@ -111,7 +110,8 @@ def test_auto_takes_the_own_kernel_only_where_blas_leaves_avx512_unused(
     fresh_choice.setattr(_blas, "_blas_core", lambda: core)
     fresh_choice.setattr(_blas, "_compiles_for_avx512", lambda: avx512)
     assert _blas.own_kernel_preferred() is expected
-    assert _blas.product_kernel(np.float32) == (_blas.GEMM[np.dtype(np.float32)], expected)
+    tiles = _gemm.tiles_address(np.float32) if expected else 0
+    assert _blas.product_kernel(np.float32) == (_blas.GEMM[np.dtype(np.float32)], tiles)
 
 
 def test_own_and_blas_settings_win_over_auto(fresh_choice):
