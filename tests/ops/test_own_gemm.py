@@ -68,6 +68,24 @@ def test_each_element_is_the_same_whatever_the_block_of_columns():
         np.testing.assert_array_equal(part, whole[:, first:last])
 
 
+@pytest.mark.parametrize("transpose_y", [False, True])
+def test_own_gemm_add_reads_reversed_and_broadcast_operands(transpose_y):
+    # Negative strides (copied first) and zero strides (a broadcast gradient, read in place
+    # or packed), into rows of a wider buffer.
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((300, 9))[::-1].T  # (9, 300), both strides unusual
+    y_base = rng.standard_normal((40, 300) if transpose_y else (300, 40))
+    y = y_base[::-1] if not transpose_y else y_base[:, ::-1]
+    y_used = y.T if transpose_y else y
+    broadcast = np.broadcast_to(rng.standard_normal(40), (300, 40))
+    for right, right_used, flag in ((y, y_used, transpose_y), (broadcast, broadcast, False)):
+        buffer = rng.standard_normal((9, 50))
+        out = buffer[:, 3:43]
+        want = _reference(out, x, right_used)
+        _gemm.own_gemm_add(x, False, right, flag, out, _gemm.tiles_address(np.float64))
+        np.testing.assert_allclose(out, want, rtol=1e-13, atol=1e-12)
+
+
 def test_zero_sized_products_leave_out_alone():
     out = np.ones((4, 20))
     _gemm.tiles_add(np.ones((4, 0)), np.ones((0, 20)), out, _gemm.tiles_address(np.float64))
