@@ -18,6 +18,7 @@ Layouts (kept few, so numba compiles few specialisations):
 
 import hashlib
 import importlib.util
+import itertools
 import os
 import sys
 import tempfile
@@ -379,10 +380,12 @@ def _strided_body(inputs, ins, strided, target, expression, is_vjp, reads_g, rea
     if reads_y:
         loads.append("y_ = y[base_ + j_]")
     if not is_vjp:
-        body.append("    for j_ in range(inner_):")
-        body += ["        " + line for line in loads]
-        body.append(f"        {target}[base_ + j_] = {expression}")
-        return body
+        generic = ["    for j_ in range(inner_):"] + ["        " + line for line in loads]
+        generic.append(f"        {target}[base_ + j_] = {expression}")
+        fast = _unit_or_broadcast_rows(inputs, ins, target, expression)
+        if not fast:
+            return body + generic
+        return body + fast + ["    else:"] + ["    " + line for line in generic]
     # A target broadcast along the row (stride 0) is a sum: keep it in a register and store
     # once, instead of a read-modify-write of one memory cell per element.
     row_start = f"tb_ + o{target}" if batched else f"o{target}"
@@ -393,6 +396,42 @@ def _strided_body(inputs, ins, strided, target, expression, is_vjp, reads_g, rea
     body += ["            " + line for line in loads]
     body.append(f"            {target}[{t_at}] += {expression}")
     return body
+
+
+#: Forward kernels of at most this many inputs get a loop per pattern of innermost strides.
+FAST_ROW_INPUTS = 3
+
+
+def _unit_or_broadcast_rows(inputs, ins, target, expression):
+    """The forward's fast rows: where each input's innermost stride is 1 (a contiguous row,
+    read through a slice view) or 0 (one value for the whole row, read once), the row is a
+    plain loop that vectorises, unlike the generic loop's strided reads. That is the common
+    broadcast: a bias added to a batch (strides 1 and 1), an outer product (0 and 1). One
+    branch per pattern (not every input 0), for ops of at most ``FAST_ROW_INPUTS`` inputs;
+    an empty list otherwise. (Inputs are C-contiguous, so after collapsing, every innermost
+    stride is 0 or 1: the generic loop stays for more inputs and as a fallback.) Measured:
+    ``outer`` of two 100-vectors, forward 15.2 -> 9.1 us."""
+    if not ins or len(ins) > FAST_ROW_INPUTS:
+        return []
+    lines = []
+    for pattern in itertools.product((1, 0), repeat=len(ins)):
+        if not any(pattern):
+            continue
+        test = " and ".join(f"t{n} == {step}" for n, step in zip(ins, pattern))
+        lines.append(f"    {'if' if not lines else 'elif'} {test}:")
+        loads = []
+        for n, step in zip(ins, pattern):
+            name = inputs[int(n[1:])]
+            if step:
+                lines.append(f"        {n}_r = {n}[o{n}:o{n} + inner_]")
+                loads.append(f"{name} = {n}_r[j_]")
+            else:
+                lines.append(f"        {name} = {n}[o{n}]")
+        lines.append(f"        out_r_ = {target}[base_:base_ + inner_]")
+        lines.append("        for j_ in range(inner_):")
+        lines += ["            " + line for line in loads]
+        lines.append(f"            out_r_[j_] = {expression}")
+    return lines
 
 
 def rename(formula, names):

@@ -256,3 +256,34 @@ def _general_loss(x):
         "sum", run("multiply", run("sqrt", run("add", s, 1.0)), 2.0), axis=None, keepdims=False
     )
     return run("add", total, run("getitem", s, index=1))
+
+
+# -- the strided forward kernel's rows of innermost stride 0 or 1 ------------------------------
+
+ROW_PATTERNS = [
+    ((5, 7), (5, 7)),  # both rows contiguous, same shape: the flat kernel, for contrast
+    ((5, 7), (7,)),  # a bias on a batch: strides 1 and 1 along the row
+    ((5, 1), (1, 7)),  # an outer product: strides 0 and 1
+    ((1, 7), (5, 1)),  # 1 and 0
+    ((3, 5, 1), (5, 7)),  # three dimensions collapsed to rows
+]
+
+
+@pytest.mark.parametrize("a_shape, b_shape", ROW_PATTERNS)
+@pytest.mark.parametrize("name", ["multiply", "subtract", "maximum"])
+def test_broadcast_rows_match_numpy_bit_for_bit(name, a_shape, b_shape):
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal(a_shape), rng.standard_normal(b_shape)
+    got = getattr(anb, name)(anb.tensor(a), anb.tensor(b)).numpy()
+    np.testing.assert_array_equal(got, getattr(np, name)(a, b))
+
+
+@pytest.mark.parametrize(
+    "shapes", [((5, 1), (1, 7), (5, 7)), ((1, 7), (5, 7), (5, 1)), ((5, 7), (7,), (1,))]
+)
+def test_three_input_rows_match_numpy(shapes):
+    rng = np.random.default_rng(5)
+    condition = rng.standard_normal(shapes[0]) > 0
+    x, y = rng.standard_normal(shapes[1]), rng.standard_normal(shapes[2])
+    got = anb.where(anb.tensor(condition), anb.tensor(x), anb.tensor(y)).numpy()
+    np.testing.assert_array_equal(got, np.where(condition, x, y))
