@@ -50,13 +50,13 @@ def test_split_gemm_same_bits_at_one_and_two_threads_and_close_to_numpy(
 ):
     x, y, out = _operands(dtype, 64, 128, columns, transpose_y)
     assert _blas.split_blocks(columns, 64 * 128 * columns) > 1
-    gemm = _blas.product_kernel(dtype, own)
+    gemm = _blas.product_kernel(dtype, own)  # (gemm, tiles)
     results = []
     previous = _blas.hold_blas_threads()
     try:
         for threads in THREADS:
             split = out.copy()
-            _at_threads(threads, _blas.gemm_add_split, gemm, x, y, transpose_y, split)
+            _at_threads(threads, _blas.gemm_add_split, *gemm, x, y, transpose_y, split)
             results.append(split)
     finally:
         _blas.release_blas_threads(previous)
@@ -69,7 +69,7 @@ def test_split_gemm_same_bits_at_one_and_two_threads_and_close_to_numpy(
         # OpenBLAS's dgemm sums each element in the same order whatever the call's size
         # (its sgemm does not, hence blocks by the shape alone); so does the own kernel.
         one = out.copy()
-        _blas.gemm_add(gemm, x, False, y, transpose_y, one)
+        _blas.gemm_add(*gemm, x, False, y, transpose_y, one)
         if own:
             np.testing.assert_array_equal(results[0], one)
         else:
@@ -84,7 +84,7 @@ def test_split_gemm_reads_rows_with_a_stride():
     wide_out = np.zeros((64, 270))
     wide_out[:, :256] = out
     _blas.gemm_add_split(
-        _blas.product_kernel(np.float64), wide_x[:, :128], y, False, wide_out[:, :256]
+        *_blas.product_kernel(np.float64), wide_x[:, :128], y, False, wide_out[:, :256]
     )
     np.testing.assert_allclose(wide_out[:, :256], out + x @ y, rtol=1e-12, atol=1e-12)
     assert not wide_out[:, 256:].any()
@@ -93,7 +93,7 @@ def test_split_gemm_reads_rows_with_a_stride():
 def test_small_products_stay_on_one_block():
     x, y, out = _operands(np.float64, 8, 8, 8, False)
     expected = out + x @ y
-    _blas.gemm_add_split(_blas.product_kernel(np.float64), x, y, False, out)
+    _blas.gemm_add_split(*_blas.product_kernel(np.float64), x, y, False, out)
     np.testing.assert_allclose(out, expected, rtol=1e-13)
 
 

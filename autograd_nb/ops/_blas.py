@@ -15,10 +15,10 @@ that GEMM took 558 us in one call, 579 us in two blocks on one thread, 299 us on
 Where the OpenBLAS thread controls are not found (another BLAS behind SciPy), nothing is held
 and BLAS keeps its own threading.
 
-Every product takes a *kernel pair* (``product_kernel(dtype)``): the BLAS GEMM's pointer and
-the address of ``_gemm``'s own AVX-512 kernel where that does the product instead (0: BLAS;
-``config.GEMM_KERNEL``, by default where the CPU has AVX-512 and the BLAS runs kernels without
-it: see ``own_kernel_preferred``).
+Every product takes a *kernel pair*, two arguments (``gemm, tiles = product_kernel(dtype)``):
+the BLAS GEMM's pointer and the address of ``_gemm``'s own AVX-512 kernel where that does the
+product instead (0: BLAS; ``config.GEMM_KERNEL``, by default where the CPU has AVX-512 and the
+BLAS runs kernels without it: see ``own_kernel_preferred``).
 """
 
 import ctypes
@@ -61,16 +61,15 @@ SPLIT_ALIGN = 16
 
 
 @njit(cache=True, nogil=True)
-def gemm_add(kernel, x, transpose_x, y, transpose_y, out):
+def gemm_add(gemm, tiles, x, transpose_x, y, transpose_y, out):
     """``out += x' @ y'``, where ``x'`` is ``x`` or ``x.T`` (``y'`` likewise), by the kernel
-    pair ``kernel`` (``product_kernel``): ``_gemm``'s own kernel where the pair asks for it
+    pair ``gemm, tiles`` (``product_kernel``): ``_gemm``'s own kernel where ``tiles`` is not 0
     and ``out`` is large enough for its tiles (``_gemm.own_fits``), else BLAS.
 
     Every operand is a 2-D array whose rows are contiguous (any row stride). BLAS is
     column-major: the row-major ``out`` is its ``out.T = y'.T @ x'.T``, which swaps the
     operands and reads each stored matrix as its own transpose.
     """
-    gemm, tiles = kernel
     rows, columns = out.shape
     depth = x.shape[0] if transpose_x else x.shape[1]
     if rows == 0 or columns == 0 or depth == 0:
@@ -128,26 +127,26 @@ def block_start(length, blocks, p):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _gemm_add_blocks(kernel, x, y, transpose_y, out, blocks):
+def _gemm_add_blocks(gemm, tiles, x, y, transpose_y, out, blocks):
     columns = out.shape[1]
     for p in prange(blocks):
         start = block_start(columns, blocks, p)
         stop = block_start(columns, blocks, p + 1)
         part = y[start:stop] if transpose_y else y[:, start:stop]
-        gemm_add(kernel, x, False, part, transpose_y, out[:, start:stop])
+        gemm_add(gemm, tiles, x, False, part, transpose_y, out[:, start:stop])
 
 
 @njit(cache=True, nogil=True)
-def gemm_add_split(kernel, x, y, transpose_y, out):
+def gemm_add_split(gemm, tiles, x, y, transpose_y, out):
     """``out += x @ y'`` (``y'``: ``y`` or ``y.T``) as ``gemm_add``, in blocks of output
     columns (``split_blocks``) run as a ``prange`` over numba's threads; the same bits at
     every thread count. Call between ``hold_blas_threads`` and ``release_blas_threads``.
     """
     blocks = split_blocks(out.shape[1], out.shape[0] * x.shape[1] * out.shape[1])
     if blocks == 1:
-        gemm_add(kernel, x, False, y, transpose_y, out)
+        gemm_add(gemm, tiles, x, False, y, transpose_y, out)
     else:
-        _gemm_add_blocks(kernel, x, y, transpose_y, out, blocks)
+        _gemm_add_blocks(gemm, tiles, x, y, transpose_y, out, blocks)
 
 
 # -- OpenBLAS's own thread count ---------------------------------------------------------------

@@ -282,14 +282,21 @@ def own_gemm_add(x, transpose_x, y, transpose_y, out, tiles):
     by the products at ``tiles`` (``tiles_address(out.dtype)``); every operand a 2-D array of
     ``out``'s dtype, ``out``'s rows contiguous (any row stride). Only strides change for a
     transpose; an operand with a negative stride is copied first."""
+    if min(x.strides[0], x.strides[1], y.strides[0], y.strides[1]) < 0:
+        # (The C side reads forward from each operand's first element.) Not a recursive call:
+        # numba's on-disk cache of a recursive function crashed when loaded in another process.
+        _product_of(np.ascontiguousarray(x), transpose_x, np.ascontiguousarray(y), transpose_y,
+                    out, tiles)
+    else:
+        _product_of(x, transpose_x, y, transpose_y, out, tiles)
+
+
+@njit(cache=True, nogil=True)
+def _product_of(x, transpose_x, y, transpose_y, out, tiles):
+    """``own_gemm_add`` of operands with non-negative strides."""
     rows, columns = out.shape
     depth = x.shape[0] if transpose_x else x.shape[1]
     if rows == 0 or columns == 0 or depth == 0:
-        return
-    if min(x.strides[0], x.strides[1], y.strides[0], y.strides[1]) < 0:
-        # (The C side reads forward from each operand's first element.)
-        own_gemm_add(np.ascontiguousarray(x), transpose_x, np.ascontiguousarray(y),
-                     transpose_y, out, tiles)
         return
     item = out.itemsize
     x_row, x_step = x.strides[0] // item, x.strides[1] // item

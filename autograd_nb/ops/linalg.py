@@ -105,7 +105,7 @@ def _all_finite(x):
 
 
 @njit(cache=True, nogil=True)
-def _product_add(kernel, x, y, transpose_y, out, columns):
+def _product_add(gemm, tiles, x, y, transpose_y, out, columns):
     """``out += x @ y'`` (``y'``: ``y`` or ``y.T``), by GEMM, or row by row where every row of
     ``x`` has at most one nonzero.
 
@@ -131,11 +131,11 @@ def _product_add(kernel, x, y, transpose_y, out, columns):
                 for c in range(row.size):
                     row[c] += scale * source[c]
         return
-    gemm_add_split(kernel, x, y, transpose_y, out)
+    gemm_add_split(gemm, tiles, x, y, transpose_y, out)
 
 
 @njit(cache=True, nogil=True)
-def _bmm_vjp_batched(kernel, k, g, factor, grad):
+def _bmm_vjp_batched(gemm, tiles, k, g, factor, grad):
     """Both VJPs of ``_bmm`` for a stack of ``vectors`` grad_outputs ``g (vectors, batch, m,
     n)``, accumulated into ``grad`` (C-contiguous) by BLAS, with no copies: ``factor`` is
     ``b`` for ``k == 0`` (``grad[v, i] += g[v, i] @ b[i].T``), ``a`` for ``k == 1``
@@ -150,50 +150,50 @@ def _bmm_vjp_batched(kernel, k, g, factor, grad):
     columns = np.empty(vectors * m, dtype=np.int64)
     if k == 0:
         if batch == 1:
-            _product_add(kernel, g.reshape((vectors * m, n)), factor[0], True,
+            _product_add(gemm, tiles, g.reshape((vectors * m, n)), factor[0], True,
                          grad.reshape((vectors * m, grad.shape[3])), columns)
         elif m == 1:
             for i in range(batch):
-                _product_add(kernel, g[:, i, 0, :], factor[i], True, grad[:, i, 0, :], columns)
+                _product_add(gemm, tiles, g[:, i, 0, :], factor[i], True, grad[:, i, 0, :], columns)
         else:
-            _gemm_add_each(kernel, k, g, factor, grad)
+            _gemm_add_each(gemm, tiles, k, g, factor, grad)
     elif n == 1:
         for i in range(batch):
-            _product_add(kernel, g[:, i, :, 0], factor[i], False, grad[:, i, :, 0], columns)
+            _product_add(gemm, tiles, g[:, i, :, 0], factor[i], False, grad[:, i, :, 0], columns)
     else:
-        _gemm_add_each(kernel, k, g, factor, grad)
+        _gemm_add_each(gemm, tiles, k, g, factor, grad)
 
 
 @njit(cache=True, nogil=True)
-def _gemm_add_one(kernel, k, g, factor, grad, e):
+def _gemm_add_one(gemm, tiles, k, g, factor, grad, e):
     """Product ``e`` (vector ``e // batch``, entry ``e % batch``) of ``_gemm_add_each``."""
     batch = g.shape[1]
     v = e // batch
     i = e % batch
     if k == 0:
-        gemm_add(kernel, g[v, i], False, factor[i], True, grad[v, i])
+        gemm_add(gemm, tiles, g[v, i], False, factor[i], True, grad[v, i])
     else:
-        gemm_add(kernel, factor[i], True, g[v, i], False, grad[v, i])
+        gemm_add(gemm, tiles, factor[i], True, g[v, i], False, grad[v, i])
 
 
 @njit(cache=True, nogil=True)
-def _gemm_add_each(kernel, k, g, factor, grad):
+def _gemm_add_each(gemm, tiles, k, g, factor, grad):
     """One GEMM per vector and batch entry, as a ``prange`` over them when they add up to
     enough work (each writes its own ``grad[v, i]``: the same bits at every thread count)."""
     vectors, batch, m, n = g.shape
     inner = factor.shape[2] if k == 0 else factor.shape[1]
     count = vectors * batch
     if count > 1 and count * m * inner * n >= SPLIT_MIN_WORK:
-        _gemm_add_each_parallel(kernel, k, g, factor, grad)
+        _gemm_add_each_parallel(gemm, tiles, k, g, factor, grad)
     else:
         for e in range(count):
-            _gemm_add_one(kernel, k, g, factor, grad, e)
+            _gemm_add_one(gemm, tiles, k, g, factor, grad, e)
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _gemm_add_each_parallel(kernel, k, g, factor, grad):
+def _gemm_add_each_parallel(gemm, tiles, k, g, factor, grad):
     for e in prange(g.shape[0] * g.shape[1]):
-        _gemm_add_one(kernel, k, g, factor, grad, e)
+        _gemm_add_one(gemm, tiles, k, g, factor, grad, e)
 
 
 @njit(cache=True, nogil=True)
@@ -382,7 +382,8 @@ class BatchedMatmul(Op):
         if _blas(a.dtype, stacked * m, a.shape[2], n):
             previous = hold_blas_threads()
             try:
-                _bmm_vjp_batched(product_kernel(a.dtype), k, g, factor, target)
+                gemm, tiles = product_kernel(a.dtype)
+                _bmm_vjp_batched(gemm, tiles, k, g, factor, target)
             finally:
                 release_blas_threads(previous)
         else:

@@ -444,7 +444,7 @@ def test_gemm_add_accumulates_transposed_and_strided_operands(
         y.T if transpose_y else y
     ).astype(np.float64)
     untouched = buffer[:, 0, :].copy()
-    _blas.gemm_add(_blas.product_kernel(dtype, own), x, transpose_x, y, transpose_y, out)
+    _blas.gemm_add(*_blas.product_kernel(dtype, own), x, transpose_x, y, transpose_y, out)
     rtol = 1e-5 if dtype == np.float32 else 1e-13
     np.testing.assert_allclose(buffer[:, 1, :], want, rtol=rtol, atol=rtol)
     np.testing.assert_array_equal(buffer[:, 0, :], untouched)
@@ -464,8 +464,8 @@ def test_product_of_one_hot_rows_equals_the_gemm(transpose_y, own, width):
     assert columns[5] == -1
     start = rng.standard_normal((6, width))
     by_rows, by_gemm = start.copy(), start.copy()
-    linalg._product_add(kernel, x, y, transpose_y, by_rows, columns)
-    _blas.gemm_add(kernel, x, False, y, transpose_y, by_gemm)
+    linalg._product_add(*kernel, x, y, transpose_y, by_rows, columns)
+    _blas.gemm_add(*kernel, x, False, y, transpose_y, by_gemm)
     np.testing.assert_array_equal(by_rows, by_gemm)
     x[2, 0] = x[2, 1] = 1.0  # two nonzeros in a row: not one-hot
     assert not linalg._one_hot_rows(x, columns)

@@ -3,6 +3,11 @@
 The kernel is compiled for this machine's CPU whatever it has (with AVX-512 or without, LLVM
 lowers its 512-bit vectors), so every test here runs everywhere."""
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numba
 import numpy as np
 import pytest
@@ -97,8 +102,8 @@ def test_small_products_go_to_blas_even_when_the_own_kernel_is_chosen():
     rng = np.random.default_rng(3)
     x, y = rng.standard_normal((1, 64)), rng.standard_normal((64, 48))
     by_own_choice, by_blas = np.zeros((1, 48)), np.zeros((1, 48))
-    _blas.gemm_add(_blas.product_kernel(np.float64, True), x, False, y, False, by_own_choice)
-    _blas.gemm_add(_blas.product_kernel(np.float64, False), x, False, y, False, by_blas)
+    _blas.gemm_add(*_blas.product_kernel(np.float64, True), x, False, y, False, by_own_choice)
+    _blas.gemm_add(*_blas.product_kernel(np.float64, False), x, False, y, False, by_blas)
     np.testing.assert_array_equal(by_own_choice, by_blas)
 
 
@@ -199,3 +204,44 @@ def test_matmul_forward_and_gradients_by_either_kernel(monkeypatch, choice, rows
     np.testing.assert_allclose(y.numpy(), a64 @ b64, rtol=tolerance, atol=tolerance)
     np.testing.assert_allclose(grad_a.numpy(), v64 @ b64.T, rtol=tolerance, atol=tolerance)
     np.testing.assert_allclose(grad_b.numpy(), a64.T @ v64, rtol=tolerance, atol=tolerance)
+
+
+# -- numba's on-disk cache -------------------------------------------------------------------
+
+RELOAD_SCRIPT = """
+import numpy as np
+import autograd_nb as anb
+from autograd_nb import config
+from autograd_nb.ops import _blas, _gemm
+
+config.GEMM_KERNEL = "own"
+rng = np.random.default_rng(0)
+w1 = anb.tensor(rng.standard_normal((48, 20)))
+w2 = anb.tensor(rng.standard_normal((40, 48)))
+x = anb.tensor(rng.standard_normal(20), requires_grad=True)
+y = anb.tanh(w2 @ anb.tanh(w1 @ x))
+(jac,) = anb.grad(y, x, grad_outputs=anb.eye(40, dtype="float64"), is_grads_batched=True)
+a = anb.tensor(rng.standard_normal((9, 33)), requires_grad=True)
+b = anb.tensor(rng.standard_normal((33, 40)), requires_grad=True)
+grads = anb.grad((a @ b).sum(), [a, b])
+out = np.zeros((9, 40))
+_gemm.own_gemm_add(a.numpy()[::-1], False, b.numpy(), False, out, _gemm.tiles_address("float64"))
+print(repr(float(jac.numpy().sum() + sum(g.numpy().sum() for g in grads) + out.sum())))
+"""
+
+
+def test_compiled_products_load_from_numbas_cache_in_a_new_process(tmp_path):
+    # The second process loads what the first compiled. (A recursive own_gemm_add compiled,
+    # cached and ran in one process, and crashed when loaded in the next.)
+    root = Path(_gemm.__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=str(root))
+    env["NUMBA_CACHE_DIR"] = str(tmp_path / "numba")
+    env["AUTOGRAD_NB_CACHE_DIR"] = str(tmp_path / "kernels")
+    runs = [
+        subprocess.run([sys.executable, "-c", RELOAD_SCRIPT], env=env, capture_output=True,
+                       text=True, timeout=600)
+        for _ in range(2)
+    ]
+    for run in runs:
+        assert run.returncode == 0, run.stderr[-2000:]
+    assert runs[0].stdout == runs[1].stdout
