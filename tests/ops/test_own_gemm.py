@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 import autograd_nb as anb
 from autograd_nb import config
 from autograd_nb.ops import _blas, _gemm
+from tests.test_batched_speedups import _mlp_jacobian
 
 
 def _reference(out, x, y):
@@ -158,31 +159,16 @@ def test_this_machines_blas_core_is_read():
 # -- through the engine -------------------------------------------------------------------------
 
 
-def _mlp_jacobian(threads):
-    rng = np.random.default_rng(4)
-    w1 = anb.tensor(rng.standard_normal((256, 96)) * 96**-0.5)
-    w2 = anb.tensor(rng.standard_normal((64, 256)) * 256**-0.5)
-    x = anb.tensor(rng.standard_normal(96), requires_grad=True)
-    previous = numba.get_num_threads()
-    try:
-        numba.set_num_threads(threads)
-        y = anb.tanh(w2 @ anb.tanh(w1 @ x))
-        (jac,) = anb.grad(y, x, grad_outputs=anb.eye(64, dtype="float64"), is_grads_batched=True)
-    finally:
-        numba.set_num_threads(previous)
-    h = np.tanh(w1.numpy() @ x.numpy())
-    out = np.tanh(w2.numpy() @ h)
-    closed = ((1 - out**2)[:, None] * w2.numpy()) @ ((1 - h**2)[:, None] * w1.numpy())
-    return jac.numpy(), closed
-
-
 @pytest.mark.parametrize("choice", ["own", "blas"])
 def test_batched_jacobian_by_either_kernel_at_one_and_two_threads(monkeypatch, choice):
+    # test_batched_speedups' MLP Jacobian (one-hot rows, then a split GEMM), by each kernel.
     monkeypatch.setattr(config, "GEMM_KERNEL", choice)
-    one, closed = _mlp_jacobian(1)
-    two, _ = _mlp_jacobian(min(2, numba.config.NUMBA_NUM_THREADS))
+    one, vjps, closed, expected_vjps = _mlp_jacobian(1)
+    two, vjps_two, _, _ = _mlp_jacobian(min(2, numba.config.NUMBA_NUM_THREADS))
     np.testing.assert_array_equal(one, two)
+    np.testing.assert_array_equal(vjps, vjps_two)
     np.testing.assert_allclose(one, closed, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(vjps, expected_vjps, rtol=1e-10, atol=1e-12)
 
 
 @pytest.mark.parametrize("choice, rows", [("own", 20), ("blas", 21)])  # no shared cached plan
@@ -213,6 +199,7 @@ import numpy as np
 import autograd_nb as anb
 from autograd_nb import config
 from autograd_nb.ops import _blas, _gemm
+from tests.test_batched_speedups import _mlp_jacobian
 
 config.GEMM_KERNEL = "own"
 rng = np.random.default_rng(0)
