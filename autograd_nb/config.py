@@ -28,10 +28,13 @@ CUDA_FUSION_MIN_ELEMENTS = 256
 #: cost is the call (~40 ns in the executor), and each distinct chain is a kernel to compile.
 FUSION_MIN_ELEMENTS = 4096
 
-#: Which kernel does the matrix products of batched VJPs: ``"blas"`` (SciPy's BLAS), ``"own"``
-#: (``ops._gemm``'s register-tiled AVX-512 kernel), or ``"auto"``: own where numba compiles for
-#: AVX-512 and SciPy's OpenBLAS runs kernels without it (``OPENBLAS_CORETYPE=Haswell`` on an
-#: AVX-512 CPU, say), else BLAS. Override with the ``AUTOGRAD_NB_GEMM`` environment variable.
+#: Which kernel does the CPU's float matrix products (``_bmm``'s forward, its VJPs, batched or
+#: not, and the compiled executor's): ``"blas"`` (SciPy's BLAS), ``"own"`` (``ops._gemm``'s
+#: register-tiled AVX-512 kernel), or ``"auto"``: own where numba compiles for AVX-512 and
+#: SciPy's OpenBLAS runs kernels without it (``OPENBLAS_CORETYPE=Haswell`` on an AVX-512 CPU,
+#: say), else BLAS. Products narrower than one tile go to BLAS either way. Read per product,
+#: except by a cached backward plan, which keeps the choice it was made with. Override with
+#: the ``AUTOGRAD_NB_GEMM`` environment variable.
 GEMM_KERNEL = os.environ.get("AUTOGRAD_NB_GEMM", "auto")
 
 #: Batched VJPs with fewer elements than this (batch x elements) run row by row on one thread:

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import autograd_nb as anb
+from autograd_nb import config
 from autograd_nb.ops import _blas
 from autograd_nb.ops.registry import REGISTRY, Saved
 
@@ -163,8 +164,12 @@ def _mlp_jacobian(threads, seed=4):
     return jac.numpy(), vjps.numpy(), closed, dense @ closed
 
 
-def test_batched_jacobian_through_the_split_gemm_one_and_two_threads_identical():
+@pytest.mark.parametrize("choice", ["own", "blas"])  # ops._gemm's kernel, SciPy's BLAS
+def test_batched_jacobian_through_the_split_gemm_one_and_two_threads_identical(
+    monkeypatch, choice
+):
     # 128 x 256 @ 256 x 128, the dense GEMM of the second VJP, is split.
+    monkeypatch.setattr(config, "GEMM_KERNEL", choice)
     assert 128 * 256 * 128 >= _blas.SPLIT_MIN_WORK
     jac1, vjps1, closed, expected_vjps = _mlp_jacobian(1)
     jac2, vjps2, _, _ = _mlp_jacobian(min(2, numba.config.NUMBA_NUM_THREADS))

@@ -9,8 +9,10 @@ LLVM targets such a CPU.
 Its core is a register tile (``_tile``): ``ROWS`` rows by ``VECTORS`` vectors of ``out`` (6 x 32
 float64, 6 x 64 float32) held in 24 vector registers while ``depth`` rank-one updates add into
 them, each one a row of ``y`` (four vector loads), ``ROWS`` broadcast elements of ``x`` and 24
-fused multiply-adds. ``tiles_add`` walks ``out`` in such tiles, over ``DEPTH_BLOCK`` steps of
-the inner dimension at a time, and pads the last columns through a scratch strip.
+fused multiply-adds. ``_tiles`` walks ``out`` in such tiles, over ``DEPTH_BLOCK`` steps of
+the inner dimension at a time; ``_product`` around it packs a transposed ``y`` and pads the last
+columns through a scratch strip. That runs behind one C function per dtype (``tiles_address``),
+which ``own_gemm_add`` (and ``tiles_add``) call with addresses and strides.
 
 Every element of ``out`` gets, per ``DEPTH_BLOCK`` steps, one sum of its products in order of
 the inner index (one fused multiply-add each, from zero), added to it once, as BLAS's ``beta

@@ -8,7 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numba
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -17,7 +16,6 @@ from hypothesis import strategies as st
 import autograd_nb as anb
 from autograd_nb import config
 from autograd_nb.ops import _blas, _gemm
-from tests.test_batched_speedups import _mlp_jacobian
 
 
 def _reference(out, x, y):
@@ -159,16 +157,7 @@ def test_this_machines_blas_core_is_read():
 # -- through the engine -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("choice", ["own", "blas"])
-def test_batched_jacobian_by_either_kernel_at_one_and_two_threads(monkeypatch, choice):
-    # test_batched_speedups' MLP Jacobian (one-hot rows, then a split GEMM), by each kernel.
-    monkeypatch.setattr(config, "GEMM_KERNEL", choice)
-    one, vjps, closed, expected_vjps = _mlp_jacobian(1)
-    two, vjps_two, _, _ = _mlp_jacobian(min(2, numba.config.NUMBA_NUM_THREADS))
-    np.testing.assert_array_equal(one, two)
-    np.testing.assert_array_equal(vjps, vjps_two)
-    np.testing.assert_allclose(one, closed, rtol=1e-12, atol=1e-14)
-    np.testing.assert_allclose(vjps, expected_vjps, rtol=1e-10, atol=1e-12)
+# (The batched MLP Jacobian by either kernel: test_batched_speedups.)
 
 
 @pytest.mark.parametrize("choice, rows", [("own", 20), ("blas", 21)])  # no shared cached plan
@@ -199,7 +188,6 @@ import numpy as np
 import autograd_nb as anb
 from autograd_nb import config
 from autograd_nb.ops import _blas, _gemm
-from tests.test_batched_speedups import _mlp_jacobian
 
 config.GEMM_KERNEL = "own"
 rng = np.random.default_rng(0)
