@@ -148,17 +148,22 @@ class BatchedMatmul(BatchFirst):
         # An empty shared axis gives zeros: the tile loop adds nothing.
         batched_product(a, b, out, a.dtype)
         if out.dtype != attrs["dtype"]:
-            return _as_bool(out)
-        return out
+            out = _as_bool(out)
+        views = attrs.get("views")  # (see the CPU op: the result in matmul's shape)
+        return out if views is None else out.reshape(views[2])
 
     @staticmethod
     def vjp_batched(op, k, grad_outputs, saved, attrs, grad_inputs):
         a, b = saved[0], saved[1]
         if grad_outputs.size == 0 or grad_inputs.size == 0:
             return
-        vectors, batch, m, n = grad_outputs.shape
+        # The gradients come in the operands' own shapes (``views``): read them as the
+        # saved (batch, m, k) and (batch, k, n).
+        vectors = grad_outputs.shape[0]
+        batch, m = a.shape[0], a.shape[1]
+        n = b.shape[2]
         g = grad_outputs.reshape((vectors * batch, m, n))
-        target = grad_inputs.reshape((vectors * batch,) + grad_inputs.shape[2:])
+        target = grad_inputs.reshape((vectors * batch,) + saved[k].shape[1:])
         if k == 0:  # grad_a (batch, m, k) += g @ b^T
             batched_product(g, b, target, a.dtype, transpose_b=True, accumulate=True)
         else:  # grad_b (batch, k, n) += a^T @ g

@@ -27,7 +27,7 @@ from ._blas import (
 )
 from ._gemm import own_fits, own_gemm_add, tiles_add
 from ._pointers import array_at
-from .registry import Op, call, call_view, public
+from .registry import Op, call, call_view, public, remember
 
 #: Products with at most this many multiply-adds per batch entry (m * k * n) run as plain loops;
 #: above it, one BLAS call per batch entry pays for its overhead. Measured (float64, 1,000 batch
@@ -313,13 +313,50 @@ def _bmm_driver(operands, ints, floats, like):
 
 
 class BatchedMatmul(Op):
-    """``_bmm(a, b)``: ``a (batch, m, k) @ b (batch, k, n)``, the primitive of this family."""
+    """``_bmm(a, b)``: ``a (batch, m, k) @ b (batch, k, n)``, the primitive of this family.
+
+    With the attribute ``views=(a_shape, b_shape, out_shape)`` the operands may come in any
+    shape of the same size: the op reads them as ``a_shape`` and ``b_shape`` (views of the
+    C-contiguous buffers, no copy) and gives its result in ``out_shape``, and its VJPs hand
+    gradients back in the operands' own shapes. That is how ``matmul``, ``dot`` and
+    ``einsum`` record one node per product instead of a product between three reshapes.
+    """
 
     name = "_bmm"
     family = "linalg"
     n_inputs = 2
     saves = (0, 1)
     method = False
+
+    def __init__(self):
+        # The attrs per operand layouts and views: a program repeats its products, and a hit
+        # skips ``prepare`` (and gives the plan cache the same attrs object each step).
+        self._run_cache = {}
+        super().__init__()
+
+    def run(self, arrays, attrs):
+        key = None
+        if len(arrays) == 2 and len(attrs) == ("views" in attrs):
+            a, b = arrays
+            views = attrs.get("views")
+            if type(a) is np.ndarray and type(b) is np.ndarray:
+                key = (a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype, views)
+                try:
+                    found = self._run_cache.get(key)
+                except TypeError:  # views that do not hash (lists): no caching
+                    found = key = None
+                if found is not None:
+                    if views is not None:
+                        views = found["views"]
+                        arrays = [a.reshape(views[0]), b.reshape(views[1])]
+                    return arrays, found, self.forward(arrays, found)
+        prepared, attrs = self.prepare(arrays, attrs)
+        output = self.forward(prepared, attrs)
+        if key is not None and all(
+            p.dtype == v.dtype and v.flags.c_contiguous for p, v in zip(prepared, arrays)
+        ):
+            remember(self._run_cache, key, attrs)  # prepare took the buffers as they are
+        return prepared, attrs, output
 
     def prepare(self, values, attrs):
         a, b = (np.asarray(v) for v in values)
@@ -333,11 +370,18 @@ class BatchedMatmul(Op):
             dtype = compute
         a = np.asarray(a, dtype=compute, order="C")
         b = np.asarray(b, dtype=compute, order="C")
+        prepared = {"dtype": dtype}
+        views = attrs.get("views")
+        if views is not None:
+            a, b, prepared = _read_as_views(a, b, views, prepared)
         if a.ndim != 3 or b.ndim != 3 or a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
             raise ValueError(
                 f"_bmm needs (batch, m, k) and (batch, k, n), got {a.shape}, {b.shape}"
             )
-        return [a, b], {"dtype": dtype}
+        if views is not None and _size(views[2]) != a.shape[0] * a.shape[1] * b.shape[2]:
+            raise ValueError(f"_bmm: the result's view {views[2]} does not hold "
+                             f"{(a.shape[0], a.shape[1], b.shape[2])}")
+        return [a, b], prepared
 
     def forward(self, arrays, attrs):
         a, b = arrays
@@ -349,37 +393,38 @@ class BatchedMatmul(Op):
                 _forward_blas(a, b, out)
             else:
                 _bmm_forward_loops(a, b, out)
+        views = attrs.get("views")
+        if views is not None:
+            out = out.reshape(views[2])
         return out if out.dtype == attrs["dtype"] else out.astype(attrs["dtype"])
 
     def vjp(self, k, grad_output, saved, attrs, grad_input):
         a, b = saved[0], saved[1]
         if grad_output.size == 0 or grad_input.size == 0:
             return
-        grad_output = grad_output.astype(a.dtype, copy=False)
-        target = grad_input
-        if grad_input.dtype != a.dtype:  # the input was cast up for the product
-            target = np.zeros(grad_input.shape, dtype=a.dtype)
+        g = grad_output.astype(a.dtype, copy=False).reshape((a.shape[0], a.shape[1], b.shape[2]))
+        target, copied = _target_view(grad_input, saved[k].shape, a.dtype)
         if k == 0:
-            _add_vjp_a(grad_output, b, target)
+            _add_vjp_a(g, b, target)
         else:
-            _add_vjp_b(grad_output, a, target)
-        if target is not grad_input:
-            grad_input += target
+            _add_vjp_b(g, a, target)
+        if copied:  # the input was cast up for the product, or its buffer is strided
+            grad_input += target.reshape(grad_input.shape)
 
     def vjp_batched(self, k, grad_outputs, saved, attrs, grad_inputs):
         # All vectors at once, straight into the gradient buffer (see _bmm_vjp_batched).
         a, b = saved[0], saved[1]
         if grad_outputs.size == 0 or grad_inputs.size == 0:
             return
-        vectors, batch, m, n = grad_outputs.shape
-        g = np.ascontiguousarray(grad_outputs, dtype=a.dtype)
-        target = grad_inputs
-        if grad_inputs.dtype != a.dtype or not grad_inputs.flags.c_contiguous:
-            target = np.zeros(grad_inputs.shape, dtype=a.dtype)
+        vectors = grad_outputs.shape[0]
+        batch, m, inner = a.shape
+        n = b.shape[2]
+        g = np.ascontiguousarray(grad_outputs, dtype=a.dtype).reshape((vectors, batch, m, n))
+        target, copied = _target_view(grad_inputs, (vectors,) + saved[k].shape, a.dtype)
         factor = b if k == 0 else a
         # Stacked, the vectors make one product large enough for BLAS where one alone is not.
         stacked = vectors if (batch == 1 or (m if k == 0 else n) == 1) else 1
-        if _blas(a.dtype, stacked * m, a.shape[2], n):
+        if _blas(a.dtype, stacked * m, inner, n):
             previous = hold_blas_threads()
             try:
                 gemm, tiles = product_kernel(a.dtype)
@@ -388,10 +433,11 @@ class BatchedMatmul(Op):
                 release_blas_threads(previous)
         else:
             _bmm_vjp_batched_loops(k, g, factor, target)
-        if target is not grad_inputs:
-            grad_inputs += target
+        if copied:
+            grad_inputs += target.reshape(grad_inputs.shape)
 
     def exec_spec(self, k, node):
+        # (The driver reads flat buffers: the views need nothing of it.)
         a, b = node.saved_inputs
         if a.dtype != node.dtype or not (a.size and b.size):
             return None
@@ -404,12 +450,44 @@ class BatchedMatmul(Op):
 
     def rule(self, k, grad_output, inputs, output, attrs):
         a, b = inputs
+        views = attrs.get("views")
+        if views is not None:  # the product of the views, its gradient in input k's shape
+            a = call("reshape", a, shape=views[0])
+            b = call("reshape", b, shape=views[1])
+            grad_output = call("reshape", grad_output, shape=(views[0][0], views[0][1],
+                                                              views[1][2]))
         if k == 0:
-            return call("_bmm", grad_output, call("transpose", b, axes=(0, 2, 1)))
-        return call("_bmm", call("transpose", a, axes=(0, 2, 1)), grad_output)
+            grad = call("_bmm", grad_output, call("transpose", b, axes=(0, 2, 1)))
+        else:
+            grad = call("_bmm", call("transpose", a, axes=(0, 2, 1)), grad_output)
+        if views is not None:
+            grad = call("reshape", grad, shape=attrs["input_shapes"][k])
+        return grad
 
     def make_function(self):
         return None
+
+
+def _read_as_views(a, b, views, attrs):
+    """``a`` and ``b`` (C-contiguous) in the shapes ``views`` names, and the attrs that record
+    them and the operands' own shapes; ValueError where a size differs."""
+    try:
+        a_view, b_view, out_view = (tuple(int(n) for n in v) for v in views)
+    except (TypeError, ValueError):
+        raise ValueError(f"_bmm: views must be three shapes, got {views!r}") from None
+    for name, x, view in (("a", a, a_view), ("b", b, b_view)):
+        if x.size != _size(view):
+            raise ValueError(f"_bmm: cannot read {name} of shape {x.shape} as {view}")
+    attrs = dict(attrs, views=(a_view, b_view, out_view), input_shapes=(a.shape, b.shape))
+    return a.reshape(a_view), b.reshape(b_view), attrs
+
+
+def _target_view(grad_input, shape, dtype):
+    """``(target, copied)``: ``grad_input`` read in ``shape`` (a view) where it is
+    C-contiguous of ``dtype``; else a zeroed array of ``shape`` to add back afterwards."""
+    if grad_input.dtype == dtype and grad_input.flags.c_contiguous:
+        return grad_input.reshape(shape), False
+    return np.zeros(shape, dtype=dtype), True
 
 
 BatchedMatmul()
@@ -418,9 +496,9 @@ BatchedMatmul()
 def _reshaped(x, shape):
     """``x`` in ``shape``, recording a reshape only when the shape changes.
 
-    A CPU Tensor's reshape is a view of its buffer (no copy of a weight matrix per product)
-    that shares its version counter: an in-place change of ``x`` after the product is then
-    seen by ``_bmm``'s saved-buffer check, as torch's is. The views stay inside ``matmul``.
+    A CPU Tensor's reshape is a view of its buffer that shares its version counter: an
+    in-place change of ``x`` afterwards is then seen by the saved-buffer check of the node
+    that saved the view, as torch's is. The views stay inside the composites (``einsum``).
     """
     shape = tuple(int(n) for n in shape)
     return x if _shape_of(x) == shape else call_view("reshape", x, shape=shape)
@@ -506,25 +584,33 @@ def matmul(a, b):
             f"{b_shape} (batch dimensions {a_batch} and {b_batch})"
         ) from None
     size = _size(batch)
+    shape = batch + ((m,) if len(a_shape) > 1 else ()) + ((n,) if len(b_shape) > 1 else ())
     if _size(b_batch) == 1:
         # One right-hand matrix for every batch entry: fold the batch into a's rows, one
         # product (batch * m, k) @ (k, n), and nothing broadcast.
-        a3 = _reshaped(a, (1, size * m, k))
-        b3 = _reshaped(b, (1, k, n))
-    else:
-        a3 = _as_batch(a, a_shape, batch + a_core, size)
-        b3 = _as_batch(b, b_shape, batch + b_core, size)
-    out = call("_bmm", a3, b3)
-    shape = batch + ((m,) if len(a_shape) > 1 else ()) + ((n,) if len(b_shape) > 1 else ())
-    return _reshaped(out, shape)
+        return _product(a, b, (1, size * m, k), (1, k, n), shape)
+    a = _broadcast_batch(a, a_shape, batch + a_core)
+    b = _broadcast_batch(b, b_shape, batch + b_core)
+    return _product(a, b, (size, m, k), (size, k, n), shape)
 
 
-def _as_batch(x, shape, full, size):
+def _product(a, b, a_view, b_view, shape):
+    """One ``_bmm`` node: ``a`` read as ``a_view``, ``b`` as ``b_view``, the result in
+    ``shape`` (see ``BatchedMatmul``)."""
+    views = (_ints(a_view), _ints(b_view), _ints(shape))
+    return call("_bmm", a, b, views=views)
+
+
+def _ints(shape):
+    return tuple([int(n) for n in shape])
+
+
+def _broadcast_batch(x, shape, full):
     if _size(shape) != _size(full):
         # ``full`` ends in the core (m, k) or (k, n); a 1-D operand here is always ``a``,
         # whose (k,) broadcasts as the row (1, k).
         x = call("broadcast_to", x, shape=full)
-    return _reshaped(x, (size,) + tuple(full[-2:]))
+    return x
 
 
 # -- dot and outer -----------------------------------------------------------------------------
@@ -557,7 +643,7 @@ def dot(a, b):
     >>> import autograd_nb as anb
     >>> x = anb.tensor([1.0, 2.0, 3.0], requires_grad=True)
     >>> anb.dot(x, x)
-    tensor(14., grad_fn=<ReshapeBackward>)
+    tensor(14., grad_fn=<BmmBackward>)
     >>> anb.dot(anb.ones((2, 3, 4)), anb.ones((5, 4, 6))).shape
     (2, 3, 5, 6)
     """
@@ -574,14 +660,12 @@ def dot(a, b):
         return matmul(a, b)
     k, n = b_shape[-2:]
     rows = _size(a_shape[:-1])
-    a3 = _reshaped(a, (1, rows, k))
     if len(b_shape) > 2:
         # (..., k, n) -> (k, ..., n): b's leading dimensions become columns of one product.
         last = len(b_shape) - 1
         b = call("transpose", b, axes=(last - 1,) + tuple(range(last - 1)) + (last,))
-    b3 = _reshaped(b, (1, k, _size(b_shape[:-2]) * n))
-    out = call("_bmm", a3, b3)
-    return _reshaped(out, a_shape[:-1] + b_shape[:-2] + (n,))
+    return _product(a, b, (1, rows, k), (1, k, _size(b_shape[:-2]) * n),
+                    a_shape[:-1] + b_shape[:-2] + (n,))
 
 
 def _plain(shape):
@@ -648,7 +732,7 @@ def einsum(subscripts, *operands, optimize=False):
     tensor(5., grad_fn=<SumBackward>)
     >>> anb.einsum("ij,jk->ik", a, a)
     tensor([[ 7., 10.],
-            [15., 22.]], grad_fn=<ReshapeBackward>)
+            [15., 22.]], grad_fn=<BmmBackward>)
     >>> anb.einsum("...j,j", anb.ones((4, 3, 2)), anb.ones(2)).shape
     (4, 3)
     >>> anb.grad(anb.einsum("ij,ij->", a, a), a)
@@ -901,11 +985,11 @@ def _contract(x, x_labels, y, y_labels, keep):
 
     x = _permuted(x, x_labels, batch + left + summed)
     y = _permuted(y, y_labels, batch + summed + right)
-    x3 = _reshaped(x, (product(batch), product(left), product(summed)))
-    y3 = _reshaped(y, (product(batch), product(summed), product(right)))
-    out = call("_bmm", x3, y3)
     labels = batch + left + right
-    return _reshaped(out, [lengths[label] for label in labels]), labels
+    out = _product(x, y, (product(batch), product(left), product(summed)),
+                   (product(batch), product(summed), product(right)),
+                   [lengths[label] for label in labels])
+    return out, labels
 
 
 def _permuted(x, labels, order):

@@ -84,3 +84,105 @@ def test_a_non_contiguous_operand_is_copied_and_still_right():
     x = anb.tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
     (gx,) = anb.grad(anb.sum(w @ x), x)
     np.testing.assert_allclose(gx.numpy(), base[:, ::2].sum(axis=0), rtol=1e-15)
+
+
+# -- one node per product: _bmm reads its operands through views --------------------------------
+
+
+@pytest.mark.parametrize(
+    "function, a_shape, b_shape, direct",
+    [
+        (anb.matmul, (4, 3), (3,), True),
+        (anb.matmul, (3,), (3, 2), True),
+        (anb.matmul, (2, 4, 3), (3, 5), True),
+        # a batch broadcast, dot's transpose of a stacked b: still one product node
+        (anb.matmul, (2, 1, 4, 3), (5, 3, 2), False),
+        (anb.dot, (2, 4, 3), (3, 2), True),
+        (anb.dot, (2, 4, 3), (5, 3, 2), False),
+        (lambda a, b: anb.einsum("ij,jk->ik", a, b), (4, 3), (3, 2), True),
+    ],
+)
+def test_a_product_records_one_node_on_its_operands(function, a_shape, b_shape, direct):
+    rng = np.random.default_rng(0)
+    a = anb.tensor(rng.standard_normal(a_shape), requires_grad=True)
+    b = anb.tensor(rng.standard_normal(b_shape), requires_grad=True)
+    y = function(a, b)
+    node = y.grad_fn
+    assert node.name == "_bmm"
+    if direct:  # the operands themselves, not reshapes of them
+        assert node.edges[0] is a and node.edges[1] is b
+    np.testing.assert_allclose(y.numpy(), _numpy(function, a.numpy(), b.numpy()), rtol=1e-14)
+    v = rng.standard_normal(y.shape)
+    ga, gb = anb.grad(y, (a, b), grad_outputs=anb.tensor(v))
+    assert ga.shape == a_shape and gb.shape == b_shape
+    # vᵀJ against finite differences of <v, f(a, b)> in a few directions
+    for x, g in ((a, ga), (b, gb)):
+        direction = rng.standard_normal(x.shape)
+        step = 1e-6
+        with anb.no_grad():
+            x += step * direction
+            up = np.sum(v * function(a, b).numpy())
+            x -= 2 * step * direction
+            down = np.sum(v * function(a, b).numpy())
+            x += step * direction
+        np.testing.assert_allclose(np.sum(g.numpy() * direction), (up - down) / (2 * step),
+                                   rtol=1e-6, atol=1e-8)
+
+
+def _numpy(function, a, b):
+    if function is anb.matmul:
+        return a @ b
+    if function is anb.dot:
+        return np.dot(a, b)
+    return np.einsum("ij,jk->ik", a, b)
+
+
+def test_the_products_attrs_are_cached_per_layout():
+    w = anb.tensor(np.ones((4, 3)))
+    x = anb.tensor(np.ones(3), requires_grad=True)
+    assert (w @ x).grad_fn.attrs is (w @ x).grad_fn.attrs
+    strided = anb.tensor(np.ones((4, 6)))[:, ::2]  # copied by prepare: not cached, still right
+    np.testing.assert_array_equal((strided @ x).numpy(), np.full(4, 3.0))
+
+
+@pytest.mark.parametrize(
+    "views, phrase",
+    [
+        (((1, 4, 3), (1, 3, 2), (4, 2)), "cannot read b of shape"),
+        (((1, 4, 3), (1, 3, 1), (4, 2)), "does not hold"),
+        (((1, 4, 3), (1, 3)), "three shapes"),
+    ],
+)
+def test_bmm_views_that_do_not_fit_raise(views, phrase):
+    from autograd_nb.ops.registry import call
+
+    with pytest.raises(ValueError, match=phrase):
+        call("_bmm", anb.ones((4, 3)), anb.ones(3), views=views)
+
+
+@pytest.mark.parametrize("batched", [False, True])
+@pytest.mark.parametrize("k", [0, 1])
+def test_bmm_vjp_into_a_strided_or_narrower_buffer(batched, k):
+    # The engine's buffers are C-contiguous of the op's dtype; a VJP called with another (a
+    # transposed view, which no reshape can view as (batch, m, k), or a float32 buffer) must
+    # still accumulate into it, not into a copy.
+    from autograd_nb.ops.registry import REGISTRY, Saved
+
+    rng = np.random.default_rng(1)
+    op = REGISTRY["_bmm"]
+    a, b = rng.standard_normal((2, 4, 3)), rng.standard_normal((3, 5))
+    views = ((1, 8, 3), (1, 3, 5), (2, 4, 5))
+    arrays, attrs, _ = op.run([a, b], {"views": views})
+    saved = Saved(arrays, None)
+    lead = (6,) if batched else ()
+    g = rng.standard_normal(lead + (2, 4, 5))
+    shape = lead + (a.shape if k == 0 else b.shape)
+    for make in (lambda: np.zeros(shape[::-1]).T, lambda: np.zeros(shape, np.float32)):
+        buffer = make()
+        buffer += 1
+        (op.vjp_batched if batched else op.vjp)(k, g, saved, attrs, buffer)
+        if k == 0:
+            expected = 1 + g @ b.T
+        else:
+            expected = 1 + np.einsum("...ijn,ijk->...kn", g, a)
+        np.testing.assert_allclose(buffer, expected, rtol=1e-5)
