@@ -121,7 +121,10 @@ def test_shared_leaf_used_twice_by_one_op():
     assert len(leaves) == 1
     assert len(nodes) == len(ops) + 1
     assert [labels[0] for labels, _ in nodes.values()].count("leaf") == 1
-    assert nodes[highlighted(nodes)[0]][0] == ["multiply", "(4, 4) float64"]
+    # outer is one product node reading the leaf twice: two edges, labelled 0 and 1
+    output = highlighted(nodes)[0]
+    assert nodes[output][0] == ["_bmm", "(4, 4) float64"]
+    assert sorted(label for _, head, label in edges if head == output) == ["0", "1"]
 
 
 def test_show_shapes_false_and_float32():

@@ -207,6 +207,19 @@ def _bmm_vjp_batched_loops(k, g, factor, grad):
 
 
 @njit(cache=True, nogil=True)
+def _rank_one_forward(a, b, out):
+    # ``out[i] = a[i] @ b[i]`` for an inner dimension of 1: a vectorised row loop (NumPy's
+    # broadcast multiply runs this pattern at a third of the speed).
+    for i in range(out.shape[0]):
+        for r in range(out.shape[1]):
+            x = a[i, r, 0]
+            source = b[i, 0]
+            row = out[i, r]
+            for c in range(row.size):
+                row[c] = x * source[c]
+
+
+@njit(cache=True, nogil=True)
 def _bmm_forward_loops(a, b, out):
     batch, m, k = a.shape
     n = b.shape[2]
@@ -389,6 +402,8 @@ class BatchedMatmul(Op):
         if out.size:
             if a.shape[2] == 0:
                 out[...] = 0
+            elif a.shape[2] == 1:  # rank one (``outer``): one product per element, as NumPy's
+                _rank_one_forward(a, b, out)
             elif _blas(a.dtype, *a.shape[1:], b.shape[2]):
                 _forward_blas(a, b, out)
             else:
@@ -695,7 +710,10 @@ def outer(a, b):
     >>> anb.grad(y, x, grad_outputs=anb.ones_like(y))
     (tensor([20., 20., 20., 20.]),)
     """
-    return call("multiply", call("reshape", a, shape=(-1, 1)), call("reshape", b, shape=(1, -1)))
+    # One ``_bmm`` node: a column (M, 1) times a row (1, N), through views. Each element is the
+    # one product a[i] * b[j], as NumPy's; the VJPs are a matrix-vector product each.
+    m, n = _size(_shape_of(a)), _size(_shape_of(b))
+    return _product(a, b, (1, m, 1), (1, 1, n), (m, n))
 
 
 # -- einsum ------------------------------------------------------------------------------------

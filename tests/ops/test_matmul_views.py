@@ -100,6 +100,8 @@ def test_a_non_contiguous_operand_is_copied_and_still_right():
         (anb.dot, (2, 4, 3), (3, 2), True),
         (anb.dot, (2, 4, 3), (5, 3, 2), False),
         (lambda a, b: anb.einsum("ij,jk->ik", a, b), (4, 3), (3, 2), True),
+        (anb.outer, (3, 2), (5,), True),
+        (anb.outer, (40,), (70,), True),  # the forward's rank-one loop, the VJPs' BLAS
     ],
 )
 def test_a_product_records_one_node_on_its_operands(function, a_shape, b_shape, direct):
@@ -134,6 +136,8 @@ def _numpy(function, a, b):
         return a @ b
     if function is anb.dot:
         return np.dot(a, b)
+    if function is anb.outer:
+        return np.outer(a, b)
     return np.einsum("ij,jk->ik", a, b)
 
 
@@ -186,3 +190,23 @@ def test_bmm_vjp_into_a_strided_or_narrower_buffer(batched, k):
         else:
             expected = 1 + np.einsum("...ijn,ijk->...kn", g, a)
         np.testing.assert_allclose(buffer, expected, rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64, np.bool_])
+def test_outer_gives_numpys_bits(dtype):
+    # Each element is the one product a[i] * b[j]: the same bits as np.outer, signed zeros and
+    # non-finite values included.
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal(37)
+    b = rng.standard_normal(45)
+    a[:4] = [np.inf, -0.0, np.nan, 0.0]
+    b[:3] = [-np.inf, 0.0, -1.0]
+    if dtype in (np.int64, np.bool_):
+        a, b = rng.integers(-3, 4, 37), rng.integers(-3, 4, 45)
+    a, b = a.astype(dtype), b.astype(dtype)
+    with np.errstate(invalid="ignore"):
+        expected = np.outer(a, b)
+        got = anb.outer(anb.tensor(a), anb.tensor(b)).numpy()
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
+    assert np.array_equal(np.signbit(got), np.signbit(expected))
