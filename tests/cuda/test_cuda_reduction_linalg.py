@@ -259,6 +259,22 @@ def test_bmm(batch, m, k, n, dtype):
     check_op("_bmm", linalg.BatchedMatmul, [a, b], {}, rng)
 
 
+@pytest.mark.parametrize(
+    "a_shape, b_shape, views",
+    [
+        ((4, 3), (3,), ((1, 4, 3), (1, 3, 1), (4,))),  # matmul: matrix @ vector
+        ((5,), (6,), ((1, 5, 1), (1, 1, 6), (5, 6))),  # outer
+        ((2, 4, 3), (3, 5), ((1, 8, 3), (1, 3, 5), (2, 4, 5))),  # a batch folded into rows
+    ],
+)
+def test_bmm_through_views(a_shape, b_shape, views):
+    # matmul, dot, outer and einsum record one _bmm that reads its operands as views: the
+    # device result comes in the view's shape, the gradients in the operands' shapes.
+    rng = np.random.default_rng(8)
+    a, b = rng.standard_normal(a_shape), rng.standard_normal(b_shape)
+    check_op("_bmm", linalg.BatchedMatmul, [a, b], {"views": views}, rng)
+
+
 def test_bmm_gradient_into_a_narrower_input():
     # float32 @ float64 is computed in float64; a's gradient slot stays float32.
     rng = np.random.default_rng(10)
