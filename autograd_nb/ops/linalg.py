@@ -331,8 +331,8 @@ class BatchedMatmul(Op):
     With the attribute ``views=(a_shape, b_shape, out_shape)`` the operands may come in any
     shape of the same size: the op reads them as ``a_shape`` and ``b_shape`` (views of the
     C-contiguous buffers, no copy) and gives its result in ``out_shape``, and its VJPs hand
-    gradients back in the operands' own shapes. That is how ``matmul``, ``dot`` and
-    ``einsum`` record one node per product instead of a product between three reshapes.
+    gradients back in the operands' own shapes. That is how ``matmul``, ``dot``, ``outer``
+    and ``einsum`` record one node per product instead of a product between reshapes.
     """
 
     name = "_bmm"
