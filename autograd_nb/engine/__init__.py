@@ -15,12 +15,13 @@ CACHED = True
 
 def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch=None,
              remember=None):
-    """Run ``plan``: in one call into compiled code where :mod:`.executor` can, otherwise
-    node by node in Python (:func:`.backward.run_plan`, also for ``create_graph`` and
-    batches). Returns the gradients by ``id`` of node or leaf, and the leaves met.
-    ``remember`` is :func:`.executor.run`'s (the plan cache's template maker)."""
-    if COMPILED and not create_graph and batch is None:
-        done = executor.run(plan, seeds, targets, all_leaves, retain_graph, remember)
+    """Run ``plan``: in one call into compiled code where :mod:`.executor` can (a batch too,
+    as a ``prange`` over blocks of its rows), otherwise node by node in Python
+    (:func:`.backward.run_plan`, also for ``create_graph``). Returns the gradients by ``id``
+    of node or leaf, and the leaves met. ``remember`` is :func:`.executor.run`'s (the plan
+    cache's template maker)."""
+    if COMPILED and not create_graph:
+        done = executor.run(plan, seeds, targets, all_leaves, retain_graph, remember, batch)
         if done is not None:
             return done
     return backward.run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch)
@@ -36,8 +37,8 @@ def plan_and_run(root_edges, seeds, targets, all_leaves, retain_graph, create_gr
     retains its gradient). With ``allow_unused`` false an unreachable target raises here.
     """
     key = None
-    if CACHED and COMPILED and not create_graph and batch is None:
-        key = plan_cache.key_of(root_edges, targets, all_leaves)
+    if CACHED and COMPILED and not create_graph:
+        key = plan_cache.key_of(root_edges, targets, all_leaves, batch)
         if key is not None:
             done = plan_cache.run(key, root_edges, seeds, targets, retain_graph, allow_unused)
             if done is not None:

@@ -17,8 +17,8 @@ A run has two phases, so that an error changes nothing:
 
 On the CPU, :func:`autograd_nb.engine.run_plan` first offers the plan to the compiled
 executor (:mod:`autograd_nb.engine.executor`: phase 2 in one call into compiled code); this
-walk runs what it does not take (``create_graph``, batches, custom Functions, CUDA graphs)
-and gives the same results.
+walk runs what it does not take (``create_graph``, custom Functions, CUDA graphs, and
+batches of those) and gives the same results.
 """
 
 import operator

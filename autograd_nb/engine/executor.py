@@ -1,7 +1,7 @@
 """The compiled backward: a plan becomes an instruction table, run in ONE call into compiled code.
 
-:func:`run` is what :func:`autograd_nb.engine.run_plan` tries first for ``create_graph=False``
-without a batch. It turns the plan (:func:`autograd_nb.engine.backward.make_plan`, which has
+:func:`run` is what :func:`autograd_nb.engine.run_plan` tries first for ``create_graph=False``,
+with or without a batch. It turns the plan (:func:`autograd_nb.engine.backward.make_plan`, which has
 already pruned the graph and checked every saved buffer's version) into flat tables:
 
 * ``objects``: every array the backward reads or writes outside the arena (saved values,
@@ -19,17 +19,28 @@ already pruned the graph and checked every saved buffer's version) into flat tab
 so a graph of any length or shape costs no compilation beyond the drivers of the ops it uses.
 Fused groups of elementwise VJPs (:mod:`autograd_nb.engine.fusion`) are drivers too.
 
+A batch (``grad(..., is_grads_batched=True)``) runs the same instructions over blocks of its
+rows, one block per ``BLOCK_ROWS`` rows, as a ``prange`` over numba's threads
+(:func:`execute_batched`): each block zeroes, reads and writes only its own rows of every
+gradient slot, calls a driver once per row, or once per block where the op gives a driver for
+many rows (``Op.exec_rows_spec``: ``_bmm`` stacks the rows into one GEMM), and the saved
+forward values are shared, read only.
+
 When a node's op has no driver (``Op.exec_spec`` returns None: custom Functions,
 ``setitem``, reductions over non-adjacent axes), the dtypes are mixed, the arrays are on a
 GPU, or NumPy's array struct is not the one this module reads, :func:`run` returns None
 before anything ran, and the Python walk runs the plan instead.
 """
 
+import numba
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from .. import tape
 from ..ops import _pointers, _strided
+from ..ops._blas import hold_blas_threads, release_blas_threads
+from ..ops.elementwise import ElementwiseOp
+from ..ops.shape import Reshape
 from . import fusion
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -45,6 +56,14 @@ HEADER = 3
 #: An ``ENTRY`` of ZERO clears a reused arena slot: ``GRAD`` is the slot and ``INTS`` its
 #: size in bytes.
 ZERO = -1
+#: Batched runs split the batch into blocks of consecutive rows, one per ``BLOCK_ROWS`` rows
+#: and at most ``MAX_BLOCKS`` (measured, the 128 x 512 @ 512 x 256 product of
+#: ``jacobian_batched`` at one thread: 262 us in one block, 260 us in two, 286 us in four, 334
+#: us for the whole step's backward in eight blocks against 292 us in two), starting at
+#: multiples of ``BLOCK_ALIGN`` rows.
+BLOCK_ROWS = 64
+MAX_BLOCKS = 64
+BLOCK_ALIGN = 16
 
 
 @njit(cache=True, nogil=True)
@@ -102,12 +121,140 @@ def execute(table, objects, floats, arena):
 _BYTES = np.empty(0, dtype=np.uint8)
 
 
+# -- batches -----------------------------------------------------------------------------------
+# With ``grad(..., is_grads_batched=True)`` every gradient slot holds one row per vector of the
+# batch, ``slot_rows[s]`` elements each, the rows of a slot one after another. The table gains
+# three sections after the code: ``modes`` (per code row: 1 where the driver takes a block of
+# rows, ``Op.exec_rows_spec``; 0: one call per row), ``slot_rows`` and ``zero_first`` (per
+# slot: 1 for the arena's slots and the caller's results, which each block zeroes for its own
+# rows before it starts, so that the memory a thread writes is the memory it zeroed).
+
+
+@njit(cache=True, nogil=True)
+def _batched_pointers(table, objects, arena):
+    """The data pointers of the objects, then of every slot's first row."""
+    n_code, n_slots = table[0], table[1]
+    at = HEADER + n_code * (ROW + 1)
+    slot_offsets = table[at:at + n_slots]
+    n_objects = objects.size
+    pointers = np.empty(n_objects + n_slots, dtype=np.int64)
+    for i in range(n_objects):
+        pointers[i] = _pointers.data_address(objects[i])
+    base = arena.ctypes.data
+    for s in range(n_slots):
+        offset = slot_offsets[s]
+        if offset >= 0:
+            pointers[n_objects + s] = base + offset * arena.itemsize
+        else:
+            pointers[n_objects + s] = pointers[-offset - 1]
+    return pointers
+
+
+@njit(cache=True, nogil=True)
+def _run_rows(table, pointers, n_objects, floats, itemsize, first, stop):
+    """Run the batched table for the batch rows ``first:stop`` on this thread."""
+    n_code, n_slots, n_entries = table[0], table[1], table[2]
+    at = HEADER
+    code = table[at:at + n_code * ROW]
+    at += n_code * ROW
+    modes = table[at:at + n_code]
+    at += n_code + n_slots  # (the slot offsets: already in ``pointers``)
+    slot_rows = table[at:at + n_slots]
+    at += n_slots
+    zero_first = table[at:at + n_slots]
+    at += n_slots
+    entries = table[at:at + n_entries]
+    at += n_entries
+    ints_address = table.ctypes.data + 8 * at
+    floats_address = floats.ctypes.data
+    rows = stop - first
+    for s in range(n_slots):
+        if zero_first[s]:
+            step = slot_rows[s] * itemsize
+            region = _pointers.array_at(pointers[n_objects + s] + first * step, rows * step,
+                                        _BYTES)
+            region[:] = 0
+    operands = np.empty(64, dtype=np.int64)
+    operands_address = operands.ctypes.data
+    for r in range(n_code):
+        row = r * ROW
+        entry = code[row + ENTRY]
+        slot = code[row + GRAD]
+        g_step = slot_rows[slot] * itemsize
+        g_first = pointers[n_objects + slot] + first * g_step
+        if entry == ZERO:
+            region = _pointers.array_at(g_first, rows * g_step, _BYTES)
+            region[:] = 0
+            continue
+        saved = code[row + SAVED]
+        n_saved = code[row + N_SAVED]
+        for j in range(n_saved):
+            operands[1 + j] = pointers[saved + j]
+        target = code[row + TARGET]
+        t_step = slot_rows[target] * itemsize
+        t_first = pointers[n_objects + target] + first * t_step
+        function = entries[entry]
+        ints_at = ints_address + 8 * code[row + INTS]
+        floats_at = floats_address + 8 * code[row + FLOATS]
+        if modes[r]:
+            operands[0] = g_first
+            operands[1 + n_saved] = t_first
+            operands[2 + n_saved] = rows
+            _pointers.call_entry(function, operands_address, ints_at, floats_at)
+        else:
+            for b in range(rows):
+                operands[0] = g_first + b * g_step
+                operands[1 + n_saved] = t_first + b * t_step
+                _pointers.call_entry(function, operands_address, ints_at, floats_at)
+
+
+@njit(cache=True, nogil=True)
+def batch_blocks(batch):
+    """How many blocks a batch of ``batch`` rows runs in: one per ``BLOCK_ROWS`` rows, at most
+    ``MAX_BLOCKS``. A function of the batch alone, never of the thread count: BLAS may choose
+    its kernel by a product's size, so the blocks, not the threads, fix the bits."""
+    return max(1, min(MAX_BLOCKS, batch // BLOCK_ROWS))
+
+
+@njit(cache=True, nogil=True)
+def block_start(batch, blocks, p):
+    """Where block ``p`` of ``blocks`` starts: a multiple of ``BLOCK_ALIGN`` rows (or
+    ``batch``)."""
+    if p >= blocks:
+        return batch
+    return batch * p // blocks // BLOCK_ALIGN * BLOCK_ALIGN
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _execute_blocks(table, pointers, n_objects, floats, itemsize, batch, blocks):
+    for p in prange(blocks):
+        _run_rows(table, pointers, n_objects, floats, itemsize, block_start(batch, blocks, p),
+                  block_start(batch, blocks, p + 1))
+
+
+@njit(cache=True, nogil=True)
+def execute_batched(table, objects, floats, arena, batch, parallel):
+    """Run a batched table (see above) in ``batch_blocks(batch)`` blocks of consecutive rows:
+    a ``prange`` over numba's threads where ``parallel``, else one after the other on this
+    thread (the same blocks, so the same bits)."""
+    pointers = _batched_pointers(table, objects, arena)
+    blocks = batch_blocks(batch)
+    if parallel and blocks > 1:
+        _execute_blocks(table, pointers, objects.size, floats, arena.itemsize, batch, blocks)
+        return
+    for p in range(blocks):
+        _run_rows(table, pointers, objects.size, floats, arena.itemsize,
+                  block_start(batch, blocks, p), block_start(batch, blocks, p + 1))
+
+
 class _Tables:
     """The tables of one run as Python lists, filled by :func:`_build` (see the module
     docstring); :meth:`execute` hands them to the compiled executor."""
 
-    def __init__(self, dtype):
+    def __init__(self, dtype, batch=None):
         self.dtype = dtype
+        self.batch = batch  # None, or the number of rows of every slot (a batched run)
+        self.rows = 1 if batch is None else batch
         self.objects = []  # the arrays whose data the drivers read
         # Per object, where it came from: the node (or fused group) whose instruction reads
         # it, ("seed", index) or ("result", edge); :mod:`.plan_cache` reads them.
@@ -120,11 +267,18 @@ class _Tables:
         self.floats = []
         self.entries = []
         self.entry_index = {}
+        # Batched runs only: per slot, its elements per row and whether blocks zero it first;
+        # per code row, whether its driver takes a block of rows.
+        self.slot_rows = []
+        self.zero_first = []
+        self.modes = []
 
-    def external_slot(self, array, origin):
+    def external_slot(self, array, origin, row_size=0, zero_first=0):
         self.objects.append(array)
         self.origins.append(origin)
         self.slot_offsets.append(-len(self.objects))
+        self.slot_rows.append(row_size)
+        self.zero_first.append(zero_first)
         return len(self.slot_offsets) - 1
 
     def arena_slot(self, shape):
@@ -135,9 +289,12 @@ class _Tables:
         if reusable:
             slot = reusable.pop()
             self.code.extend((ZERO, slot, 0, 0, 0, size * self.dtype.itemsize, 0))
+            self.modes.append(0)
             return slot
         self.slot_offsets.append(self.arena_size)
-        self.arena_size += size
+        self.arena_size += size * self.rows
+        self.slot_rows.append(size)
+        self.zero_first.append(1)
         return len(self.slot_offsets) - 1
 
     def entry(self, driver):
@@ -150,18 +307,39 @@ class _Tables:
     def execute(self):
         """Convert the lists to arrays (kept as ``table`` and ``float_array``) and run."""
         header = [len(self.code) // ROW, len(self.slot_offsets), len(self.entries)]
-        self.table = np.array(
-            header + self.code + self.slot_offsets + self.entries + self.ints + [0],
-            dtype=np.int64,
-        )
+        if self.batch is None:
+            sections = self.code + self.slot_offsets
+        else:
+            sections = (self.code + self.modes + self.slot_offsets + self.slot_rows
+                        + self.zero_first)
+        self.table = np.array(header + sections + self.entries + self.ints + [0],
+                              dtype=np.int64)
         self.float_array = np.array(self.floats, dtype=np.float64) if self.floats else _NO_FLOATS
         objects = np.fromiter(map(id, self.objects), dtype=np.int64, count=len(self.objects))
-        run_tables(self.table, objects, self.float_array, self.arena_size, self.dtype)
+        if self.batch is None:
+            run_tables(self.table, objects, self.float_array, self.arena_size, self.dtype)
+        else:
+            run_batched_tables(self.table, objects, self.float_array, self.arena_size,
+                               self.dtype, self.batch)
 
 
 def run_tables(table, object_ids, floats, arena_size, dtype):
     """One call into :func:`execute` (the caller keeps the objects of ``object_ids`` alive)."""
     execute(table, object_ids, floats, np.zeros(max(arena_size, 1), dtype=dtype))
+
+
+def run_batched_tables(table, object_ids, floats, arena_size, dtype, batch):
+    """One call into :func:`execute_batched`: in parallel where the batch makes several blocks
+    and numba has several threads, with OpenBLAS's own threads held at one meanwhile."""
+    arena = np.empty(max(arena_size, 1), dtype=dtype)  # (each block zeroes its own rows)
+    if batch < 2 * BLOCK_ROWS or numba.get_num_threads() == 1:
+        execute_batched(table, object_ids, floats, arena, batch, False)
+        return
+    previous = hold_blas_threads()
+    try:
+        execute_batched(table, object_ids, floats, arena, batch, True)
+    finally:
+        release_blas_threads(previous)
 
 
 _NO_FLOATS = np.zeros(1)
@@ -182,13 +360,15 @@ def _plan_dtype(plan, seeds):
     return dtype if dtype in _FLOATS else None
 
 
-def run(plan, seeds, targets, all_leaves, retain_graph, remember=None):
+def run(plan, seeds, targets, all_leaves, retain_graph, remember=None, batch=None):
     """Run ``plan`` in one compiled call; None where it cannot (then nothing has changed).
 
     Arguments and result as :func:`autograd_nb.engine.backward.run_plan` without
-    ``create_graph`` and ``batch``: the gradients by ``id`` of every target, retaining node
-    and (``all_leaves``) leaf that received one, and the leaves met. ``remember``, if given,
-    is called with ``(tables, ran, results, leaves)`` after the run and before the saved
+    ``create_graph``: the gradients by ``id`` of every target, retaining node and
+    (``all_leaves``) leaf that received one, and the leaves met. With ``batch`` every seed
+    and result has a leading batch dimension of that size, and the batch runs as a
+    ``prange`` over blocks of rows (:func:`execute_batched`). ``remember``, if given, is
+    called with ``(tables, ran, results, leaves)`` after the run and before the saved
     buffers are freed (:mod:`.plan_cache` makes its template there).
     """
     if not _pointers.SUPPORTED:
@@ -196,7 +376,7 @@ def run(plan, seeds, targets, all_leaves, retain_graph, remember=None):
     dtype = _plan_dtype(plan, seeds)
     if dtype is None:
         return None
-    tables = _Tables(dtype)
+    tables = _Tables(dtype, batch)
     slot_of = {}
     results = {}  # id(edge) -> the array handed back
     leaves = {}
@@ -217,6 +397,8 @@ def _build(tables, plan, seeds, targets, all_leaves, slot_of, results, leaves):
     """Fill ``tables`` with the plan's instructions (the hot Python loop of a backward: it
     keeps to local names and list appends)."""
     dtype = tables.dtype
+    batch = tables.batch
+    lead = () if batch is None else (batch,)
     Node = tape.Node
     needed = plan.needed
     objects = tables.objects
@@ -231,9 +413,13 @@ def _build(tables, plan, seeds, targets, all_leaves, slot_of, results, leaves):
         if edge.dtype != dtype:
             raise _Unsupported
         if not isinstance(edge, Node) or key in targets or edge.retained:
-            array = np.zeros(edge.shape, dtype=dtype)
+            if batch is None:
+                array = np.zeros(edge.shape, dtype=dtype)
+                slot = tables.external_slot(array, ("result", edge))
+            else:  # (zeroed by the blocks of the run, each its own rows)
+                array = np.empty(lead + edge.shape, dtype=dtype)
+                slot = tables.external_slot(array, ("result", edge), _size(edge.shape), 1)
             results[key] = array
-            slot = tables.external_slot(array, ("result", edge))
         else:
             slot = tables.arena_slot(edge.shape)
         slot_of[key] = slot
@@ -241,9 +427,12 @@ def _build(tables, plan, seeds, targets, all_leaves, slot_of, results, leaves):
 
     origins = tables.origins
 
-    def emit(spec, slot, target, origin):
+    modes = tables.modes
+
+    def emit(spec, slot, target, origin, mode=0):
         """Append one instruction: ``spec`` (of ``Op.exec_spec``, for ``origin``, the node or
-        fused group) reading ``slot``, accumulating into ``target``."""
+        fused group; of ``Op.exec_rows_spec`` where ``mode`` is 1) reading ``slot``,
+        accumulating into ``target``."""
         driver, saved, ints, floats = spec
         entry = entry_of.get(driver)
         if entry is None:
@@ -257,6 +446,7 @@ def _build(tables, plan, seeds, targets, all_leaves, slot_of, results, leaves):
         origins.extend([origin] * len(saved))
         ints_list.extend(ints)
         floats_list.extend(floats)  # not ``+=``: a NumPy ``floats`` would take that over
+        modes.append(mode)
 
     ndarray = np.ndarray
     # The newest node of the plan is no other node's input: when it is an output with one
@@ -269,7 +459,8 @@ def _build(tables, plan, seeds, targets, all_leaves, slot_of, results, leaves):
         key = id(edge)
         # Only read: the caller's array itself where it is C-contiguous and of the plan's
         # dtype, else a converted copy.
-        seed = np.ascontiguousarray(grad, dtype=dtype).reshape(edge.shape)
+        seed = np.ascontiguousarray(grad, dtype=dtype).reshape(lead + edge.shape)
+        row_size = _size(edge.shape)
         slot = slot_of.get(key)
         if (
             slot is None
@@ -279,12 +470,12 @@ def _build(tables, plan, seeds, targets, all_leaves, slot_of, results, leaves):
             and not edge.retained
             and seeded.count(key) == 1
         ):
-            slot_of[key] = tables.external_slot(seed, ("seed", index))
+            slot_of[key] = tables.external_slot(seed, ("seed", index), row_size)
             continue
         if slot is None:
             slot = slot_for(edge, key)
-        emit((_strided.accumulate_driver, (), (seed.size,), ()),
-             tables.external_slot(seed, ("seed", index)), slot, None)
+        emit((_strided.accumulate_driver, (), (row_size,), ()),
+             tables.external_slot(seed, ("seed", index), row_size), slot, None)
         if not isinstance(edge, Node):
             leaves[key] = edge
     ran = []
@@ -306,11 +497,19 @@ def _build(tables, plan, seeds, targets, all_leaves, slot_of, results, leaves):
             slot_target = slot_of.get(key)
             if slot_target is None:
                 slot_target = slot_for(target, key)
-            emit(group.spec(), slot, slot_target, group)
+            # (A batch runs its blocks in parallel already: the loop itself stays serial.)
+            emit(group.spec(parallel=None if batch is None else False), slot, slot_target,
+                 group)
             if slot_offsets[slot] >= 0:
                 free.setdefault(node.shape, []).append(slot)
             continue
-        exec_spec = node.op.exec_spec
+        op = node.op
+        exec_spec = op.exec_spec
+        # An identity VJP (reshape, or an elementwise formula ``g`` into an input of the
+        # node's shape) into an intermediate with no slot yet hands the node's arena slot on
+        # instead of zeroing another and copying: no instruction, once per node.
+        passable = slot_offsets[slot] >= 0 and isinstance(op, _PASSING)
+        passed = False
         k = -1
         for edge in node.edges:
             k += 1
@@ -320,24 +519,45 @@ def _build(tables, plan, seeds, targets, all_leaves, slot_of, results, leaves):
             if isinstance(edge, Node):
                 if key not in needed:
                     continue
+                if (
+                    passable and key not in slot_of and key not in targets
+                    and not edge.retained and edge.dtype == dtype
+                    and (isinstance(op, Reshape)
+                         or (op.vjp_formulas.get(k) == "g" and edge.shape == node.shape))
+                ):
+                    slot_of[key] = slot
+                    passable = False
+                    passed = True
+                    continue
             elif all_leaves or key in targets:
                 leaves[key] = edge
             else:
                 continue
-            spec = exec_spec(k, node)
+            mode = 0
+            if batch is not None:
+                spec = node.op.exec_rows_spec(k, node)
+                if spec is not None:
+                    mode = 1
+                else:
+                    spec = exec_spec(k, node)
+            else:
+                spec = exec_spec(k, node)
             if spec is None:
                 raise _Unsupported
             target = slot_of.get(key)
             if target is None:
                 target = slot_for(edge, key)
-            emit(spec, slot, target, node)
-        if slot_offsets[slot] >= 0:  # consumed: the arena slot can be reused
+            emit(spec, slot, target, node, mode)
+        if slot_offsets[slot] >= 0 and not passed:  # consumed: the arena slot can be reused
             reusable = free.get(node.shape)
             if reusable is None:
                 free[node.shape] = [slot]
             else:
                 reusable.append(slot)
     return ran
+
+
+_PASSING = (ElementwiseOp, Reshape)
 
 
 class _Unsupported(Exception):

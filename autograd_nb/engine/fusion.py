@@ -49,8 +49,10 @@ class Group:
     def head(self):
         return self.nodes[0]
 
-    def spec(self):
-        """``(driver, saved, ints, floats)`` for the executor (see ``Op.exec_spec``)."""
+    def spec(self, parallel=None):
+        """``(driver, saved, ints, floats)`` for the executor (see ``Op.exec_spec``); the loop
+        is split over the cores from ``config.PARALLEL_MIN_ELEMENTS`` elements, unless
+        ``parallel`` says otherwise."""
         operands = []
         floats = []
         for node, k in zip(self.nodes, self.positions, strict=True):
@@ -60,7 +62,9 @@ class Group:
                 operands.append(node.saved_output)
             floats.extend(node.attrs["params"])
         n = _size(self.head.shape)
-        return self.driver(n >= config.PARALLEL_MIN_ELEMENTS), operands, (n,), floats
+        if parallel is None:
+            parallel = n >= config.PARALLEL_MIN_ELEMENTS
+        return self.driver(parallel), operands, (n,), floats
 
     def driver(self, parallel):
         """The fused loop's driver, split over the cores or not."""

@@ -53,10 +53,10 @@ def clear():
     _misses.clear()
 
 
-def key_of(root_edges, targets, all_leaves):
+def key_of(root_edges, targets, all_leaves, batch=None):
     """The key under which templates of this request are kept; None when it is not cached
-    (an output that is a leaf)."""
-    parts = [all_leaves, len(targets), fusion.ENABLED]
+    (an output that is a leaf). A batched request (``batch`` rows) has keys of its own."""
+    parts = [all_leaves, len(targets), fusion.ENABLED, batch]
     node_type = tape.Node
     for edge in root_edges:
         if type(edge) is not node_type:
@@ -184,6 +184,7 @@ class Template:
         self.variadic = [(p, len(node.edges)) for p, node in enumerate(nodes)
                          if node.op.n_inputs is None]
         self.dtype = tables.dtype
+        self.batch = tables.batch
         self.dtypes = [node.dtype for node in nodes]
         self.leaf_shapes = [leaf.shape for leaf in leaves]
         self.needed = [position[id(node)] for node in plan.nodes]
@@ -285,15 +286,21 @@ class Template:
         outputs = list(map(_saved_output, map(nodes.__getitem__, self.output_nodes)))
         ids[self.output_objects] = np.fromiter(map(id, outputs), np.int64, len(outputs))
         kept = []
+        batch = self.batch
+        lead = () if batch is None else (batch,)
         for j, s in self.seeds:
             edge, grad = seeds[s]
             # Only read (added into the output's slot): the caller's array itself where it is
             # C-contiguous and of the plan's dtype, else a converted copy.
-            seed = np.ascontiguousarray(grad, dtype=dtype).reshape(edge.shape)
+            seed = np.ascontiguousarray(grad, dtype=dtype).reshape(lead + edge.shape)
             kept.append(seed)
             ids[j] = id(seed)
         results = self._results(nodes, leaves, ids, dtype)
-        executor.run_tables(self.table, ids, self.floats, self.arena_size, dtype)
+        if batch is None:
+            executor.run_tables(self.table, ids, self.floats, self.arena_size, dtype)
+        else:
+            executor.run_batched_tables(self.table, ids, self.floats, self.arena_size, dtype,
+                                        batch)
         if not retain_graph:
             freed = list(map(nodes.__getitem__, self.to_free))
             n = len(freed)
@@ -310,8 +317,10 @@ class Template:
         return results, dict(zip(map(id, met), met))
 
     def _results(self, nodes, leaves, ids, dtype):
-        """Fresh zeroed result buffers by ``id`` of their node or leaf (their ids in ``ids``)."""
-        arrays = list(map(np.zeros, self.result_shapes, repeat(dtype, len(self.result_shapes))))
+        """Fresh result buffers by ``id`` of their node or leaf (their ids in ``ids``): zeroed,
+        or for a batch left to the blocks of the run to zero, each its own rows."""
+        make = np.zeros if self.batch is None else np.empty
+        arrays = list(map(make, self.result_shapes, repeat(dtype, len(self.result_shapes))))
         ids[self.result_objects] = np.fromiter(map(id, arrays), np.int64, len(arrays))
         owners = [nodes[i] if is_node else leaves[i] for is_node, i in self.result_nodes]
         return dict(zip(map(id, owners), arrays))

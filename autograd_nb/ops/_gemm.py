@@ -250,17 +250,21 @@ def _product_float32(x, x_row, x_step, y, y_row, y_step, out, out_row, rows, col
 
 _PRODUCTS = {np.dtype(np.float64): _product_float64, np.dtype(np.float32): _product_float32}
 _compiled = {}
+_addresses = {}  # by dtype, as given: the lookup of a planned product
 
 
 def tiles_address(dtype):
     """The address of the C function doing ``_product`` for ``dtype`` (float32 or float64),
     compiled (or loaded from numba's cache) on first use: the ``tiles`` argument below."""
-    dtype = np.dtype(dtype)
-    compiled = _compiled.get(dtype)
-    if compiled is None:
-        compiled = cfunc(_SIGNATURE, cache=True, nogil=True)(_PRODUCTS[dtype])
-        _compiled[dtype] = compiled  # (kept: the address lives as long as this object)
-    return compiled.address
+    address = _addresses.get(dtype)
+    if address is None:
+        key = np.dtype(dtype)
+        compiled = _compiled.get(key)
+        if compiled is None:
+            compiled = cfunc(_SIGNATURE, cache=True, nogil=True)(_PRODUCTS[key])
+            _compiled[key] = compiled  # (kept: the address lives as long as this object)
+        address = _addresses[dtype] = compiled.address
+    return address
 
 
 @intrinsic

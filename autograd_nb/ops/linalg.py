@@ -105,33 +105,59 @@ def _all_finite(x):
 
 
 @njit(cache=True, nogil=True)
-def _product_add(gemm, tiles, x, y, transpose_y, out, columns):
-    """``out += x @ y'`` (``y'``: ``y`` or ``y.T``), by GEMM, or row by row where every row of
-    ``x`` has at most one nonzero.
+def _one_hot_add(x, y, transpose_y, out, columns):
+    """``out += x @ y'`` (``y'``: ``y`` or ``y.T``) row by row where every row of ``x`` has at
+    most one nonzero, and True; False (nothing written) otherwise.
 
     That is the Jacobian's case: the seed of ``jacobian`` (an identity) through elementwise
     VJPs reaches a matmul as one-hot rows, and ``x[r, j] * y'[j]`` replaces a row of the
     product, O(rows * columns) instead of O(rows * depth * columns). Checked on every call,
     for any ``x``. Same result as the GEMM: the other terms are exact zeros (with a
-    non-finite ``y``, whose ``0 * inf`` is nan, the GEMM runs). The GEMM is split over numba's
-    threads (see ``_blas.gemm_add_split``).
+    non-finite ``y``, whose ``0 * inf`` is nan, it returns False and the GEMM runs).
     """
-    if x.shape[0] > 1 and _one_hot_rows(x, columns) and _all_finite(y):
-        for r in range(out.shape[0]):
-            j = columns[r]
-            if j < 0:
-                continue
-            scale = x[r, j]
-            row = out[r]
-            if transpose_y:
-                for c in range(row.size):
-                    row[c] += scale * y[c, j]
-            else:
-                source = y[j]
-                for c in range(row.size):
-                    row[c] += scale * source[c]
+    if x.shape[0] <= 1 or not _one_hot_rows(x, columns) or not _all_finite(y):
+        return False
+    for r in range(out.shape[0]):
+        j = columns[r]
+        if j < 0:
+            continue
+        scale = x[r, j]
+        row = out[r]
+        if transpose_y:
+            for c in range(row.size):
+                row[c] += scale * y[c, j]
+        else:
+            source = y[j]
+            for c in range(row.size):
+                row[c] += scale * source[c]
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _product_add(gemm, tiles, x, y, transpose_y, out, columns):
+    """``out += x @ y'`` (``y'``: ``y`` or ``y.T``): row by row where every row of ``x`` has at
+    most one nonzero (``_one_hot_add``), else the GEMM split over numba's threads (see
+    ``_blas.gemm_add_split``)."""
+    if not _one_hot_add(x, y, transpose_y, out, columns):
+        gemm_add_split(gemm, tiles, x, y, transpose_y, out)
+
+
+@njit(cache=True, nogil=True)
+def _stack_add(tiles, x, y, transpose_y, out, columns):
+    """``_product_add`` on this thread alone, for the compiled executor's blocks of batch rows:
+    one-hot rows row by row, else the own kernel where it fits, else BLAS (``np.dot``) into a
+    scratch buffer that is added to ``out``."""
+    if _one_hot_add(x, y, transpose_y, out, columns):
         return
-    gemm_add_split(gemm, tiles, x, y, transpose_y, out)
+    if tiles != 0 and own_fits(out):
+        own_gemm_add(x, False, y, transpose_y, out, tiles)
+        return
+    scratch = np.empty(out.shape, dtype=out.dtype)
+    if transpose_y:
+        np.dot(np.ascontiguousarray(x), y.T, scratch)
+    else:
+        np.dot(np.ascontiguousarray(x), y, scratch)
+    out += scratch
 
 
 @njit(cache=True, nogil=True)
@@ -162,6 +188,31 @@ def _bmm_vjp_batched(gemm, tiles, k, g, factor, grad):
             _product_add(gemm, tiles, g[:, i, :, 0], factor[i], False, grad[:, i, :, 0], columns)
     else:
         _gemm_add_each(gemm, tiles, k, g, factor, grad)
+
+
+@njit(cache=True, nogil=True)
+def _bmm_vjp_rows(tiles, k, g, factor, grad):
+    """``_bmm_vjp_batched`` for one block of rows of a batch, on this thread: the stacked
+    cases as one product (``_stack_add``), the others one product per row and entry."""
+    vectors, batch, m, n = g.shape
+    columns = np.empty(vectors * m, dtype=np.int64)
+    if k == 0 and batch == 1:
+        _stack_add(tiles, g.reshape((vectors * m, n)), factor[0], True,
+                   grad.reshape((vectors * m, grad.shape[3])), columns)
+    elif k == 0 and m == 1:
+        for i in range(batch):
+            _stack_add(tiles, g[:, i, 0, :], factor[i], True, grad[:, i, 0, :], columns)
+    elif k == 1 and n == 1:
+        for i in range(batch):
+            _stack_add(tiles, g[:, i, :, 0], factor[i], False, grad[:, i, :, 0], columns)
+    elif k == 0:
+        scratch = np.empty(grad.shape[2:], dtype=grad.dtype)
+        for v in range(vectors):
+            _bmm_vjp_a(g[v], factor, grad[v], scratch, tiles)
+    else:
+        scratch = np.empty(grad.shape[2:], dtype=grad.dtype)
+        for v in range(vectors):
+            _bmm_vjp_b(g[v], factor, grad[v], scratch, tiles)
 
 
 @njit(cache=True, nogil=True)
@@ -325,6 +376,30 @@ def _bmm_driver(operands, ints, floats, like):
             _bmm_vjp_b_loops(g, a, grad_b)
 
 
+@njit(cache=True, nogil=True)
+def _bmm_rows_driver(operands, ints, floats, like):
+    """``_bmm_driver`` for a block of batch rows (``Op.exec_rows_spec``): ``operands[3]`` rows
+    of gradients and targets, stacked into one product where they line up
+    (``_bmm_vjp_rows``)."""
+    k, batch, m, inner, n = ints[0], ints[1], ints[2], ints[3], ints[4]
+    tiles = ints[6]
+    rows = operands[3]
+    g = array_at(operands[0], rows * batch * m * n, like).reshape((rows, batch, m, n))
+    if k == 0:
+        factor = array_at(operands[1], batch * inner * n, like).reshape((batch, inner, n))
+        grad = array_at(operands[2], rows * batch * m * inner, like)
+        grad = grad.reshape((rows, batch, m, inner))
+    else:
+        factor = array_at(operands[1], batch * m * inner, like).reshape((batch, m, inner))
+        grad = array_at(operands[2], rows * batch * inner * n, like)
+        grad = grad.reshape((rows, batch, inner, n))
+    stacked = rows if (batch == 1 or (m if k == 0 else n) == 1) else 1
+    if stacked * m * inner * n > SMALL_PRODUCT:
+        _bmm_vjp_rows(tiles, k, g, factor, grad)
+    else:
+        _bmm_vjp_batched_loops(k, g, factor, grad)
+
+
 class BatchedMatmul(Op):
     """``_bmm(a, b)``: ``a (batch, m, k) @ b (batch, k, n)``, the primitive of this family.
 
@@ -462,6 +537,15 @@ class BatchedMatmul(Op):
         tiles = own_kernel(a.dtype) if blas else 0  # chosen when planned: a cached plan keeps it
         operands = (b if k == 0 else a,)
         return _bmm_driver, operands, (k, batch, m, inner, n, blas, tiles), ()
+
+    def exec_rows_spec(self, k, node):
+        spec = self.exec_spec(k, node)
+        if spec is None:
+            return None
+        a = node.saved_inputs[0]
+        ints = list(spec[2])
+        ints[6] = own_kernel(a.dtype)  # (0 where exec_spec chose loops for one row)
+        return _bmm_rows_driver, spec[1], tuple(ints), ()
 
     def rule(self, k, grad_output, inputs, output, attrs):
         a, b = inputs

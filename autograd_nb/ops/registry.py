@@ -239,5 +239,17 @@ class Op:
         """
         return None
 
+    def exec_rows_spec(self, k, node):
+        """``exec_spec`` for a block of batch rows at once (``grad(..., is_grads_batched=True)``
+        in the compiled executor), or None (the default): then the executor calls the
+        ``exec_spec`` driver once per row.
+
+        The driver's ``operands`` are those of ``exec_spec`` followed by the number of rows:
+        the gradient and the target then point at that many consecutive rows of the node's
+        and of input ``k``'s size. Ops give one where the rows make one larger kernel call
+        (``_bmm``: one GEMM over the stacked rows instead of a matrix-vector product each).
+        """
+        return None
+
     def __repr__(self):
         return f"<op {self.name}>"

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import autograd_nb as anb
-from autograd_nb import config
+from autograd_nb import config, engine
 from autograd_nb.ops.registry import REGISTRY
 
 ELEMENTWISE_UNARY = sorted(
@@ -18,9 +18,12 @@ ELEMENTWISE_UNARY = sorted(
 )
 
 
-@pytest.fixture(params=["prange", "rows"])
+@pytest.fixture(params=["compiled", "prange", "rows"])
 def batched_path(request, monkeypatch):
-    """Run a test through the parallel batched kernels and through the row-by-row path."""
+    """Run a test through the compiled executor's batched run, and through the Python walk's
+    batched kernels: the parallel ones and the row-by-row ones."""
+    if request.param != "compiled":
+        monkeypatch.setattr(engine, "COMPILED", False)
     threshold = 0 if request.param == "prange" else 1 << 62
     monkeypatch.setattr(config, "PARALLEL_MIN_ELEMENTS", threshold)
     return request.param
@@ -294,8 +297,6 @@ def test_passed_on_buffers_leave_requested_intermediates_intact():
 
 def test_add_of_an_input_to_itself_passes_one_buffer_on(monkeypatch):
     # x + x: the first input takes the gradient buffer, the second adds into it.
-    from autograd_nb import engine
-
     x = anb.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
     y = anb.tanh(anb.reshape(x + x, (3, 2)))
     v = np.random.default_rng(13).standard_normal((4, 3, 2))
