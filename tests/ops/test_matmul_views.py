@@ -149,6 +149,24 @@ def test_the_products_attrs_are_cached_per_layout():
     np.testing.assert_array_equal((strided @ x).numpy(), np.full(4, 3.0))
 
 
+@pytest.mark.parametrize("a_shape, b_shape", [((4, 3), (3,)), ((2, 4, 3), (3, 5)), ((3,), (3, 2))])
+def test_matmul_reuses_the_views_of_shapes_it_has_seen(a_shape, b_shape):
+    from autograd_nb.ops import linalg
+
+    rng = np.random.default_rng(len(a_shape) + len(b_shape))
+    a0, b0 = rng.standard_normal(a_shape), rng.standard_normal(b_shape)
+    first = anb.matmul(anb.tensor(a0), anb.tensor(b0, requires_grad=True))
+    assert linalg._matmul_views[(a_shape, b_shape)] == first.grad_fn.attrs["views"]
+    a1, b1 = rng.standard_normal(a_shape), rng.standard_normal(b_shape)
+    second = anb.matmul(anb.tensor(a1), anb.tensor(b1, requires_grad=True))
+    np.testing.assert_allclose(second.numpy(), a1 @ b1, rtol=1e-14)
+    # Shapes that do not multiply are never remembered: they raise every time.
+    for _ in range(2):
+        with pytest.raises(ValueError, match="mismatch in its core dimension"):
+            anb.matmul(anb.tensor(a0), anb.tensor(np.ones((7, 2))))
+    assert (a_shape, (7, 2)) not in linalg._matmul_views
+
+
 @pytest.mark.parametrize(
     "views, phrase",
     [
