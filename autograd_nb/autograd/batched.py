@@ -2,10 +2,13 @@
 
 Each row ``b`` of every grad_output is one vector ``v``; the result for each input is the
 stack over ``b`` of ``vᵀJ``. The engine runs the plan once with a leading batch dimension on
-every gradient slot: each op's batched VJP takes the whole batch (elementwise VJPs as one
-``prange`` over batch x elements, matmul VJPs as GEMMs over the batch), over forward values
-shared read-only. With ``create_graph=True`` the rows are differentiated one by one through the
-ops' differentiable rules and stacked, so the result can be differentiated again.
+every gradient slot, over forward values shared read-only: on the CPU in one call into the
+compiled executor, a ``prange`` over blocks of batch rows (``engine.executor.execute_batched``:
+each block runs every VJP for its rows, matmul VJPs as one GEMM over the block's stacked rows);
+where the executor does not apply, as a walk handing each op's batched VJP the whole batch
+(elementwise VJPs as one ``prange`` over batch x elements, matmul VJPs as GEMMs over the
+batch). With ``create_graph=True`` the rows are differentiated one by one through the ops'
+differentiable rules and stacked, so the result can be differentiated again.
 """
 
 from ..ops.registry import FUNCTIONS
