@@ -259,3 +259,16 @@ def test_batched_templates_replay_a_repeated_structure_with_the_same_bits(monkey
             np.testing.assert_array_equal(g, batched(y, x, v)[0])
     # A template from the second run on; another batch size is another key.
     assert hits == [False, False, True, True, False]
+
+
+@pytest.mark.parametrize("batch", [0, 1, 2])
+def test_tiny_batches_match_the_walk(batch, monkeypatch):
+    calls = count_batched_runs(monkeypatch)
+    rng = np.random.default_rng(batch)
+    w = anb.tensor(rng.standard_normal((20, 10)))
+    x = anb.tensor(rng.standard_normal(10), requires_grad=True)
+    y = anb.tanh(w @ x)
+    v = rng.standard_normal((batch, 20))
+    (got,) = batched(y, x, v)
+    assert got.shape == (batch, 10) and calls == [False]
+    np.testing.assert_allclose(got, walked(y, x, v, monkeypatch)[0], rtol=1e-13, atol=1e-15)
