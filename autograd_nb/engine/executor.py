@@ -56,6 +56,10 @@ HEADER = 3
 #: An ``ENTRY`` of ZERO clears a reused arena slot: ``GRAD`` is the slot and ``INTS`` its
 #: size in bytes.
 ZERO = -1
+#: At most this many saved arrays per instruction: the executors pass a driver's operands (the
+#: gradient, the saved arrays, the target and, for a block of rows, their count) in a 64-entry
+#: array. An op or fused group that reads more runs in the Python walk.
+MAX_SAVED = 60
 #: Batched runs split the batch into blocks of consecutive rows, one per ``BLOCK_ROWS`` rows
 #: and at most ``MAX_BLOCKS`` (measured, the 128 x 512 @ 512 x 256 product of
 #: ``jacobian_batched`` at one thread: 262 us in one block, 260 us in two, 286 us in four, 334
@@ -434,6 +438,8 @@ def _build(tables, plan, seeds, targets, all_leaves, slot_of, results, leaves):
         fused group; of ``Op.exec_rows_spec`` where ``mode`` is 1) reading ``slot``,
         accumulating into ``target``."""
         driver, saved, ints, floats = spec
+        if len(saved) > MAX_SAVED:
+            raise _Unsupported
         entry = entry_of.get(driver)
         if entry is None:
             entry = tables.entry(driver)

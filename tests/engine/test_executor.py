@@ -232,6 +232,31 @@ def test_fusion_groups_a_chain_and_stops_at_a_second_consumer(monkeypatch):
     np.testing.assert_allclose(anb.grad(loss, x)[0].numpy(), expected, rtol=1e-15)
 
 
+def test_long_chains_are_cut_into_groups_of_bounded_size(monkeypatch):
+    # numba's compile time grows faster than a fused loop's length (and at 80 nodes its SSA
+    # pass overflowed Python's stack): chains are cut at MAX_NODES nodes and MAX_OPERANDS
+    # operand arrays, and every node is still fused.
+    monkeypatch.setattr(config, "FUSION_MIN_ELEMENTS", 1)
+    x = anb.tensor(np.linspace(-1, 1, 5), requires_grad=True)
+    w = anb.tensor(np.linspace(0.5, 1.5, 5))
+    n = 3 * fusion.MAX_NODES + 2
+    h = x
+    for _ in range(n):
+        h = h * w  # each VJP reads one operand array, w
+    loss = anb.sum(h)
+    plan = engine.make_plan([loss._node], [x], all_leaves=False)
+
+    def sizes():
+        found = fusion.groups(plan, {id(x)}, False, {id(loss._node)})
+        return sorted(len(g.nodes) for g in {id(g): g for g in found.values()}.values())
+
+    assert sizes() == sorted([fusion.MAX_NODES] * 3 + [2])
+    monkeypatch.setattr(fusion, "MAX_OPERANDS", 3)
+    assert sizes() == sorted([3] * (n // 3) + ([n % 3] if n % 3 > 1 else []))
+    (g,) = anb.grad(loss, x, retain_graph=True)
+    np.testing.assert_allclose(g.numpy(), w.numpy() ** n, rtol=1e-13)
+
+
 def test_saved_buffers_are_freed_and_the_inplace_check_fires():
     x = anb.tensor(np.linspace(0, 1, 4), requires_grad=True)
     y = anb.exp(x)
