@@ -159,3 +159,44 @@ class BackwardTemplate:
     def time_template_match(self, workload):
         self.template._match(self.roots)
 
+
+
+class BatchedBackward:
+    """The batched backward alone (``jacobian_batched``'s: 128 grad_outputs through
+    ``tanh(W2 @ tanh(W1 @ x + b1) + b2)``, hidden 512, float64), at 1 and 2 threads: the Python
+    walk that hands each op's batched kernel the whole batch, the compiled executor's
+    ``prange`` over blocks of rows, and the executor from a cached template. Each timed call is
+    one ``grad(..., is_grads_batched=True, retain_graph=True)`` over a graph recorded in
+    ``setup``."""
+
+    params = [["walk", "executor", "cached"], [1, 2]]
+    param_names = ["mode", "threads"]
+    timeout = 300
+
+    def setup(self, mode, threads):
+        import numba
+
+        import autograd_nb as anb
+
+        from .workloads import JACOBIAN_OUT, _jacobian_data, _mlp2, set_threads
+
+        if threads > numba.config.NUMBA_NUM_THREADS:
+            raise NotImplementedError(
+                f"numba may start at most {numba.config.NUMBA_NUM_THREADS} threads here"
+            )
+        set_threads(threads)
+        _set_mode(mode)
+        data = {name: anb.tensor(value) for name, value in _jacobian_data().items()}
+        self.x = anb.tensor(data.pop("x").numpy(), requires_grad=True)
+        self.y = _mlp2(anb.tanh, self.x, **data)
+        self.seed = anb.eye(JACOBIAN_OUT, dtype="float64")
+        self.grad = anb.grad
+        for _ in range(3):  # compiles; the second call leaves the cached mode's template
+            self.time_backward(mode, threads)
+
+    def teardown(self, mode, threads):
+        _set_mode("cached")
+
+    def time_backward(self, mode, threads):
+        self.grad(self.y, self.x, grad_outputs=self.seed, is_grads_batched=True,
+                  retain_graph=True)
