@@ -127,11 +127,12 @@ _BYTES = np.empty(0, dtype=np.uint8)
 
 # -- batches -----------------------------------------------------------------------------------
 # With ``grad(..., is_grads_batched=True)`` every gradient slot holds one row per vector of the
-# batch, ``slot_rows[s]`` elements each, the rows of a slot one after another. The table gains
-# three sections after the code: ``modes`` (per code row: 1 where the driver takes a block of
-# rows, ``Op.exec_rows_spec``; 0: one call per row), ``slot_rows`` and ``zero_first`` (per
+# batch, ``slot_rows[s]`` elements each, the rows of a slot one after another. The table is
+# header, code, ``modes`` (per code row: 1 where the driver takes a block of rows,
+# ``Op.exec_rows_spec``; 0: one call per row), slot offsets, ``slot_rows``, ``zero_first`` (per
 # slot: 1 for the arena's slots and the caller's results, which each block zeroes for its own
-# rows before it starts, so that the memory a thread writes is the memory it zeroed).
+# rows before it starts, so that the memory a thread writes is the memory it zeroed), entries,
+# ints. A reused arena slot is zeroed again by its ZERO row, over the block's rows only.
 
 
 @njit(cache=True, nogil=True)
