@@ -203,17 +203,45 @@ def _fill_in_zeros(grads, references, strict, create_graph, stage):
     return tuple(filled)
 
 
+#: Bytes of identities :func:`_identity` keeps between calls (a Jacobian loop asks for the same
+#: one every step); past it the kept ones are dropped.
+IDENTITY_CACHE_BYTES = 1 << 24
+
+_identities = {}
+
+
+def _identity(n, dtype):
+    """``np.eye(n, dtype=dtype)``, read-only, kept for the next call where it is small enough.
+
+    The batched VJP only reads its grad_outputs, so one array serves every call; it is made
+    read-only so that a write into it would raise instead of changing the next Jacobian.
+    """
+    key = (n, dtype)
+    identity = _identities.get(key)
+    if identity is None:
+        identity = np.eye(n, dtype=dtype)
+        identity.flags.writeable = False
+        if identity.nbytes <= IDENTITY_CACHE_BYTES:
+            if sum(kept.nbytes for kept in _identities.values()) + identity.nbytes > (
+                IDENTITY_CACHE_BYTES
+            ):
+                _identities.clear()
+            _identities[key] = identity
+    return identity
+
+
 def _standard_basis(tensors):
     """The identity over all elements of ``tensors``, split by tensor: one batch per tensor.
 
     With ``n`` elements in all, entry ``i`` has shape ``(n, *tensors[i].shape)`` and row
-    ``r`` of the concatenation (over tensors, flattened) is the ``r``-th unit vector.
+    ``r`` of the concatenation (over tensors, flattened) is the ``r``-th unit vector. The
+    entries are read-only.
     """
     numels = [tensor.size for tensor in tensors]
     total = sum(numels)
-    if len(tensors) == 1:  # the identity itself: one write of its zeros, not three
+    if len(tensors) == 1:  # the identity itself, kept from the last call of this size
         (tensor,) = tensors
-        identity = np.eye(total, dtype=tensor.dtype)
+        identity = _identity(total, tensor.dtype)
         return (Tensor._make(identity.reshape((total,) + tensor.shape)),), numels
     chunks = []
     offset = 0
@@ -500,7 +528,8 @@ def jacobian(
                 _jacobian_rows(i, output, inputs, create_graph, strict)
                 for i, output in enumerate(outputs)
             )
-        jac = _grad_postprocess(jac, create_graph)
+        # (No ``_grad_postprocess``: without create_graph every block above is already a new
+        # Tensor outside any graph, and with it the blocks stay as they are.)
         return _tuple_postprocess(jac, (is_outputs_tuple, is_inputs_tuple))
 
 

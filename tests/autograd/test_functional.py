@@ -110,6 +110,36 @@ def test_hessian_vectorize_makes_one_batched_call_for_the_outer_jacobian(monkeyp
     assert calls == [False, True]  # the gradient, then all rows of its Jacobian at once
 
 
+@pytest.mark.parametrize("func", [outer_self, lambda x: x, lambda x: x.reshape(2, 2) * 1.0])
+def test_the_kept_identity_is_read_only_and_no_jacobian_shares_it(func):
+    # The vectorized basis is one read-only identity kept between calls: each Jacobian
+    # must still be a new writable array, and writing into it must not reach the next one.
+    first = jacobian(func, anb.tensor(X4), vectorize=True)
+    (basis,), _ = functional._standard_basis((anb.zeros(first.shape[:-1]),))  # the same one
+    assert not basis.numpy().flags.writeable
+    assert first.numpy().flags.writeable
+    assert not np.may_share_memory(first.numpy(), basis.numpy())
+    expected = first.numpy().copy()
+    first.numpy()[...] = 7.0
+    second = jacobian(func, anb.tensor(X4), vectorize=True)
+    np.testing.assert_array_equal(second.numpy(), expected)
+    assert not np.may_share_memory(first.numpy(), second.numpy())
+
+
+def test_the_identity_cache_keeps_at_most_its_budget(monkeypatch):
+    monkeypatch.setattr(functional, "_identities", {})
+    monkeypatch.setattr(functional, "IDENTITY_CACHE_BYTES", 3 * 8 * 8 * 8)  # three 8 x 8
+    kept = [functional._identity(8, np.dtype(np.float64)) for _ in range(2)]
+    assert kept[0] is kept[1]  # the second call reuses the first
+    for n in (8, 9, 10):  # 8x8 and 9x9 fit; 10x10 does not fit beside them
+        functional._identity(n, np.dtype(np.float64))
+    assert sum(a.nbytes for a in functional._identities.values()) <= 3 * 8 * 8 * 8
+    assert list(functional._identities) == [(10, np.dtype(np.float64))]
+    big = functional._identity(20, np.dtype(np.float64))  # over the budget alone: not kept
+    np.testing.assert_array_equal(big, np.eye(20))
+    assert (20, np.dtype(np.float64)) not in functional._identities
+
+
 def test_forward_mode_jacobian_of_outer():
     J = jacobian(outer_self, anb.tensor(X4), vectorize=True, strategy="forward-mode")
     np.testing.assert_allclose(J.numpy(), outer_jacobian(X4), rtol=0, atol=1e-14)
