@@ -9,7 +9,13 @@ compiling or loading its cached kernels, XLA compiling), check its gradients aga
 autograd_nb's (and autograd_nb's against the closed form, where the workload has one), then
 time it with ``timeit``: ``repeat`` rounds of as many calls as fill ~0.2 s, and report the
 median time per call. The ratio is the engine's median over autograd_nb's (above 1:
-autograd_nb is faster). ``--quick`` takes 3 rounds of ~0.05 s. A gradient that disagrees is
+autograd_nb is faster). ``--quick`` takes 3 rounds of ~0.05 s.
+
+Each step is timed twice: with Python's cyclic garbage collector off, as ``timeit`` (and asv)
+time by default, and with it on, as a program runs. The two differ where a step leaves many
+objects for the collector to scan: the recorded graph of ``fastest_autograd`` (a Node, a Tensor
+and tuples per op) makes full collections run every few steps, and each one also scans the
+~120,000 objects numba holds once its kernels are loaded. A gradient that disagrees is
 marked in the table and makes the exit status 1. The README's performance table is this
 script's output, with the date, machine and command it prints.
 
@@ -22,6 +28,7 @@ before the imports), and adds a table of the speed-up from the first count to th
 
 import argparse
 import datetime
+import gc
 import json
 import os
 import platform
@@ -128,10 +135,11 @@ def load_line():
         return "Load average: unknown"
 
 
-def time_step(step, repeat, seconds):
-    """Median seconds per call over ``repeat`` rounds of ~``seconds`` each."""
+def time_step(step, repeat, seconds, collector=False):
+    """Median seconds per call over ``repeat`` rounds of ~``seconds`` each; ``collector``:
+    with the garbage collector on (``timeit`` turns it off while it times)."""
     step()
-    timer = timeit.Timer(step)
+    timer = timeit.Timer(step, setup=gc.enable if collector else "pass")
     number, total = timer.autorange()
     number = max(1, round(number * seconds / total)) if total > 0 else number
     return statistics.median(t / number for t in timer.repeat(repeat=repeat, number=number))
@@ -187,8 +195,10 @@ def run_case(workload, params, variants, repeat, seconds):
             continue
         row["first_call"] = timeit.default_timer() - start
         row["median"] = time_step(step, repeat, seconds)
+        row["median_gc"] = time_step(step, repeat, seconds, collector=True)
         print(
             f"  {label} / {variant}: {format_seconds(row['median'])}"
+            f" (GC on: {format_seconds(row['median_gc'])})"
             f" (first call {format_seconds(row['first_call'])})",
             file=sys.stderr,
             flush=True,
@@ -211,12 +221,13 @@ def run_case(workload, params, variants, repeat, seconds):
         row["check"] = relative_difference(grads_of[row["engine"]], reference)
         row["check_against"] = against
         row["check_ok"] = row["check"] <= tolerance
-    baseline = next(
-        (r["median"] for r in rows if r["engine"] == "autograd_nb" and "median" in r), None
-    )
-    for row in rows:
-        if baseline and "median" in row:
-            row["ratio"] = row["median"] / baseline
+    for key, ratio in (("median", "ratio"), ("median_gc", "ratio_gc")):
+        baseline = next(
+            (r[key] for r in rows if r["engine"] == "autograd_nb" and key in r), None
+        )
+        for row in rows:
+            if baseline and key in row:
+                row[ratio] = row[key] / baseline
     return rows
 
 
@@ -237,24 +248,30 @@ def format_row(row, with_threads=False):
     if with_threads:
         cells.append(str(row["threads"]))
     if "skipped" in row:
-        return "| " + " | ".join(cells + [f"not run: {row['skipped']}", "", "", ""]) + " |"
+        return "| " + " | ".join(cells + [f"not run: {row['skipped']}", "", "", "", "", ""]) + " |"
     ratio = f"{row['ratio']:.3g}" if "ratio" in row else "n/a"
+    ratio_gc = f"{row['ratio_gc']:.3g}" if "ratio_gc" in row else "n/a"
     if "check" in row:
         check = f"{row['check']:.1e} vs {row['check_against']}"
         check = check if row["check_ok"] else f"**MISMATCH** {check}"
     else:
         check = row.get("check_against", "")
-    cells += [format_seconds(row["median"]), ratio, format_seconds(row["first_call"]), check]
+    median_gc = format_seconds(row["median_gc"]) if "median_gc" in row else "n/a"
+    cells += [format_seconds(row["median"]), ratio, median_gc, ratio_gc,
+              format_seconds(row["first_call"]), check]
     return "| " + " | ".join(cells) + " |"
 
 
 def print_table(rows, with_threads=False):
     threads = " threads |" if with_threads else ""
     print(
-        f"| workload | engine |{threads} median | time / autograd_nb's | first call "
-        "| max gradient difference |"
+        f"| workload | engine |{threads} median | time / autograd_nb's | median, GC on "
+        "| time / autograd_nb's, GC on | first call | max gradient difference |"
     )
-    print("| --- | --- |" + (" ---: |" if with_threads else "") + " ---: | ---: | ---: | --- |")
+    print(
+        "| --- | --- |" + (" ---: |" if with_threads else "") + " ---: | ---: | ---: | ---: | ---: "
+        "| --- |"
+    )
     for row in rows:
         print(format_row(row, with_threads))
 
