@@ -13,6 +13,11 @@ KERNEL_DIR = os.environ.get(
     os.path.join(os.path.expanduser("~"), ".cache", "autograd_nb", "kernels"),
 )
 
+#: Untrack recorded nodes from Python's cyclic garbage collector at the start of each collection
+#: (:mod:`autograd_nb.collector`): with it on, a long graph no longer makes the collector scan
+#: the whole heap again and again during its forward pass.
+UNTRACK_GRAPHS = True
+
 #: CUDA threads per block for one-dimensional launches (tests under the simulator patch it
 #: smaller: each simulated thread is a Python thread).
 CUDA_THREADS_PER_BLOCK = 256

@@ -85,6 +85,11 @@ class Node:
         Of the result; gradient slots are allocated from them.
     retained : list
         Weak references to tensors produced here that asked for ``retain_grad()``.
+    kept : bool
+        Set by :func:`autograd_nb.collector.keep_tracked` when the node is on the graph of
+        some tensor's ``.grad``: the garbage collector must keep scanning it. Left unset
+        otherwise (read it with ``getattr(node, "kept", False)``), which costs recording
+        nothing.
     """
 
     __slots__ = (
@@ -99,6 +104,7 @@ class Node:
         "dtype",
         "retained",
         "freed",
+        "kept",
         "__weakref__",
     )
 

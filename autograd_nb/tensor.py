@@ -10,7 +10,7 @@ import weakref
 
 import numpy as np
 
-from . import ops, tape
+from . import collector, ops, tape
 from .cuda import _device as _cuda_device
 from .ops import registry
 from .ops.registry import FUNCTIONS, REGISTRY
@@ -214,6 +214,8 @@ class Tensor:
                     f"assigned grad has data located on {value.device}, different from the "
                     f"tensor's device {self.device}"
                 )
+            if value._node is not None:
+                collector.keep_tracked(value)
         self._grad = value
 
     @property

@@ -11,6 +11,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "autograd_nb"
 FORBIDDEN = {
     "ops": {"autograd", "engine", "tape", "tensor"},
     "tape": {"autograd", "engine", "tensor", "ops"},
+    "collector": {"autograd", "engine", "tensor"},
     "tensor": {"autograd", "engine"},
     "engine": {"autograd"},
     "cuda": {"autograd", "engine", "tape", "tensor"},

@@ -9,7 +9,7 @@ import warnings
 
 import numpy as np
 
-from .. import engine, tape
+from .. import collector, engine, tape
 from ..tensor import Tensor
 
 _NOT_GIVEN = object()
@@ -312,15 +312,23 @@ def _fill_retained(plan, slots, create_graph):
                 _accumulate(tensor, value, create_graph)
 
 
+def _store_grad(tensor, grad):
+    """``tensor._grad = grad``, where ``grad`` may carry a graph (``create_graph=True``) that
+    reaches ``tensor``: that cycle must stay visible to the garbage collector."""
+    if grad._node is not None:
+        collector.keep_tracked(grad)
+    tensor._grad = grad
+
+
 def _accumulate(tensor, value, create_graph):
     """``tensor.grad += value`` with torch's rules: in place unless recording the graph."""
     # Slots are fresh arrays of this run, owned by no other tensor: wrap, don't copy.
     new = value if isinstance(value, Tensor) else Tensor._make(value)
     current = tensor._grad
     if current is None:
-        tensor._grad = new
+        _store_grad(tensor, new)
     elif create_graph or current.requires_grad:
-        tensor._grad = current + new
+        _store_grad(tensor, current + new)
     elif current.device != "cpu":
         from ..cuda import _device
 

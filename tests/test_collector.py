@@ -1,0 +1,160 @@
+"""Recorded nodes leave the garbage collector's scans, and every cycle it must break stays
+visible to it (autograd_nb.collector)."""
+
+import gc
+import weakref
+
+import numpy as np
+import pytest
+
+import autograd_nb as anb
+from autograd_nb import collector, config, tape
+from autograd_nb.autograd import Function
+
+
+def graph_nodes(tensor):
+    """Every node reachable from ``tensor``'s grad_fn."""
+    found, stack = {}, [tensor.grad_fn]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, tape.Node) and id(node) not in found:
+            found[id(node)] = node
+            stack.extend(node.edges)
+    return list(found.values())
+
+
+def small_graph():
+    x = anb.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    w = anb.tensor([1.5, 0.25, -0.75], requires_grad=True)
+    y = (anb.tanh(x * w) + anb.exp(x)).sum()
+    return x, w, y
+
+
+@pytest.fixture(params=["compiled", "python"])
+def walk(request, monkeypatch):
+    """Run each test with the compiled walk over the young objects and with the Python one."""
+    if request.param == "compiled":
+        assert collector.SLOT_OFFSETS is not None, "this CPython's layout was not recognised"
+    else:
+        monkeypatch.setattr(collector, "SLOT_OFFSETS", None)
+    return request.param
+
+
+def test_a_collection_untracks_plain_nodes_and_their_tuples(walk):
+    x, w, y = small_graph()
+    nodes = graph_nodes(y)
+    assert len(nodes) == 5 and all(type(n) is tape.Node for n in nodes)
+    gc.collect()  # the hook runs at the start of every collection
+    for node in nodes:
+        assert not gc.is_tracked(node)
+        assert not gc.is_tracked(node.edges)
+        assert not gc.is_tracked(node.versions)
+    # The graph still works, and gives the closed form.
+    gx, gw = anb.grad(y, [x, w])
+    xv, wv = x.numpy(), w.numpy()
+    t = np.tanh(xv * wv)
+    np.testing.assert_allclose(gx.numpy(), (1 - t**2) * wv + np.exp(xv), rtol=1e-14)
+    np.testing.assert_allclose(gw.numpy(), (1 - t**2) * xv, rtol=1e-14)
+
+
+def test_with_the_switch_off_nodes_stay_tracked(monkeypatch):
+    monkeypatch.setattr(config, "UNTRACK_GRAPHS", False)
+    _, _, y = small_graph()
+    gc.collect()
+    assert all(gc.is_tracked(node) for node in graph_nodes(y))
+
+
+def test_an_untracked_graph_is_freed_by_reference_counting(walk):
+    _, _, y = small_graph()
+    gc.collect()
+    references = [weakref.ref(node) for node in graph_nodes(y)]
+    assert not any(gc.is_tracked(ref()) for ref in references)
+    del y
+    assert all(ref() is None for ref in references)
+
+
+class Square(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        return 2 * x * grad_output
+
+
+def test_custom_function_nodes_stay_tracked(walk):
+    x = anb.tensor([1.0, 3.0], requires_grad=True)
+    y = Square.apply(anb.sin(x))
+    gc.collect()
+    assert type(y.grad_fn) is not tape.Node and gc.is_tracked(y.grad_fn)
+    (sine,) = [e for e in y.grad_fn.edges if isinstance(e, tape.Node)]
+    assert not gc.is_tracked(sine)  # the plain node below it is untracked
+    (g,) = anb.grad(y.sum(), x)
+    np.testing.assert_allclose(g.numpy(), 2 * np.sin([1.0, 3.0]) * np.cos([1.0, 3.0]))
+
+
+def test_a_node_still_being_built_is_left_tracked(walk):
+    half_built = object.__new__(tape.Node)
+    half_built.op = None  # edges and versions not set yet (another thread is building it)
+    assert half_built in gc.get_objects(0)
+    collector.untrack_young_nodes()
+    assert gc.is_tracked(half_built)
+
+
+def cycle_is_collected(make_cycle, keep=True, monkeypatch=None):
+    """Whether the leaf of the cycle ``make_cycle(leaf)`` builds is freed by gc.collect()."""
+    if not keep:
+        monkeypatch.setattr(collector, "keep_tracked", lambda tensor: None)
+    x = anb.tensor([0.5, 1.5, -2.0], requires_grad=True)
+    make_cycle(x)
+    reference = weakref.ref(x)
+    del x
+    gc.collect()
+    return reference() is None
+
+
+def backward_with_create_graph(x):
+    y = (anb.sin(x) * x).sum()
+    gc.collect()  # untrack y's graph before the cycle closes
+    y.backward(create_graph=True)  # x.grad's graph reaches x: x -> grad -> nodes -> x
+
+
+def assign_a_grad_computed_from_the_leaf(x):
+    y = anb.exp(x) * 2.0
+    gc.collect()
+    x.grad = y
+
+
+CYCLES = [backward_with_create_graph, assign_a_grad_computed_from_the_leaf]
+
+
+@pytest.mark.parametrize("make_cycle", CYCLES)
+def test_a_cycle_through_grad_is_collected(walk, make_cycle):
+    assert cycle_is_collected(make_cycle)
+
+
+@pytest.mark.parametrize("make_cycle", CYCLES)
+def test_without_keeping_the_cycle_would_leak(walk, make_cycle, monkeypatch):
+    """The leak keep_tracked prevents is real: an untracked node on the cycle hides it."""
+    assert not cycle_is_collected(make_cycle, keep=False, monkeypatch=monkeypatch)
+    gc.collect()
+
+
+def test_kept_nodes_stay_tracked_through_later_collections(walk):
+    x = anb.tensor([0.5, 1.5], requires_grad=True)
+    y = (anb.sin(x) * x).sum()
+    gc.collect()
+    y.backward(create_graph=True)
+    kept = graph_nodes(x.grad)
+    assert kept and all(n.kept for n in kept)
+    gc.collect()
+    gc.collect()
+    assert all(gc.is_tracked(n) and gc.is_tracked(n.edges) for n in kept)
+    # A kept node is still the node it was: a second derivative goes through it.
+    (gg,) = anb.grad(x.grad.sum(), x)
+    xv = x.numpy()
+    np.testing.assert_allclose(gg.numpy(), 2 * np.cos(xv) - xv * np.sin(xv), rtol=1e-14)
+    x.grad = None
