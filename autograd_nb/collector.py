@@ -1,33 +1,37 @@
 """What Python's garbage collector sees of recorded graphs: as little as is safe.
 
-Every recorded op leaves a :class:`~autograd_nb.tape.Node` and a few tuples, and they live
-until backward. CPython's cyclic collector scans every object it tracks: a young-generation
-collection scans the objects made since the last one, and a full collection, which runs each
-time the survivors of younger collections reach a quarter of the old generation, scans every
-tracked object in the process. A long graph keeps tens of thousands of nodes alive through
-its forward pass, so with the collector on it triggers full collections over the whole heap
-(numba, NumPy, and whatever else the program imported). Measured here: the 10,000-op scalar
-graph of ``fastest_autograd`` took 172 ms per iteration with the collector on and 66 ms with
-it off, in a process that had also imported torch and JAX. PyTorch's graph lives in C++, out
-of the collector's sight.
+Every recorded op leaves a Tensor, a :class:`~autograd_nb.tape.Node` and a few tuples, and
+a long forward pass keeps tens of thousands of them alive until backward. CPython's cyclic
+collector scans what it tracks: a young-generation collection the objects made since the last
+one, and a full collection, which runs each time the survivors of younger collections reach a
+quarter of the old generation, every tracked object in the process (numba's, NumPy's, and
+whatever else the program imported). So with the collector on, a long graph triggers full
+collections over the whole heap again and again: before this module, the 10,000-op scalar
+graph of ``fastest_autograd`` took 298 ms per iteration with the collector on and 76 ms with
+it off, in a process that had also imported torch and JAX (``docs/benchmarking.rst``).
+PyTorch keeps its graph in C++, out of the collector's sight.
 
-A plain node can never be part of a reference cycle that the collector would have to break:
-it refers only to other nodes (the graph is acyclic, ordered by ``seq``), leaf tensors, NumPy
-arrays, the registered op and its shared attributes. The only way back from that graph to a
-node is through a tensor's ``.grad``: ``backward(create_graph=True)`` stores a gradient whose
-graph reaches the leaf it is stored on (torch documents the cycle and warns about it), and a
-user may assign ``x.grad = y`` with ``y`` computed from ``x``. So:
+The collector only has to see objects that can be on a reference cycle, and tensors and plain
+nodes almost never are. A node refers to other nodes (the graph is acyclic: ordered by
+``seq``), to leaf tensors, to NumPy arrays, to its registered op and to shared attributes; a
+tensor refers to its buffer, its node and its ``.grad``. So every path from a tensor or a node
+back to itself goes through some tensor's ``.grad``: ``backward(create_graph=True)`` stores a
+gradient whose graph reaches the leaf it is stored on (torch documents that cycle and warns
+about it), and a user may assign ``x.grad = y`` with ``y`` computed from ``x``, or
+``x.grad = w; w.grad = x``. Hence:
 
-* At the start of every collection (a ``gc.callbacks`` hook), the plain nodes among the
-  youngest objects, with their ``edges`` and ``versions`` tuples, are untracked: the
-  collector stops scanning them, and reference counting still frees them the moment the last
-  tensor that reaches them goes. Nodes of custom Functions, whose ctx may hold anything, stay
-  tracked.
-* Storing a tensor that has a graph into any tensor's ``.grad`` calls :func:`keep_tracked`,
-  which tracks that graph again and marks its nodes ``kept``, so the hook leaves them alone,
-  and the collector finds and frees such a cycle as before.
+* At the start of every collection (a ``gc.callbacks`` hook), the Tensors and plain nodes among
+  the youngest objects, with the nodes' ``edges`` and ``versions`` tuples, are untracked: the
+  collector no longer scans them, and reference counting frees them, as before, the moment
+  they are no longer used. Subclasses (the nodes of custom Functions, whose ctx may hold
+  anything) stay tracked.
+* Storing a tensor as another's ``.grad`` calls :func:`keep_tracked` (except for a fresh
+  gradient that backward has just made, which nothing else can reach): the owner, the stored
+  tensor and the whole graph behind it (its nodes, their tuples, the leaves they reach) are
+  tracked again and marked ``kept``, and the hook leaves them alone from then on. Every tensor
+  or node on a cycle is one of those, so the collector finds and frees such cycles as before.
 
-``config.UNTRACK_GRAPHS = False`` turns the hook off (nodes untracked before stay so).
+``config.UNTRACK_GRAPHS = False`` turns the hook off (what it untracked before stays so).
 """
 
 import ctypes
@@ -51,27 +55,31 @@ _LIST_ITEMS_OFFSET = 24
 
 
 @njit(cache=True)
-def _untrack_nodes_in(young, node_type, edges_offset, versions_offset, kept_offset):
-    """Untrack, in the list at address ``young``, each object of type ``node_type`` whose
-    ``kept`` slot (at ``kept_offset``) is empty, and the objects in its ``edges`` and
-    ``versions`` slots; return how many nodes. A node whose slots are still empty (another
-    thread is building it) is left as it is."""
+def _untrack_young(young, node_type, edges, versions, node_kept, tensor_type, tensor_kept):
+    """Untrack, in the list at address ``young``: each object of type ``node_type`` whose
+    ``kept`` slot (at offset ``node_kept``) is empty, with the objects in its slots at
+    offsets ``edges`` and ``versions``, and each object of type ``tensor_type`` whose slot at
+    ``tensor_kept`` is empty. Returns how many nodes and tensors. A node whose tuples are not
+    set yet (another thread is building it) is left as it is."""
     size = load_address(young + _LIST_SIZE_OFFSET)
     items = load_address(young + _LIST_ITEMS_OFFSET)
     count = 0
     for i in range(size):
         obj = load_address(items + 8 * i)
-        if load_address(obj + _TYPE_OFFSET) != node_type or load_address(obj + kept_offset):
-            continue
-        edges = load_address(obj + edges_offset)
-        versions = load_address(obj + versions_offset)
-        if edges == 0 or versions == 0:
-            continue
-        # PyObject_GC_UnTrack leaves an object that is already untracked alone.
-        _untrack(obj)
-        _untrack(edges)
-        _untrack(versions)
-        count += 1
+        kind = load_address(obj + _TYPE_OFFSET)
+        if kind == tensor_type:
+            if not load_address(obj + tensor_kept):
+                _untrack(obj)
+                count += 1
+        elif kind == node_type and not load_address(obj + node_kept):
+            edge_tuple = load_address(obj + edges)
+            version_tuple = load_address(obj + versions)
+            if edge_tuple and version_tuple:
+                # PyObject_GC_UnTrack leaves an object that is already untracked alone.
+                _untrack(obj)
+                _untrack(edge_tuple)
+                _untrack(version_tuple)
+                count += 1
     return count
 
 
@@ -79,29 +87,25 @@ def _word_at(address):
     return ctypes.c_ssize_t.from_address(address).value
 
 
-def _slot_offset(name):
-    """Where a node keeps its ``name`` slot, found by looking for a marker stored there."""
-    probe = object.__new__(Node)
+def _slot_offset(cls, name):
+    """Where instances of ``cls`` keep their ``name`` slot, found by looking for a marker
+    stored there; None if not found."""
+    probe = object.__new__(cls)
     marker = object()
     setattr(probe, name, marker)
-    for offset in range(16, type(probe).__basicsize__, 8):
+    for offset in range(16, cls.__basicsize__, 8):
         if _word_at(id(probe) + offset) == id(marker):
             return offset
     return None
 
 
-def _layout():
-    """``(edges offset, versions offset, kept offset)`` where this interpreter lays objects
-    out as the compiled walk reads them, else None."""
+def _lists_as_expected():
     probe = [object(), object()]
-    if (
-        _word_at(id(probe) + _TYPE_OFFSET) != id(list)
-        or _word_at(id(probe) + _LIST_SIZE_OFFSET) != 2
-        or _word_at(_word_at(id(probe) + _LIST_ITEMS_OFFSET) + 8) != id(probe[1])
-    ):
-        return None
-    offsets = _slot_offset("edges"), _slot_offset("versions"), _slot_offset("kept")
-    return None if None in offsets else offsets
+    return (
+        _word_at(id(probe) + _TYPE_OFFSET) == id(list)
+        and _word_at(id(probe) + _LIST_SIZE_OFFSET) == 2
+        and _word_at(_word_at(id(probe) + _LIST_ITEMS_OFFSET) + 8) == id(probe[1])
+    )
 
 
 _untrack_one = ctypes.pythonapi.PyObject_GC_UnTrack
@@ -114,61 +118,88 @@ _track_one.restype = None
 _edges_of = attrgetter("edges")
 _versions_of = attrgetter("versions")
 
+#: The Tensor class (``tensor.py`` registers it with :func:`watch_tensors`).
+_tensor_type = None
+#: The arguments of :func:`_untrack_young` after the list; None: untrack in Python
+#: (``NUMBA_DISABLE_JIT``, an interpreter laid out otherwise, or before Tensor is known).
+LAYOUT = None
+
 
 def _untrack_young_in_python(young):
-    """:func:`_untrack_nodes_in` without compiled code (``NUMBA_DISABLE_JIT``, or an
-    interpreter laid out otherwise): one ctypes call per object."""
+    """:func:`_untrack_young` without compiled code: one ctypes call per object."""
+    tensors = [obj for obj in young if type(obj) is _tensor_type and not hasattr(obj, "_kept")]
     nodes = [
         obj for obj in young
         if type(obj) is Node and hasattr(obj, "versions") and not hasattr(obj, "kept")
     ]
-    for obj in [*nodes, *map(_edges_of, nodes), *map(_versions_of, nodes)]:
+    for obj in [*tensors, *nodes, *map(_edges_of, nodes), *map(_versions_of, nodes)]:
         _untrack_one(obj)
-    return len(nodes)
+    return len(tensors) + len(nodes)
 
 
-#: The slot offsets the compiled walk uses; None: walk in Python.
-SLOT_OFFSETS = None if numba_config.DISABLE_JIT else _layout()
-
-
-def untrack_young_nodes():
-    """Untrack the plain nodes among the youngest objects, with their edge and version tuples.
-
-    Returns the number of nodes untracked.
-    """
+def untrack_young():
+    """Untrack the Tensors and plain nodes among the youngest objects (with the nodes' edge
+    and version tuples), except those marked kept. Returns how many tensors and nodes."""
     young = gc.get_objects(0)
-    if SLOT_OFFSETS is None:
+    if LAYOUT is None:
         return _untrack_young_in_python(young)
-    return _untrack_nodes_in(id(young), id(Node), *SLOT_OFFSETS)
+    return _untrack_young(id(young), *LAYOUT)
 
 
 def _on_collection(phase, info):
     if phase == "start" and config.UNTRACK_GRAPHS:
-        untrack_young_nodes()
+        untrack_young()
 
 
-def keep_tracked(tensor):
-    """Track ``tensor``'s recorded graph again, for good: it is being stored as a ``.grad``.
+def keep_tracked(owner, grad):
+    """``owner.grad = grad`` is about to happen: keep tracked, for good, both tensors and
+    ``grad``'s recorded graph, so that any cycle through them stays visible to the collector.
 
-    Nothing to do for a tensor without a graph. Costs a walk over the nodes that are not kept
-    already; a cycle through ``.grad`` is rare (torch warns about the one that
-    ``backward(create_graph=True)`` makes).
+    Costs a walk over the nodes not kept already; a graph stored as a ``.grad`` is rare (torch
+    warns about the one that ``backward(create_graph=True)`` makes).
     """
-    node = tensor._node
-    if node is None:
-        return
-    stack = [node]
+    _keep_tensor(owner)
+    _keep_tensor(grad)
+    stack = [grad._node]
     while stack:
         node = stack.pop()
-        if getattr(node, "kept", False):
+        if node is None or getattr(node, "kept", False):
             continue  # a kept node's whole graph was kept with it
         node.kept = True
         for obj in (node, node.edges):
             if not gc.is_tracked(obj):
                 _track_one(obj)
-        stack.extend(edge for edge in node.edges if isinstance(edge, Node))
+        for edge in node.edges:
+            if isinstance(edge, Node):
+                stack.append(edge)
+            elif edge is not None:
+                _keep_tensor(edge)  # a leaf
 
 
-if SLOT_OFFSETS is not None:
-    untrack_young_nodes()  # load (or compile, once per machine) now, not in a collection
+def _keep_tensor(tensor):
+    if not getattr(tensor, "_kept", False):
+        tensor._kept = True
+        if not gc.is_tracked(tensor):
+            _track_one(tensor)
+
+
+def watch_tensors(tensor_type):
+    """Untrack ``tensor_type``'s instances too (``tensor.py`` calls this once, at import)."""
+    global _tensor_type, LAYOUT
+    _tensor_type = tensor_type
+    if numba_config.DISABLE_JIT or not _lists_as_expected():
+        return
+    offsets = (
+        _slot_offset(Node, "edges"),
+        _slot_offset(Node, "versions"),
+        _slot_offset(Node, "kept"),
+        _slot_offset(tensor_type, "_kept"),
+    )
+    if None in offsets:
+        return
+    edges, versions, node_kept, tensor_kept = offsets
+    LAYOUT = (id(Node), edges, versions, node_kept, id(tensor_type), tensor_kept)
+    untrack_young()  # load (or compile, once per machine) now, not inside a collection
+
+
 gc.callbacks.append(_on_collection)

@@ -93,6 +93,9 @@ class Tensor:
         "_grad",
         "_version",
         "_retains_grad",
+        # Set only by collector.keep_tracked (the tensor is on a path through some .grad and
+        # the garbage collector must keep scanning it); unset costs nothing at creation.
+        "_kept",
         "__weakref__",
     )
     # NumPy defers to our reflected operators (``array + tensor`` -> ``Tensor.__radd__``).
@@ -214,8 +217,7 @@ class Tensor:
                     f"assigned grad has data located on {value.device}, different from the "
                     f"tensor's device {self.device}"
                 )
-            if value._node is not None:
-                collector.keep_tracked(value)
+            collector.keep_tracked(self, value)
         self._grad = value
 
     @property
@@ -1286,3 +1288,4 @@ ops.load_all()
 _GETITEM = REGISTRY["getitem"]
 _install_methods()
 _install_arithmetic_operators()
+collector.watch_tensors(Tensor)

@@ -1,5 +1,5 @@
-"""Recorded nodes leave the garbage collector's scans, and every cycle it must break stays
-visible to it (autograd_nb.collector)."""
+"""Tensors and recorded nodes leave the garbage collector's scans, and every cycle it must
+break stays visible to it (autograd_nb.collector)."""
 
 import gc
 import weakref
@@ -34,17 +34,18 @@ def small_graph():
 def walk(request, monkeypatch):
     """Run each test with the compiled walk over the young objects and with the Python one."""
     if request.param == "compiled":
-        assert collector.SLOT_OFFSETS is not None, "this CPython's layout was not recognised"
+        assert collector.LAYOUT is not None, "this CPython's layout was not recognised"
     else:
-        monkeypatch.setattr(collector, "SLOT_OFFSETS", None)
+        monkeypatch.setattr(collector, "LAYOUT", None)
     return request.param
 
 
-def test_a_collection_untracks_plain_nodes_and_their_tuples(walk):
+def test_a_collection_untracks_tensors_plain_nodes_and_their_tuples(walk):
     x, w, y = small_graph()
     nodes = graph_nodes(y)
     assert len(nodes) == 5 and all(type(n) is tape.Node for n in nodes)
     gc.collect()  # the hook runs at the start of every collection
+    assert not any(gc.is_tracked(t) for t in (x, w, y))
     for node in nodes:
         assert not gc.is_tracked(node)
         assert not gc.is_tracked(node.edges)
@@ -59,9 +60,10 @@ def test_a_collection_untracks_plain_nodes_and_their_tuples(walk):
 
 def test_with_the_switch_off_nodes_stay_tracked(monkeypatch):
     monkeypatch.setattr(config, "UNTRACK_GRAPHS", False)
-    _, _, y = small_graph()
+    x, _, y = small_graph()
     gc.collect()
     assert all(gc.is_tracked(node) for node in graph_nodes(y))
+    assert gc.is_tracked(x) and gc.is_tracked(y)
 
 
 def test_an_untracked_graph_is_freed_by_reference_counting(walk):
@@ -100,14 +102,14 @@ def test_a_node_still_being_built_is_left_tracked(walk):
     half_built = object.__new__(tape.Node)
     half_built.op = None  # edges and versions not set yet (another thread is building it)
     assert half_built in gc.get_objects(0)
-    collector.untrack_young_nodes()
+    collector.untrack_young()
     assert gc.is_tracked(half_built)
 
 
 def cycle_is_collected(make_cycle, keep=True, monkeypatch=None):
     """Whether the leaf of the cycle ``make_cycle(leaf)`` builds is freed by gc.collect()."""
     if not keep:
-        monkeypatch.setattr(collector, "keep_tracked", lambda tensor: None)
+        monkeypatch.setattr(collector, "keep_tracked", lambda owner, grad: None)
     x = anb.tensor([0.5, 1.5, -2.0], requires_grad=True)
     make_cycle(x)
     reference = weakref.ref(x)
@@ -128,7 +130,25 @@ def assign_a_grad_computed_from_the_leaf(x):
     x.grad = y
 
 
-CYCLES = [backward_with_create_graph, assign_a_grad_computed_from_the_leaf]
+def two_leaves_hold_each_other(x):
+    w = anb.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    gc.collect()
+    x.grad = w
+    w.grad = x  # x -> w -> x, no graph at all
+
+
+def a_gradient_holds_its_leaf(x):
+    (x * 3.0).sum().backward()  # x.grad: a fresh tensor made by backward, not kept
+    gc.collect()
+    x.grad.grad = x  # x -> x.grad -> x
+
+
+CYCLES = [
+    backward_with_create_graph,
+    assign_a_grad_computed_from_the_leaf,
+    two_leaves_hold_each_other,
+    a_gradient_holds_its_leaf,
+]
 
 
 @pytest.mark.parametrize("make_cycle", CYCLES)

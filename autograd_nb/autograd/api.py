@@ -313,10 +313,10 @@ def _fill_retained(plan, slots, create_graph):
 
 
 def _store_grad(tensor, grad):
-    """``tensor._grad = grad``, where ``grad`` may carry a graph (``create_graph=True``) that
-    reaches ``tensor``: that cycle must stay visible to the garbage collector."""
-    if grad._node is not None:
-        collector.keep_tracked(grad)
+    """``tensor._grad = grad``, where ``grad`` may be a tensor the caller holds or carry a
+    graph (``create_graph=True``) that reaches ``tensor``: a cycle that must stay visible to
+    the garbage collector (:func:`autograd_nb.collector.keep_tracked`)."""
+    collector.keep_tracked(tensor, grad)
     tensor._grad = grad
 
 
