@@ -13,9 +13,9 @@ KERNEL_DIR = os.environ.get(
     os.path.join(os.path.expanduser("~"), ".cache", "autograd_nb", "kernels"),
 )
 
-#: Untrack recorded nodes from Python's cyclic garbage collector at the start of each collection
-#: (:mod:`autograd_nb.collector`): with it on, a long graph no longer makes the collector scan
-#: the whole heap again and again during its forward pass.
+#: Untrack Tensors and recorded nodes from Python's cyclic garbage collector at the start of
+#: each collection (:mod:`autograd_nb.collector`): a long graph then no longer makes the
+#: collector scan the whole heap again and again during its forward pass.
 UNTRACK_GRAPHS = True
 
 #: CUDA threads per block for one-dimensional launches (tests under the simulator patch it
