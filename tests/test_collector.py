@@ -178,3 +178,30 @@ def test_kept_nodes_stay_tracked_through_later_collections(walk):
     xv = x.numpy()
     np.testing.assert_allclose(gg.numpy(), 2 * np.cos(xv) - xv * np.sin(xv), rtol=1e-14)
     x.grad = None
+
+
+class KeepsItsOutput(Function):
+    """Stores its output on ctx beside save_for_backward: the node must still not be on a
+    cycle the collector cannot see (Function.apply hands out a fresh tensor, not this one)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        out = x * 2.0
+        ctx.out = out
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output * 2.0
+
+
+def test_a_function_that_keeps_its_output_on_ctx_is_freed(walk):
+    x = anb.tensor([1.0, 2.0], requires_grad=True)
+    y = anb.exp(KeepsItsOutput.apply(anb.sin(x)))
+    gc.collect()
+    references = [weakref.ref(node) for node in graph_nodes(y)]
+    assert len(references) == 3
+    del y
+    gc.collect()
+    assert all(ref() is None for ref in references)

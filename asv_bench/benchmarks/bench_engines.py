@@ -3,10 +3,10 @@ autograd.
 
 Each benchmark times one iteration of a workload from ``workloads.py`` (forward and backward;
 for ``mlp_train_step`` also the SGD update). ``setup`` builds the seeded inputs and runs the
-iteration once, so compilation (numba kernels, XLA) happens there and is never timed; measure
-it with ``compile_latency.py`` or read the "first call" column of ``compare.py``. An engine that
-is not installed, or cannot express a workload, is skipped (``NotImplementedError`` in
-``setup``).
+iteration twice, so compilation (numba kernels, XLA) and autograd_nb's template of the graph
+happen there and are never timed; measure compilation with ``compile_latency.py`` or read the
+"first call" column of ``compare.py``. An engine that is not installed, or cannot express a
+workload, is skipped (``NotImplementedError`` in ``setup``).
 """
 
 import gc
@@ -55,6 +55,10 @@ class _WorkloadSuite:
         engine = params.pop("engine")
         require_device(params.pop("device"))
         self.step = make_step(self.workload, engine, **params)
+        # Twice: the first call compiles, and autograd_nb's second backward of a graph
+        # structure makes its cached template (``engine/plan_cache.py``), which later ones
+        # reuse. ``asv run --quick`` times one call, which would otherwise be that second one.
+        self.step()
         self.step()
 
     def time_forward_backward(self, *values):
