@@ -34,6 +34,7 @@ about it), and a user may assign ``x.grad = y`` with ``y`` computed from ``x``, 
 ``config.UNTRACK_GRAPHS = False`` turns the hook off (what it untracked before stays so).
 """
 
+import atexit
 import ctypes
 import gc
 from operator import attrgetter
@@ -202,4 +203,11 @@ def watch_tensors(tensor_type):
     untrack_young()  # load (or compile, once per machine) now, not inside a collection
 
 
+def _stop():
+    # Out of the way before the interpreter tears modules down (it collects then too).
+    if _on_collection in gc.callbacks:
+        gc.callbacks.remove(_on_collection)
+
+
 gc.callbacks.append(_on_collection)
+atexit.register(_stop)
