@@ -205,3 +205,18 @@ def test_a_function_that_keeps_its_output_on_ctx_is_freed(walk):
     del y
     gc.collect()
     assert all(ref() is None for ref in references)
+
+
+def test_clearing_the_grad_frees_its_graph_without_a_collection(walk):
+    x = anb.tensor([0.5, 1.5], requires_grad=True)
+    y = (anb.sin(x) * x).sum()
+    y.backward(create_graph=True)
+    references = [weakref.ref(node) for node in graph_nodes(x.grad)]
+    assert references
+    del y
+    gc.disable()  # no collection may help
+    try:
+        x.grad = None  # breaks the cycle: reference counting frees the rest
+        assert all(ref() is None for ref in references)
+    finally:
+        gc.enable()
