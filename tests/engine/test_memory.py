@@ -42,14 +42,18 @@ def test_ten_thousand_training_steps_hold_flat_memory():
     train_steps(w, x, target, 200)  # compile and settle
     gc.collect()
     nodes = []
-    tracemalloc.start()
-    train_steps(w, x, target, 1000, nodes=nodes)
-    after_1000, _ = tracemalloc.get_traced_memory()
-    train_steps(w, x, target, 9000)
-    after_10000, _ = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    assert len(nodes) > 500
-    assert all(ref() is None for ref in nodes)  # freed by reference counting: no gc pass
+    gc.disable()  # reference counting alone must free every step's graph: no cycle is made
+    try:
+        tracemalloc.start()
+        train_steps(w, x, target, 1000, nodes=nodes)
+        after_1000, _ = tracemalloc.get_traced_memory()
+        train_steps(w, x, target, 9000)
+        after_10000, _ = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        assert len(nodes) > 500
+        assert all(ref() is None for ref in nodes)
+    finally:
+        gc.enable()
     # 9,000 more steps may not grow the heap beyond noise (a leak of one small array per
     # step would add over 500 kB).
     assert after_10000 - after_1000 < 100_000, (after_1000, after_10000)
@@ -61,5 +65,9 @@ def test_graph_is_freed_when_its_tensors_go():
     nodes = node_references(y)
     assert len(nodes) == 3
     gc.collect()  # untracks them; it must not matter
-    del y
-    assert all(ref() is None for ref in nodes)  # freed by reference counting, without a gc pass
+    gc.disable()
+    try:
+        del y
+        assert all(ref() is None for ref in nodes)  # freed by reference counting alone
+    finally:
+        gc.enable()
