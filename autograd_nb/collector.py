@@ -56,12 +56,15 @@ _LIST_ITEMS_OFFSET = 24
 
 
 @njit(cache=True)
-def _untrack_young(young, node_type, edges, versions, node_kept, tensor_type, tensor_kept):
+def _untrack_young(
+    young, node_type, edges, versions, node_kept, tensor_type, tensor_kept, tuple_type
+):
     """Untrack, in the list at address ``young``: each object of type ``node_type`` whose
-    ``kept`` slot (at offset ``node_kept``) is empty, with the objects in its slots at
+    ``kept`` slot (at offset ``node_kept``) is empty, with the tuples in its slots at
     offsets ``edges`` and ``versions``, and each object of type ``tensor_type`` whose slot at
-    ``tensor_kept`` is empty. Returns how many nodes and tensors. A node whose tuples are not
-    set yet (another thread is building it) is left as it is."""
+    ``tensor_kept`` is empty. Returns how many nodes and tensors. A node whose slots do not
+    hold tuples (not set yet: another thread is building it) is left as it is: untracking
+    anything but an object the collector knows would corrupt memory."""
     size = load_address(young + _LIST_SIZE_OFFSET)
     items = load_address(young + _LIST_ITEMS_OFFSET)
     count = 0
@@ -75,7 +78,12 @@ def _untrack_young(young, node_type, edges, versions, node_kept, tensor_type, te
         elif kind == node_type and not load_address(obj + node_kept):
             edge_tuple = load_address(obj + edges)
             version_tuple = load_address(obj + versions)
-            if edge_tuple and version_tuple:
+            if (
+                edge_tuple
+                and version_tuple
+                and load_address(edge_tuple + _TYPE_OFFSET) == tuple_type
+                and load_address(version_tuple + _TYPE_OFFSET) == tuple_type
+            ):
                 # PyObject_GC_UnTrack leaves an object that is already untracked alone.
                 _untrack(obj)
                 _untrack(edge_tuple)
@@ -131,7 +139,10 @@ def _untrack_young_in_python(young):
     tensors = [obj for obj in young if type(obj) is _tensor_type and not hasattr(obj, "_kept")]
     nodes = [
         obj for obj in young
-        if type(obj) is Node and hasattr(obj, "versions") and not hasattr(obj, "kept")
+        if type(obj) is Node
+        and not hasattr(obj, "kept")
+        and type(getattr(obj, "edges", None)) is tuple
+        and type(getattr(obj, "versions", None)) is tuple
     ]
     for obj in [*tensors, *nodes, *map(_edges_of, nodes), *map(_versions_of, nodes)]:
         _untrack_one(obj)
@@ -199,7 +210,7 @@ def watch_tensors(tensor_type):
     if None in offsets:
         return
     edges, versions, node_kept, tensor_kept = offsets
-    LAYOUT = (id(Node), edges, versions, node_kept, id(tensor_type), tensor_kept)
+    LAYOUT = (id(Node), edges, versions, node_kept, id(tensor_type), tensor_kept, id(tuple))
     untrack_young()  # load (or compile, once per machine) now, not inside a collection
 
 
