@@ -37,6 +37,7 @@ about it), and a user may assign ``x.grad = y`` with ``y`` computed from ``x``, 
 import atexit
 import ctypes
 import gc
+import threading
 from operator import attrgetter
 
 from numba import config as numba_config
@@ -170,9 +171,14 @@ def keep_tracked(owner, grad):
     Costs a walk over the nodes not kept already; a graph stored as a ``.grad`` is rare (torch
     warns about the one that ``backward(create_graph=True)`` makes).
     """
-    _keep_tensor(owner)
-    _keep_tensor(grad)
-    stack = [grad._node]
+    with _keeping:
+        _keep_tensor(owner)
+        _keep_tensor(grad)
+        _keep_graph(grad._node)
+
+
+def _keep_graph(node):
+    stack = [node]
     while stack:
         node = stack.pop()
         if node is None or getattr(node, "kept", False):
@@ -186,6 +192,11 @@ def keep_tracked(owner, grad):
                 stack.append(edge)
             elif edge is not None:
                 _keep_tensor(edge)  # a leaf
+
+
+#: Held while keeping: two threads must not both find an object untracked and track it (the
+#: interpreter aborts on tracking a tracked object). The hook only untracks, which is safe.
+_keeping = threading.Lock()
 
 
 def _keep_tensor(tensor):
