@@ -228,3 +228,32 @@ def test_clearing_the_grad_frees_its_graph_without_a_collection(walk):
         assert all(ref() is None for ref in references)
     finally:
         gc.enable()
+
+
+def test_threads_recording_and_keeping_at_once(walk):
+    """Collections (and their hook) run in whichever thread allocates, while other threads
+    record graphs and store gradients that keep them tracked."""
+    import threading
+
+    w = anb.tensor([0.5, -1.0, 2.0])
+    errors = []
+
+    def work(seed):
+        try:
+            xv = np.random.default_rng(seed).standard_normal(3)
+            for step in range(40):
+                x = anb.tensor(xv, requires_grad=True)
+                y = (anb.sin(x) * w).sum()
+                y.backward(create_graph=True)  # x -> x.grad -> its graph -> x
+                np.testing.assert_allclose(x.grad.numpy(), np.cos(xv) * w.numpy(), rtol=1e-14)
+                if step % 10 == 0:
+                    gc.collect()
+        except Exception as error:  # reported by the main thread
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(seed,)) for seed in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors
