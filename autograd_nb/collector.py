@@ -164,6 +164,11 @@ def _on_collection(phase, info):
         untrack_young()
 
 
+#: Held while keeping: two threads must not both find an object untracked and track it (the
+#: interpreter aborts on tracking a tracked object). The hook only untracks, which is safe.
+_keeping = threading.Lock()
+
+
 def keep_tracked(owner, grad):
     """``owner.grad = grad`` is about to happen: keep tracked, for good, both tensors and
     ``grad``'s recorded graph, so that any cycle through them stays visible to the collector.
@@ -192,11 +197,6 @@ def _keep_graph(node):
                 stack.append(edge)
             elif edge is not None:
                 _keep_tensor(edge)  # a leaf
-
-
-#: Held while keeping: two threads must not both find an object untracked and track it (the
-#: interpreter aborts on tracking a tracked object). The hook only untracks, which is safe.
-_keeping = threading.Lock()
 
 
 def _keep_tensor(tensor):
