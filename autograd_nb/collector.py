@@ -40,20 +40,14 @@ import gc
 import threading
 from operator import attrgetter
 
-from numba import config as numba_config
 from numba import njit, types
 
-from . import config
+from . import config, layout
+from .layout import ITEMS_OFFSET, SIZE_OFFSET, TYPE_OFFSET
 from .ops._pointers import load_address
 from .tape import Node
 
 _untrack = types.ExternalFunction("PyObject_GC_UnTrack", types.void(types.int64))
-
-# CPython's object layout (checked below, on this interpreter): an object starts with its
-# reference count and its type; a list's length and its item array follow that header.
-_TYPE_OFFSET = 8
-_LIST_SIZE_OFFSET = 16
-_LIST_ITEMS_OFFSET = 24
 
 
 @njit(cache=True)
@@ -66,12 +60,12 @@ def _untrack_young(
     ``tensor_kept`` is empty. Returns how many nodes and tensors. A node whose slots do not
     hold tuples (not set yet: another thread is building it) is left as it is: untracking
     anything but an object the collector knows would corrupt memory."""
-    size = load_address(young + _LIST_SIZE_OFFSET)
-    items = load_address(young + _LIST_ITEMS_OFFSET)
+    size = load_address(young + SIZE_OFFSET)
+    items = load_address(young + ITEMS_OFFSET)
     count = 0
     for i in range(size):
         obj = load_address(items + 8 * i)
-        kind = load_address(obj + _TYPE_OFFSET)
+        kind = load_address(obj + TYPE_OFFSET)
         if kind == tensor_type:
             if not load_address(obj + tensor_kept):
                 _untrack(obj)
@@ -82,8 +76,8 @@ def _untrack_young(
             if (
                 edge_tuple
                 and version_tuple
-                and load_address(edge_tuple + _TYPE_OFFSET) == tuple_type
-                and load_address(version_tuple + _TYPE_OFFSET) == tuple_type
+                and load_address(edge_tuple + TYPE_OFFSET) == tuple_type
+                and load_address(version_tuple + TYPE_OFFSET) == tuple_type
             ):
                 # PyObject_GC_UnTrack leaves an object that is already untracked alone.
                 _untrack(obj)
@@ -91,31 +85,6 @@ def _untrack_young(
                 _untrack(version_tuple)
                 count += 1
     return count
-
-
-def _word_at(address):
-    return ctypes.c_ssize_t.from_address(address).value
-
-
-def _slot_offset(cls, name):
-    """Where instances of ``cls`` keep their ``name`` slot, found by looking for a marker
-    stored there; None if not found."""
-    probe = object.__new__(cls)
-    marker = object()
-    setattr(probe, name, marker)
-    for offset in range(16, cls.__basicsize__, 8):
-        if _word_at(id(probe) + offset) == id(marker):
-            return offset
-    return None
-
-
-def _lists_as_expected():
-    probe = [object(), object()]
-    return (
-        _word_at(id(probe) + _TYPE_OFFSET) == id(list)
-        and _word_at(id(probe) + _LIST_SIZE_OFFSET) == 2
-        and _word_at(_word_at(id(probe) + _LIST_ITEMS_OFFSET) + 8) == id(probe[1])
-    )
 
 
 _untrack_one = ctypes.pythonapi.PyObject_GC_UnTrack
@@ -210,13 +179,13 @@ def watch_tensors(tensor_type):
     """Untrack ``tensor_type``'s instances too (``tensor.py`` calls this once, at import)."""
     global _tensor_type, LAYOUT
     _tensor_type = tensor_type
-    if numba_config.DISABLE_JIT or not _lists_as_expected():
+    if not layout.SUPPORTED:
         return
     offsets = (
-        _slot_offset(Node, "edges"),
-        _slot_offset(Node, "versions"),
-        _slot_offset(Node, "kept"),
-        _slot_offset(tensor_type, "_kept"),
+        layout.slot_offset(Node, "edges"),
+        layout.slot_offset(Node, "versions"),
+        layout.slot_offset(Node, "kept"),
+        layout.slot_offset(tensor_type, "_kept"),
     )
     if None in offsets:
         return

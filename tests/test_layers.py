@@ -12,6 +12,7 @@ FORBIDDEN = {
     "ops": {"autograd", "engine", "tape", "tensor"},
     "tape": {"autograd", "engine", "tensor", "ops"},
     "collector": {"autograd", "engine", "tensor"},
+    "layout": {"autograd", "engine", "tape", "tensor"},
     "tensor": {"autograd", "engine"},
     "engine": {"autograd"},
     "cuda": {"autograd", "engine", "tape", "tensor"},

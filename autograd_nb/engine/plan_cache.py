@@ -29,8 +29,8 @@ from operator import attrgetter, eq, getitem, is_not, itemgetter
 
 import numpy as np
 
-from .. import tape
-from . import executor, fusion
+from .. import layout, tape
+from . import executor, fusion, graph_reader
 
 #: Templates kept per key (the outputs' ops, shapes and dtypes and the request's kind).
 PER_KEY = 4
@@ -43,8 +43,9 @@ MAX_MISSES = 8
 _templates = {}  # key -> [Template, ...], most recent first
 _misses = {}  # key -> uncached runs of that key
 
-#: Counters for tests and benchmarks: backwards served from a template, and templates made.
-stats = {"hits": 0, "made": 0}
+#: Counters for tests and benchmarks: backwards served from a template, those of them whose
+#: graph was checked in compiled code (:mod:`.graph_reader`), and templates made.
+stats = {"hits": 0, "compiled": 0, "made": 0}
 
 
 def clear():
@@ -203,6 +204,7 @@ class Template:
         self.table = tables.table
         self.floats = tables.float_array
         self.arena_size = tables.arena_size
+        self._reader_arrays(len(leaves))
 
     def _objects(self, tables, position, leaf_index, nodes):
         """How to find each object of the tables in a matching graph."""
@@ -257,16 +259,80 @@ class Template:
                              for _, where, _ in self.results]
         del self.objects, self.saved, self.results
 
-    def run(self, root_edges, seeds, targets, retain_graph, allow_unused):
-        nodes = self._match(root_edges)
-        if nodes is None:
+    def _reader_arrays(self, n_leaves):
+        """The template as the flat int64 arrays of :func:`graph_reader.match` and
+        :func:`graph_reader.gather` (``self.reader`` None where they do not run here)."""
+        self.reader = graph_reader.found_layout()
+        if self.reader is None:
+            return
+
+        def flat(rows):
+            return np.array([v for row in rows for v in row], dtype=np.int64)
+
+        def ids(objects):
+            return np.fromiter(map(id, objects), np.int64, len(objects))
+
+        self.c_tree = flat(self.tree)
+        self.c_ops, self.c_dtypes, self.c_attrs = ids(self.ops), ids(self.dtypes), ids(self.attrs)
+        self.c_variadic = flat(self.variadic)
+        self.c_links = flat(self.links)
+        self.c_nones = flat(self.nones)
+        self.c_leaf_links = flat(zip(self.leaf_from, self.leaf_k, self.leaf_j))
+        self.n_leaves = n_leaves
+        self.c_input_nodes = np.array(self.input_nodes, dtype=np.int64)
+        self.c_input_indices = np.array(self.input_indices, dtype=np.int64)
+        self.c_output_nodes = np.array(self.output_nodes, dtype=np.int64)
+        self.c_saved_objects = np.concatenate(
+            [self.input_objects, self.output_objects]).astype(np.int64)
+        self.c_to_free = np.array(self.to_free, dtype=np.int64)
+
+    def _match_compiled(self, root_edges):
+        """``(nodes, leaves, addresses, oldest)`` as :meth:`_match` and :meth:`_match_leaves`
+        find them, from :func:`graph_reader.match`; None where it could not verify the graph
+        (the Python checks then decide). ``oldest`` is None where ints are not read."""
+        distinct = []
+        positions = self.root_positions
+        if len(root_edges) != len(positions):
             return None
-        leaves = self._match_leaves(nodes)
-        if leaves is None or not self._match_targets(nodes, leaves, targets, allow_unused):
+        for edge, p in zip(root_edges, positions):
+            if p == len(distinct):
+                distinct.append(edge)
+            elif distinct[p] is not edge:
+                return None
+        addresses = np.empty(len(self.ops), dtype=np.int64)
+        leaf_addresses = np.empty(self.n_leaves, dtype=np.int64)
+        oldest = np.empty(1, dtype=np.int64)
+        if not graph_reader.match(
+            np.fromiter(map(id, distinct), np.int64, len(distinct)), self.c_tree, self.c_ops,
+            self.c_dtypes, self.c_attrs, self.c_variadic, self.c_links, self.c_nones,
+            self.c_leaf_links, self.reader, addresses, leaf_addresses, oldest,
+        ):
+            return None
+        leaves = layout.objects_at(leaf_addresses)
+        if not self._leaf_data_match(leaves):
+            return None
+        stats["compiled"] += 1
+        found = int(oldest[0])
+        return layout.objects_at(addresses), leaves, addresses, None if found < 0 else found
+
+    def run(self, root_edges, seeds, targets, retain_graph, allow_unused):
+        found = None if self.reader is None else self._match_compiled(root_edges)
+        if found is None:
+            addresses = oldest = None
+            nodes = self._match(root_edges)
+            if nodes is None:
+                return None
+            leaves = self._match_leaves(nodes)
+            if leaves is None:
+                return None
+        else:
+            nodes, leaves, addresses, oldest = found
+        if not self._match_targets(nodes, leaves, targets, allow_unused):
             return None
         # No retain_grad(): certain when every node is newer than the newest node that got one
         # (the usual case), else read off each node.
-        oldest = min(map(_seq, nodes))
+        if oldest is None:
+            oldest = min(map(_seq, nodes))
         if oldest <= tape.marks[2] and any(map(_retained, nodes)):
             return None
         # All the graph's nodes, a superset of those the plan needs: when none may be stale
@@ -279,15 +345,47 @@ class Template:
                 return None
         dtype = self.dtype
         ids = self.object_ids.copy()
-        # The saved buffers, gathered by C-level maps (no Python per node).
-        inputs = list(map(getitem, map(_saved_inputs, map(nodes.__getitem__, self.input_nodes)),
-                          self.input_indices))
-        ids[self.input_objects] = np.fromiter(map(id, inputs), np.int64, len(inputs))
-        outputs = list(map(_saved_output, map(nodes.__getitem__, self.output_nodes)))
-        ids[self.output_objects] = np.fromiter(map(id, outputs), np.int64, len(outputs))
-        kept = []
+        # The saved buffers: compiled (holding a reference to each until the run is over), or
+        # by C-level maps (no Python per node).
+        held = addresses is not None and graph_reader.gather(
+            addresses, self.c_input_nodes, self.c_input_indices, self.c_output_nodes,
+            self.c_saved_objects, ids, self.reader,
+        )
+        if not held:
+            inputs = list(map(getitem, map(_saved_inputs, map(nodes.__getitem__,
+                                                                 self.input_nodes)),
+                              self.input_indices))
+            ids[self.input_objects] = np.fromiter(map(id, inputs), np.int64, len(inputs))
+            outputs = list(map(_saved_output, map(nodes.__getitem__, self.output_nodes)))
+            ids[self.output_objects] = np.fromiter(map(id, outputs), np.int64, len(outputs))
+        try:
+            results = self._run_tables(nodes, leaves, seeds, ids, dtype)
+        finally:
+            if held:
+                graph_reader.release(ids, self.c_saved_objects)
+        if not retain_graph and self.to_free:
+            if addresses is not None:
+                graph_reader.free(addresses, self.c_to_free, self.reader)
+            else:
+                freed = list(map(nodes.__getitem__, self.to_free))
+                n = len(freed)
+                deque(map(setattr, freed, repeat("saved_inputs", n), repeat(None, n)), 0)
+                deque(map(setattr, freed, repeat("saved_output", n), repeat(None, n)), 0)
+                deque(map(setattr, freed, repeat("freed", n), repeat(True, n)), 0)
+            # Every node of a graph is older than its outputs (edges lead to earlier nodes),
+            # so the outputs' seq bounds the newest freed node's: a mark at most that late.
+            newest = max(map(_seq, root_edges))
+            if newest > tape.marks[1]:
+                tape.marks[1] = newest
+        met = list(map(leaves.__getitem__, self.met))
+        return results, dict(zip(map(id, met), met))
+
+    def _run_tables(self, nodes, leaves, seeds, ids, dtype):
+        """Add the seeds and fresh result buffers to ``ids`` and run the tables; the results
+        as :meth:`_results`."""
         batch = self.batch
         lead = () if batch is None else (batch,)
+        kept = []
         for j, s in self.seeds:
             edge, grad = seeds[s]
             # Only read (added into the output's slot): the caller's array itself where it is
@@ -301,20 +399,7 @@ class Template:
         else:
             executor.run_batched_tables(self.table, ids, self.floats, self.arena_size, dtype,
                                         batch)
-        if not retain_graph:
-            freed = list(map(nodes.__getitem__, self.to_free))
-            n = len(freed)
-            deque(map(setattr, freed, repeat("saved_inputs", n), repeat(None, n)), 0)
-            deque(map(setattr, freed, repeat("saved_output", n), repeat(None, n)), 0)
-            deque(map(setattr, freed, repeat("freed", n), repeat(True, n)), 0)
-            # Every node of a graph is older than its outputs (edges lead to earlier nodes),
-            # so the outputs' seq bounds the newest freed node's: a mark at most that late.
-            if freed:
-                newest = max(map(_seq, root_edges))
-                if newest > tape.marks[1]:
-                    tape.marks[1] = newest
-        met = list(map(leaves.__getitem__, self.met))
-        return results, dict(zip(map(id, met), met))
+        return results
 
     def _results(self, nodes, leaves, ids, dtype):
         """Fresh result buffers by ``id`` of their node or leaf (their ids in ``ids``): zeroed,
@@ -375,17 +460,18 @@ class Template:
         leaves = list(map(edges.__getitem__, self.leaf_first))
         if not _all_identical(edges, list(map(leaves.__getitem__, self.leaf_j))):
             return None
+        if len(set(map(id, leaves))) != len(leaves):  # two of the template's are one here
+            return None
+        return leaves if self._leaf_data_match(leaves) else None
+
+    def _leaf_data_match(self, leaves):
+        """Whether the leaves' buffers have the template's shapes and dtype."""
         try:
             data = list(map(_data, leaves))  # only tensors have it
         except AttributeError:
-            return None
-        if (
-            list(map(_shape, data)) != self.leaf_shapes
-            or not all(map(eq, map(_dtype, data), repeat(self.dtype, len(data))))
-            or len(set(map(id, leaves))) != len(leaves)  # two of the template's are one here
-        ):
-            return None
-        return leaves
+            return False
+        return list(map(_shape, data)) == self.leaf_shapes and all(
+            map(eq, map(_dtype, data), repeat(self.dtype, len(data))))
 
     def _match_targets(self, nodes, leaves, targets, allow_unused):
         if len(targets) != len(self.targets):

@@ -2,7 +2,9 @@
 
 A template replays the tables that planning wrote for an identical graph, so its gradients
 must equal the uncached ones to the last bit; a graph that differs anywhere (an op, an edge,
-a leaf, a constant, a dtype, a retain_grad, a version) must not run from it.
+a leaf, a constant, a dtype, a retain_grad, a version) must not run from it. Every test runs
+twice: with the graph checked in compiled code (``engine.graph_reader``), and with the
+Python checks alone (what runs where the compiled reader cannot).
 """
 
 import numpy as np
@@ -12,13 +14,17 @@ from hypothesis import strategies as st
 
 import autograd_nb as anb
 from autograd_nb import engine
-from autograd_nb.engine import plan_cache
+from autograd_nb.engine import graph_reader, plan_cache
 
 from .test_executor import programs, run_program
 
 
-@pytest.fixture(autouse=True)
-def fresh_cache():
+@pytest.fixture(autouse=True, params=["compiled check", "python check"])
+def fresh_cache(request, monkeypatch):
+    if request.param == "python check":
+        monkeypatch.setattr(graph_reader, "_found", None)
+    else:
+        assert graph_reader.found_layout() is not None
     plan_cache.clear()
     yield
     plan_cache.clear()
