@@ -137,7 +137,9 @@ class BackwardPhases:
 
 class BackwardTemplate:
     """The phase that replaces planning and table writing when the structure repeats: the
-    check of the graph against its cached template (``engine.plan_cache``)."""
+    check of the graph against its cached template (``engine.plan_cache``), in Python
+    (``time_template_match``: where the compiled check cannot run, or has said no) and in
+    compiled code (``engine.graph_reader``, with the node and leaf lists it hands back)."""
 
     params = BackwardPhases.params
     param_names = BackwardPhases.param_names
@@ -155,9 +157,13 @@ class BackwardTemplate:
         key = plan_cache.key_of(self.roots, inputs, False)
         self.template = plan_cache._templates[key][0]
         assert self.template._match(self.roots) is not None
+        assert self.template._match_compiled(self.roots) is not None
 
     def time_template_match(self, workload):
         self.template._match(self.roots)
+
+    def time_template_match_compiled(self, workload):
+        self.template._match_compiled(self.roots)
 
 
 
