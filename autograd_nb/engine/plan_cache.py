@@ -4,7 +4,7 @@ A training loop or a simulation records the same graph every step: only the arra
 The first backwards of a structure plan it (:func:`autograd_nb.engine.make_plan`) and write
 its instruction tables (:mod:`.executor`); from the second, the tables are kept in a
 :class:`Template`, and later backwards of the same structure skip both phases. What is left
-per step is one Python pass over the graph that
+per step is one pass over the graph that
 
 * walks it in the template's order (each node is one edge of an earlier one) and checks that
   it *is* the template's structure: each node's op, attributes (the same dict, or an equal
@@ -15,8 +15,12 @@ per step is one Python pass over the graph that
 * gathers the arrays the drivers read (saved values, the seeds, fresh result buffers);
 
 then the same compiled call as an uncached backward, and the freeing of the saved buffers.
-No object is made per node: each pass is a ``map`` into one list of the graph's length (the
-nodes, their ops, their attributes, their saved arrays), compared or gathered at C level.
+The walk, its checks, the gathering and the freeing run in compiled code that reads the nodes'
+memory (:mod:`.graph_reader`, a few nanoseconds per node). Where that code cannot say the
+graph is the template's (an attribute dict equal to the template's but another object, a
+custom Function's node), or cannot run here, the same checks run in Python, without an object
+made per node: each pass is a ``map`` into one list of the graph's length (the nodes, their
+ops, their attributes, their saved arrays), compared or gathered at C level.
 
 Anything that does not match falls through to the uncached path, which gives the same bits:
 a template only ever replays what planning and table writing produced for an identical
@@ -311,7 +315,6 @@ class Template:
         leaves = layout.objects_at(leaf_addresses)
         if not self._leaf_data_match(leaves):
             return None
-        stats["compiled"] += 1
         found = int(oldest[0])
         return layout.objects_at(addresses), leaves, addresses, None if found < 0 else found
 
@@ -377,6 +380,8 @@ class Template:
             newest = max(map(_seq, root_edges))
             if newest > tape.marks[1]:
                 tape.marks[1] = newest
+        if addresses is not None:
+            stats["compiled"] += 1
         met = list(map(leaves.__getitem__, self.met))
         return results, dict(zip(map(id, met), met))
 
