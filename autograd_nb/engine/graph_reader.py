@@ -103,7 +103,11 @@ def match(roots, tree, ops, dtypes, attrs, variadic, links, nones, leaf_links, l
                 smallest = seq
     for t in range(variadic.shape[0] // 2):
         edges = load_address(nodes[variadic[2 * t]] + edges_at)
-        if load_address(edges + SIZE_OFFSET) != variadic[2 * t + 1]:
+        if (
+            edges == 0
+            or load_address(edges + TYPE_OFFSET) != tuple_type
+            or load_address(edges + SIZE_OFFSET) != variadic[2 * t + 1]
+        ):
             return False
     for t in range(links.shape[0] // 3):
         edge = _item(load_address(nodes[links[3 * t]] + edges_at), links[3 * t + 1], tuple_type)

@@ -199,3 +199,24 @@ def test_objects_at_gives_new_references():
     del back
     assert [sys.getrefcount(t) for t in things] == before
     assert layout.objects_at(np.empty(0, dtype=np.int64)) == []
+
+
+def test_a_sequence_op_given_one_more_input_is_no_match():
+    a, b, c = (anb.tensor(v, requires_grad=True) for v in (0.3, -0.2, 0.9))
+    d = anb.tensor(0.5)  # no gradient: its edge leads nowhere
+
+    def loss(parts):
+        s = anb.softmax(anb.stack(parts))
+        return s[0] * 2.0 + s[1]
+
+    for _ in range(2):
+        anb.grad(loss([a, b, c]), [a, b, c])
+    hits, compiled = counts()
+    got = [g.item() for g in anb.grad(loss([a, b, c, d]), [a, b, c])]
+    assert counts() == (hits, compiled)
+    engine.CACHED = False
+    try:
+        expected = [g.item() for g in anb.grad(loss([a, b, c, d]), [a, b, c])]
+    finally:
+        engine.CACHED = True
+    assert got == expected
