@@ -13,9 +13,10 @@ the nodes' memory directly (:mod:`autograd_nb.layout`), at a few nanoseconds per
   same leaf tensors, all distinct), and notes the oldest node's ``seq``;
 * :func:`gather` writes the saved arrays' addresses into the executor's object table and
   takes a reference to each (:func:`release` drops them after the run), so that they outlive
-  the run even if another thread frees the graph meanwhile.
+  the run even if another thread frees the graph meanwhile;
+* :func:`free` does ``Node.free`` for the nodes that saved buffers, as ``setattr`` would.
 
-Both only ever say "verified": anything they do not recognise (another dtype object, an
+They only ever say "verified": anything they do not recognise (another dtype object, an
 attribute dict that is equal but not the same, a custom Function's node, a freed buffer)
 sends the backward to the Python check, which decides as before. :func:`found_layout` is
 None where :mod:`autograd_nb.layout` does not hold (then the Python check always runs).
@@ -37,7 +38,7 @@ from ..layout import (
 from ..ops._pointers import load_address
 from ..tape import Node
 
-# Entries of ``LAYOUT``.
+# Entries of the layout array (:func:`found_layout`).
 NODE_TYPE, TUPLE_TYPE, NONE, TENSOR_TYPE, ARRAY_TYPE, TRUE = range(6)
 OP, EDGES, ATTRS, DTYPE, SAVED_INPUTS, SAVED_OUTPUT, SEQ, FREED, INTS = range(6, 15)
 

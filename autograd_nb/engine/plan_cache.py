@@ -294,15 +294,9 @@ class Template:
         """``(nodes, leaves, addresses, oldest)`` as :meth:`_match` and :meth:`_match_leaves`
         find them, from :func:`graph_reader.match`; None where it could not verify the graph
         (the Python checks then decide). ``oldest`` is None where ints are not read."""
-        distinct = []
-        positions = self.root_positions
-        if len(root_edges) != len(positions):
+        distinct = self._distinct_roots(root_edges)
+        if distinct is None:
             return None
-        for edge, p in zip(root_edges, positions):
-            if p == len(distinct):
-                distinct.append(edge)
-            elif distinct[p] is not edge:
-                return None
         addresses = np.empty(len(self.ops), dtype=np.int64)
         leaf_addresses = np.empty(self.n_leaves, dtype=np.int64)
         oldest = np.empty(1, dtype=np.int64)
@@ -415,17 +409,25 @@ class Template:
         owners = [nodes[i] if is_node else leaves[i] for is_node, i in self.result_nodes]
         return dict(zip(map(id, owners), arrays))
 
-    def _match(self, root_edges):
-        """The graph's nodes by position, or None if its structure is not the template's."""
-        nodes = []
+    def _distinct_roots(self, root_edges):
+        """The outputs' nodes at the template's first positions (an output given twice where
+        the template had it twice), or None."""
+        distinct = []
         positions = self.root_positions
         if len(root_edges) != len(positions):
             return None
         for edge, p in zip(root_edges, positions):
-            if p == len(nodes):
-                nodes.append(edge)
-            elif nodes[p] is not edge:
+            if p == len(distinct):
+                distinct.append(edge)
+            elif distinct[p] is not edge:
                 return None
+        return distinct
+
+    def _match(self, root_edges):
+        """The graph's nodes by position, or None if its structure is not the template's."""
+        nodes = self._distinct_roots(root_edges)
+        if nodes is None:
+            return None
         append = nodes.append
         try:
             for p, k in self.tree:
