@@ -13,9 +13,11 @@ module finds on the running interpreter:
   the slot and looking for it (:func:`slot_offset`);
 * a non-negative int below 2**60 is its digit count and 30-bit digits (:func:`read_int`).
 
-Each fact is checked at import (``*_as_expected``); where one fails, or under
-``NUMBA_DISABLE_JIT``, the callers keep their Python paths. Compiled readers hold the GIL
-(no ``nogil``), so no other thread changes what they read meanwhile.
+Each fact is checked on this interpreter before it is used (``*_as_expected``: the list and
+tuple layouts at import, in :data:`SUPPORTED`; ints when the graph reader first needs them);
+where one fails, or under ``NUMBA_DISABLE_JIT``, the callers keep their Python paths.
+Compiled readers hold the GIL (no ``nogil``), so no other thread changes what they read
+meanwhile.
 
 :func:`objects_at` turns an array of addresses back into Python objects (new references,
 ~4 ns each); :data:`incref`/:data:`decref` are the interpreter's own functions, for compiled
@@ -67,8 +69,9 @@ def store_address(typingctx, address, value):
 
 @njit(inline="always")
 def replace_slot(address, value):
-    """Set the object slot at ``address`` to the object at ``value`` (both not null), as
-    ``setattr`` does: take a reference to the new value, then drop the old one's."""
+    """Set the object slot at ``address`` to the object at ``value`` (not null), as
+    ``setattr`` does: take a reference to the new value, then drop the old one's (an empty
+    slot's null is fine: ``Py_DecRef`` ignores it)."""
     old = load_address(address)
     incref(value)
     store_address(address, value)
