@@ -1,6 +1,10 @@
-"""The GEMM split over numba's threads (``autograd_nb.ops._blas``) and where linalg uses it:
-the same bits as one BLAS call and as each thread count, close to NumPy, and OpenBLAS's own
-thread count restored after."""
+"""The GEMM split over numba's threads (``autograd_nb.ops._blas``) and where linalg uses it,
+and linalg's matrix-vector products in blocks of rows: the same bits as one BLAS call and as
+each thread count, close to NumPy, and OpenBLAS's own thread count restored after."""
+
+import os
+import subprocess
+import sys
 
 import numba
 import numpy as np
@@ -8,7 +12,7 @@ import pytest
 
 import autograd_nb as anb
 from autograd_nb import config
-from autograd_nb.ops import _blas
+from autograd_nb.ops import _blas, linalg
 from autograd_nb.ops.registry import REGISTRY, Saved
 
 # Two threads where numba has them (else the blocks run on one).
@@ -143,6 +147,56 @@ def test_forward_products_restore_blas_threads():
     assert _blas._get_blas_threads() == before
 
 
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("rows, depth", [(512, 256), (128, 512), (45, 2047), (4099, 31)])
+def test_matrix_vector_products_run_in_row_blocks_same_bits_at_one_and_two_threads(
+    dtype, rows, depth
+):
+    # Between MATVEC_SPLIT_MIN and MATVEC_SPLIT_MAX multiply-adds, ``W @ x`` runs as blocks of
+    # rows over numba's threads (rows neither a multiple of 32 nor of a vector's width here).
+    assert linalg.MATVEC_SPLIT_MIN <= rows * depth < linalg.MATVEC_SPLIT_MAX
+    rng = np.random.default_rng(rows + depth)
+    w_data = rng.standard_normal((rows, depth)).astype(dtype)
+    x_data = rng.standard_normal(depth).astype(dtype)
+    v = rng.standard_normal(rows).astype(dtype)
+    assert linalg._split_matvec(w_data[None], x_data[None, :, None])
+
+    def product_and_gradients():
+        w = anb.tensor(w_data, requires_grad=True)
+        x = anb.tensor(x_data, requires_grad=True)
+        y = w @ x
+        return (y.numpy(), *(g.numpy() for g in anb.grad(y, (w, x), grad_outputs=v)))
+
+    y1, gw1, gx1 = _at_threads(1, product_and_gradients)
+    y2, gw2, gx2 = _at_threads(THREADS[1], product_and_gradients)
+    np.testing.assert_array_equal(y1, y2)
+    np.testing.assert_array_equal(gx1, gx2)
+    assert y1.dtype == dtype
+    wide = w_data.astype(np.float64)
+    expected = wide @ x_data.astype(np.float64)
+    bound = np.abs(wide) @ np.abs(x_data.astype(np.float64))  # the sum's rounding scale
+    tolerance = 8 * depth * np.finfo(dtype).eps
+    assert np.all(np.abs(y1 - expected) <= tolerance * bound)
+    np.testing.assert_allclose(gw1, np.outer(v, x_data), rtol=1e-6 if dtype == np.float32 else 0)
+    np.testing.assert_allclose(gx1, v @ w_data, rtol=1e-4 if dtype == np.float32 else 1e-12)
+
+
+def test_only_single_float_matrix_vector_products_of_the_middle_sizes_split():
+    def split(a_shape, b_shape, dtype=np.float64):
+        return linalg._split_matvec(np.zeros(a_shape, dtype), np.zeros(b_shape, dtype))
+
+    k = 256
+    low = linalg.MATVEC_SPLIT_MIN // k
+    high = linalg.MATVEC_SPLIT_MAX // k
+    assert split((1, low, k), (1, k, 1))
+    assert not split((1, low - 1, k), (1, k, 1))  # BLAS, one call
+    assert split((1, high - 1, k), (1, k, 1))
+    assert not split((1, high, k), (1, k, 1))  # BLAS, which reads four rows at once
+    assert not split((2, low, k), (2, k, 1))  # a stack of products
+    assert not split((1, low, k), (1, k, 2))  # a matrix product
+    assert not split((1, low, k), (1, k, 1), np.int64)
+
 def _mlp_jacobian(threads, seed=4):
     rng = np.random.default_rng(seed)
     w1 = anb.tensor(rng.standard_normal((256, 128)) * 128**-0.5)
@@ -177,3 +231,23 @@ def test_batched_jacobian_through_the_split_gemm_one_and_two_threads_identical(
     np.testing.assert_array_equal(vjps1, vjps2)
     np.testing.assert_allclose(jac1, closed, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(vjps1, expected_vjps, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "preset, expected",
+    [
+        ({}, ("PASSIVE", "3000")),  # GNU OpenMP spins briefly; other runtimes sleep at once
+        ({"OMP_WAIT_POLICY": "ACTIVE"}, ("ACTIVE", None)),  # the user's policy, no spin added
+        ({"GOMP_SPINCOUNT": "50"}, ("PASSIVE", "50")),
+    ],
+)
+def test_openmp_wait_settings_set_at_import_keep_the_users(preset, expected):
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    env.update(preset)
+    code = (
+        "import os, autograd_nb; "
+        "print(os.environ.get('OMP_WAIT_POLICY'), os.environ.get('GOMP_SPINCOUNT'))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.split() == [str(value) for value in expected]
