@@ -1,7 +1,8 @@
 """Time every workload once per engine, in one process, check the gradients, print a table.
 
     python asv_bench/compare.py [--workloads a,b] [--engines autograd_nb,torch]
-                                [--threads N | --threads 1,2] [--quick] [--repeat 7]
+                                [--threads N | --threads 1,2 [--alternate 3]]
+                                [--quick] [--repeat 7]
 
 For each workload (``benchmarks/workloads.py``) at the sizes the issues name, and each engine
 variant that can express it: build the step and call it once (the "first call" column: numba
@@ -24,6 +25,9 @@ N before any of them is imported, and pins the process to N of its CPUs (Linux);
 each library picks its own. ``--threads 1,2``
 runs the whole comparison once per count, each in a fresh process (the caps must be set
 before the imports), and adds a table of the speed-up from the first count to the others.
+``--alternate K`` runs those processes K times, the counts taking turns, and reports the
+median over the runs (and each turn's own speed-up): on a shared machine the load drifts
+between one process and the next, and a single pair of runs is at its mercy.
 """
 
 import argparse
@@ -276,19 +280,22 @@ def print_table(rows, with_threads=False):
         print(format_row(row, with_threads))
 
 
-def print_scaling(rows, counts):
-    """Speed-up of each engine from the first thread count to the others."""
+def print_scaling(rows, counts, runs=None):
+    """Speed-up of each engine from the first thread count to the others; with ``runs`` (the
+    rows of each alternated process, in order), also each turn's own speed-up."""
     print()
     print(f"Thread scaling (speed-up: median at --threads {counts[0]} over median at N):")
     print()
+    each = " | speed-up per turn" if runs else ""
     print(
         "| workload | engine | "
         + " | ".join(f"--threads {n}" for n in counts)
         + " | "
         + " | ".join(f"speed-up at {n}" for n in counts[1:])
+        + each
         + " |"
     )
-    print("| --- | --- |" + " ---: |" * (2 * len(counts) - 1))
+    print("| --- | --- |" + " ---: |" * (2 * len(counts) - 1) + (" --- |" if runs else ""))
     medians = {}
     for row in rows:
         if "median" in row:
@@ -302,7 +309,22 @@ def print_scaling(rows, counts):
         times = [medians.get((*key, n)) for n in counts]
         cells = [format_seconds(t) if t else "n/a" for t in times]
         cells += [f"{times[0] / t:.2f}x" if times[0] and t else "n/a" for t in times[1:]]
+        if runs:
+            cells.append(", ".join(_turn_speedups(runs, key, counts)))
         print(f"| `{key[0]}` | {key[1]} | " + " | ".join(cells) + " |")
+
+
+def _turn_speedups(runs, key, counts):
+    """The speed-up from the first count to the second within each turn of the alternation."""
+    turns = [runs[i:i + len(counts)] for i in range(0, len(runs), len(counts))]
+    speedups = []
+    for turn in turns:
+        first, second = (
+            next((r.get("median") for r in rows if (r["case"], r["engine"]) == key), None)
+            for rows in turn[:2]
+        )
+        speedups.append(f"{first / second:.2f}x" if first and second else "n/a")
+    return speedups
 
 
 def _csv(text):
@@ -321,6 +343,13 @@ def parse_args(argv):
         "--threads",
         type=lambda text: [int(n) for n in _csv(text)],
         help="cap every library's thread pool at N; a list (1,2) runs once per count",
+    )
+    parser.add_argument(
+        "--alternate",
+        type=int,
+        default=1,
+        help="with a list of thread counts: run the processes this many times, alternating "
+        "the counts (1, 2, 1, 2, ...), and report medians over the runs",
     )
     parser.add_argument("--quick", action="store_true", help="3 rounds of ~0.05 s per row")
     parser.add_argument("--repeat", type=int, help="timing rounds (default 7; 3 with --quick)")
@@ -385,36 +414,67 @@ def print_descriptions(workloads):
 
 
 def run_per_thread_count(args, counts, command):
-    """Each count in a fresh process (the caps must precede the imports); one table."""
+    """Each count in a fresh process (the caps must precede the imports); one table. With
+    ``--alternate K`` the counts' processes run K times in turn, and each cell is the median
+    over the K runs."""
     import tempfile
 
-    rows, headers = [], []
-    for count in counts:
-        argv = ["--threads", str(count)]
-        for name in ("workloads", "engines"):
-            if getattr(args, name):
-                argv += [f"--{name}", ",".join(getattr(args, name))]
-        argv += ["--quick"] if args.quick else []
-        argv += ["--repeat", str(args.repeat)] if args.repeat else []
-        with tempfile.NamedTemporaryFile(suffix=".json") as out:
-            done = subprocess.run(
-                [sys.executable, os.path.abspath(__file__), *argv, "--json", out.name], check=False
-            )
-            if done.returncode not in (0, 1):
-                raise SystemExit(f"the run with --threads {count} failed")
-            result = json.load(open(out.name))
-        headers.append(result["header"])
-        rows += result["rows"]
+    runs, headers = [], []
+    for _ in range(max(1, args.alternate)):
+        for count in counts:
+            argv = ["--threads", str(count)]
+            for name in ("workloads", "engines"):
+                if getattr(args, name):
+                    argv += [f"--{name}", ",".join(getattr(args, name))]
+            argv += ["--quick"] if args.quick else []
+            argv += ["--repeat", str(args.repeat)] if args.repeat else []
+            with tempfile.NamedTemporaryFile(suffix=".json") as out:
+                done = subprocess.run(
+                    [sys.executable, os.path.abspath(__file__), *argv, "--json", out.name],
+                    check=False,
+                )
+                if done.returncode not in (0, 1):
+                    raise SystemExit(f"the run with --threads {count} failed")
+                result = json.load(open(out.name))
+            headers.append((count, result["header"]))
+            runs.append(result["rows"])
+    rows = merge_runs(runs)
     sys.stderr.flush()
-    print("\n".join(headers[0][:3]))
-    for count, header in zip(counts, headers):
+    print("\n".join(headers[0][1][:3]))
+    for count, header in headers:
         print(f"{header[3]} (run with --threads {count}); {header[4].lower()}")
     print(f"Command: {command}")
+    if args.alternate > 1:
+        print(f"Each cell: the median over {args.alternate} runs per thread count, the counts' "
+              "processes taking turns.")
     print()
     print_table(rows, with_threads=True)
-    print_scaling(rows, counts)
+    print_scaling(rows, counts, runs if args.alternate > 1 else None)
     print_descriptions(args.workloads or list(dict.fromkeys(r["workload"] for r in rows)))
     return 0 if all(r.get("check_ok", True) for r in rows) else 1
+
+
+def merge_runs(runs):
+    """One row per workload, engine and thread count: the medians over the runs that timed it
+    (times and ratios), its first run's first call, and its worst gradient check."""
+    merged = {}
+    for rows in runs:
+        for row in rows:
+            key = (row["case"], row["engine"], row["threads"])
+            merged.setdefault(key, []).append(row)
+    result = []
+    for same in merged.values():
+        row = dict(same[0])
+        for name in ("median", "median_gc", "ratio", "ratio_gc"):
+            values = [r[name] for r in same if name in r]
+            if values:
+                row[name] = statistics.median(values)
+        checked = [r for r in same if "check" in r]
+        if checked:
+            worst = max(checked, key=lambda r: (not r["check_ok"], r["check"]))
+            row["check"], row["check_ok"] = worst["check"], worst["check_ok"]
+        result.append(row)
+    return result
 
 
 if __name__ == "__main__":
