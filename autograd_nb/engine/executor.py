@@ -129,10 +129,11 @@ _BYTES = np.empty(0, dtype=np.uint8)
 # With ``grad(..., is_grads_batched=True)`` every gradient slot holds one row per vector of the
 # batch, ``slot_rows[s]`` elements each, the rows of a slot one after another. The table is
 # header, code, ``modes`` (per code row: 1 where the driver takes a block of rows,
-# ``Op.exec_rows_spec``; 0: one call per row), slot offsets, ``slot_rows``, ``zero_first`` (per
-# slot: 1 for the arena's slots and the caller's results, which each block zeroes for its own
-# rows before it starts, so that the memory a thread writes is the memory it zeroed), entries,
-# ints. A reused arena slot is zeroed again by its ZERO row, over the block's rows only.
+# ``Op.exec_rows_spec``; 0: one call per row), slot offsets, ``slot_rows``, entries, ints. The
+# arena's slots and the caller's results are zeroed by ZERO rows, each block its own rows, just
+# before the first instruction that writes into them: the memory a thread writes is the memory
+# it zeroed, and still in its cache (zeroing every slot when the block starts, ~0.7 MB a block
+# for ``jacobian_batched``, left it to be fetched again).
 
 
 @njit(cache=True, nogil=True)
@@ -166,19 +167,11 @@ def _run_rows(table, pointers, n_objects, floats, itemsize, first, stop):
     at += n_code + n_slots  # (the slot offsets: already in ``pointers``)
     slot_rows = table[at:at + n_slots]
     at += n_slots
-    zero_first = table[at:at + n_slots]
-    at += n_slots
     entries = table[at:at + n_entries]
     at += n_entries
     ints_address = table.ctypes.data + 8 * at
     floats_address = floats.ctypes.data
     rows = stop - first
-    for s in range(n_slots):
-        if zero_first[s]:
-            step = slot_rows[s] * itemsize
-            region = _pointers.array_at(pointers[n_objects + s] + first * step, rows * step,
-                                        _BYTES)
-            region[:] = 0
     operands = np.empty(64, dtype=np.int64)
     operands_address = operands.ctypes.data
     for r in range(n_code):
@@ -272,35 +265,45 @@ class _Tables:
         self.floats = []
         self.entries = []
         self.entry_index = {}
-        # Batched runs only: per slot, its elements per row and whether blocks zero it first;
-        # per code row, whether its driver takes a block of rows.
+        # Batched runs only: per slot, its elements per row; per code row, whether its driver
+        # takes a block of rows.
         self.slot_rows = []
-        self.zero_first = []
         self.modes = []
 
-    def external_slot(self, array, origin, row_size=0, zero_first=0):
+    def external_slot(self, array, origin, row_size=0, zero=False):
+        """A slot in ``array`` (``row_size`` elements per batch row); ``zero``: cleared by a
+        ZERO row first (a batch's results, left for the blocks to zero)."""
         self.objects.append(array)
         self.origins.append(origin)
         self.slot_offsets.append(-len(self.objects))
         self.slot_rows.append(row_size)
-        self.zero_first.append(zero_first)
-        return len(self.slot_offsets) - 1
+        slot = len(self.slot_offsets) - 1
+        if zero:
+            self.zero(slot, row_size)
+        return slot
 
     def arena_slot(self, shape):
         """A slot for a gradient of ``shape`` in the arena: a freed one of that shape (zeroed
-        first) or a new one."""
+        first) or a new one (zeroed first in a batch; the whole arena starts zeroed
+        otherwise)."""
         reusable = self.free.get(shape)
         size = _size(shape)
         if reusable:
             slot = reusable.pop()
-            self.code.extend((ZERO, slot, 0, 0, 0, size * self.dtype.itemsize, 0))
-            self.modes.append(0)
+            self.zero(slot, size)
             return slot
         self.slot_offsets.append(self.arena_size)
         self.arena_size += size * self.rows
         self.slot_rows.append(size)
-        self.zero_first.append(1)
-        return len(self.slot_offsets) - 1
+        slot = len(self.slot_offsets) - 1
+        if self.batch is not None:
+            self.zero(slot, size)
+        return slot
+
+    def zero(self, slot, size):
+        """A ZERO row: clear ``slot`` (``size`` elements; in a batch, the block's rows)."""
+        self.code.extend((ZERO, slot, 0, 0, 0, size * self.dtype.itemsize, 0))
+        self.modes.append(0)
 
     def entry(self, driver):
         index = self.entry_index.get(driver)
@@ -315,8 +318,7 @@ class _Tables:
         if self.batch is None:
             sections = self.code + self.slot_offsets
         else:
-            sections = (self.code + self.modes + self.slot_offsets + self.slot_rows
-                        + self.zero_first)
+            sections = self.code + self.modes + self.slot_offsets + self.slot_rows
         self.table = np.array(header + sections + self.entries + self.ints + [0],
                               dtype=np.int64)
         self.float_array = np.array(self.floats, dtype=np.float64) if self.floats else _NO_FLOATS
@@ -423,7 +425,7 @@ def _build(tables, plan, seeds, targets, all_leaves, slot_of, results, leaves):
                 slot = tables.external_slot(array, ("result", edge))
             else:  # (zeroed by the blocks of the run, each its own rows)
                 array = np.empty(lead + edge.shape, dtype=dtype)
-                slot = tables.external_slot(array, ("result", edge), _size(edge.shape), 1)
+                slot = tables.external_slot(array, ("result", edge), _size(edge.shape), True)
             results[key] = array
         else:
             slot = tables.arena_slot(edge.shape)
