@@ -53,8 +53,9 @@ ENTRY, GRAD, N_SAVED, SAVED, TARGET, INTS, FLOATS = range(7)
 ROW = 7
 #: Length of the table's header (the lengths of its sections).
 HEADER = 3
-#: An ``ENTRY`` of ZERO clears a reused arena slot: ``GRAD`` is the slot and ``INTS`` its
-#: size in bytes.
+#: An ``ENTRY`` of ZERO clears a slot (a reused arena slot; in a batch, every arena slot and
+#: result before its first writer): ``GRAD`` is the slot and ``INTS`` its size in bytes (in a
+#: batch, per row).
 ZERO = -1
 #: At most this many saved arrays per instruction: the executors pass a driver's operands (the
 #: gradient, the saved arrays, the target and, for a block of rows, their count) in a 64-entry

@@ -240,6 +240,44 @@ def test_reused_arena_slots_are_zeroed_per_block():
         np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15)
 
 
+
+class _DirtyNumpy:
+    """NumPy, except that ``empty`` gives float arrays full of NaN: whatever the batched run
+    does not zero itself shows in the gradients."""
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+    @staticmethod
+    def empty(shape, dtype=float, **kwargs):
+        if np.dtype(dtype).kind != "f":
+            return np.empty(shape, dtype=dtype, **kwargs)
+        return np.full(shape, np.nan, dtype=dtype)
+
+
+def test_every_slot_and_result_is_zeroed_before_its_first_writer(monkeypatch):
+    # The arena and the batch's results are allocated uninitialised (here: NaN); ZERO rows
+    # clear each block's rows of a slot just before the first VJP that adds into it.
+    rng = np.random.default_rng(8)
+    w = anb.tensor(rng.standard_normal((6, 5)))
+    x = anb.tensor(rng.standard_normal(5), requires_grad=True)
+    v = rng.standard_normal((130, 6))  # two blocks of rows
+
+    def run():
+        y = anb.tanh(w @ anb.sin(x)) * anb.tanh(w @ anb.cos(x))  # slots freed and reused
+        return batched(y, x, v)[0]
+
+    clean = run()
+    plan_cache.clear()
+    monkeypatch.setattr(executor, "np", _DirtyNumpy())
+    monkeypatch.setattr(plan_cache, "np", _DirtyNumpy())
+    assert np.isnan(executor.np.empty(3)).all()
+    for threads in (1, 2):
+        for _ in range(3):  # planned, then a template made, then run from it
+            got = with_threads(threads, run)
+            np.testing.assert_array_equal(got, clean)
+    assert plan_cache.stats["hits"] > 0
+
 def test_batched_templates_replay_a_repeated_structure_with_the_same_bits(monkeypatch):
     plan_cache.clear()
     rng = np.random.default_rng(5)
