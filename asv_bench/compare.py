@@ -50,6 +50,10 @@ THREAD_VARIABLES = (
     "NUMBA_NUM_THREADS",
 )
 
+#: How OpenMP's idle workers wait (autograd_nb sets both at import unless the user did):
+#: printed beside the thread caps, not set by ``--threads``.
+WAIT_VARIABLES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+
 #: The largest gradient difference from autograd_nb's accepted, relative to its largest entry.
 TOLERANCE = {"float64": 1e-8, "float32": 1e-4}
 
@@ -79,7 +83,8 @@ def pinned_cpus():
 
 
 def thread_line():
-    settings = [f"{v}={os.environ[v]}" for v in THREAD_VARIABLES if v in os.environ]
+    names = THREAD_VARIABLES + WAIT_VARIABLES
+    settings = [f"{v}={os.environ[v]}" for v in names if v in os.environ]
     if "torch" in sys.modules:
         settings.append(f"torch.get_num_threads()={sys.modules['torch'].get_num_threads()}")
     if "numba" in sys.modules:

@@ -1,0 +1,45 @@
+"""``asv_bench/compare.py``'s merging of alternated runs (``--alternate``): medians over the
+runs, the worst gradient check, and each turn's own speed-up."""
+
+import importlib.util
+import os
+
+import pytest
+
+_PATH = os.path.join(os.path.dirname(__file__), os.pardir, "asv_bench", "compare.py")
+
+
+@pytest.fixture(scope="module")
+def compare():
+    spec = importlib.util.spec_from_file_location("compare_script", _PATH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _row(threads, median, check=1e-16, check_ok=True, engine="autograd_nb"):
+    return {"case": "jacobian_batched", "workload": "jacobian_batched", "engine": engine,
+            "threads": threads, "median": median, "median_gc": 2 * median, "ratio": 1.0,
+            "first_call": 0.5, "check": check, "check_ok": check_ok,
+            "check_against": "closed form"}
+
+
+def test_alternated_runs_merge_into_medians_and_the_worst_check(compare):
+    runs = [
+        [_row(1, 400e-6)], [_row(2, 250e-6)],
+        [_row(1, 500e-6, check=1e-9, check_ok=False)], [_row(2, 300e-6)],
+        [_row(1, 420e-6)], [_row(2, 240e-6)],
+    ]
+    merged = {row["threads"]: row for row in compare.merge_runs(runs)}
+    assert merged[1]["median"] == pytest.approx(420e-6)
+    assert merged[1]["median_gc"] == pytest.approx(840e-6)
+    assert merged[2]["median"] == pytest.approx(250e-6)
+    assert merged[1]["check"] == 1e-9 and not merged[1]["check_ok"]
+    assert merged[2]["check_ok"]
+    speedups = compare._turn_speedups(runs, ("jacobian_batched", "autograd_nb"), [1, 2])
+    assert speedups == ["1.60x", "1.67x", "1.75x"]
+
+
+def test_a_turn_without_the_engine_says_so(compare):
+    runs = [[_row(1, 400e-6)], [_row(2, 200e-6, engine="torch")]]
+    assert compare._turn_speedups(runs, ("jacobian_batched", "autograd_nb"), [1, 2]) == ["n/a"]
