@@ -172,6 +172,15 @@ def test_matrix_vector_products_run_in_row_blocks_same_bits_at_one_and_two_threa
     y2, gw2, gx2 = _at_threads(THREADS[1], product_and_gradients)
     np.testing.assert_array_equal(y1, y2)
     np.testing.assert_array_equal(gx1, gx2)
+    # On this thread alone (before numba's threads start, or in a forked child) and in blocks
+    # over the threads: the same bits.
+    alone = np.empty(rows, dtype)
+    linalg._dot_rows(w_data, x_data, alone, 0, rows)
+    for threads in THREADS:
+        blocks = np.empty(rows, dtype)
+        _at_threads(threads, linalg._matvec_blocks, w_data, x_data, blocks)
+        np.testing.assert_array_equal(blocks, alone)
+    np.testing.assert_array_equal(y1, alone)
     assert y1.dtype == dtype
     wide = w_data.astype(np.float64)
     expected = wide @ x_data.astype(np.float64)
@@ -231,6 +240,46 @@ def test_batched_jacobian_through_the_split_gemm_one_and_two_threads_identical(
     np.testing.assert_array_equal(vjps1, vjps2)
     np.testing.assert_allclose(jac1, closed, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(vjps1, expected_vjps, rtol=1e-10, atol=1e-12)
+
+
+_FORK_SCRIPT = """
+import multiprocessing, sys
+import numba, numpy as np
+import autograd_nb as anb
+from autograd_nb.ops import linalg
+
+w = anb.tensor(np.random.default_rng(0).standard_normal((512, 256)))
+x = anb.tensor(np.ones(256))
+expected = (w @ x).numpy()
+if sys.argv[1] == "threads started":
+    linalg._matvec_blocks(w.numpy(), x.numpy(), np.empty(512))
+started = linalg._threads_started()
+
+def child(queue):
+    queue.put(((w @ x).numpy(), linalg._threads_started()))
+
+context = multiprocessing.get_context("fork")
+queue = context.Queue()
+process = context.Process(target=child, args=(queue,))
+process.start()
+got, child_started = queue.get(timeout=60)
+process.join(60)
+assert process.exitcode == 0, process.exitcode
+assert (got == expected).all()
+print(started, child_started)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork() on this platform")
+@pytest.mark.parametrize("parent", ["forward only", "threads started"])
+def test_matrix_vector_products_leave_a_forked_child_able_to_compute_them(parent):
+    # GNU OpenMP terminates a forked child that starts a parallel region once its parent ran
+    # one. A forward pass never starts numba's threads (the parent's stay unstarted), and a
+    # child of a parent whose threads did start computes on its own thread.
+    done = subprocess.run([sys.executable, "-c", _FORK_SCRIPT, parent], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(parent == "threads started"), "False"]
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,9 @@ gradients (of any order) come from those ops' rules.
 """
 
 import math
+import os
 
+import numba
 import numpy as np
 from numba import njit, prange
 
@@ -31,7 +33,7 @@ from .registry import Op, call, call_view, public, remember
 
 #: Matrix-vector products (``W @ x``: one batch entry, one column) of at least
 #: ``MATVEC_SPLIT_MIN`` and below ``MATVEC_SPLIT_MAX`` multiply-adds run as blocks of rows over
-#: numba's threads (``_matvec_blocks``). Below, a parallel region costs more than it saves (64 x
+#: numba's threads (``_matvec``). Below, a parallel region costs more than it saves (64 x
 #: 64 float64: 0.5 us by BLAS, 2.4 us in two blocks at two threads); above, BLAS's kernel,
 #: which reads four rows at once, beats one row at a time at one thread (1024 x 1024 float64:
 #: 84 us against 97 us), and OpenBLAS threads the largest itself (``_forward_blas``). Measured
@@ -306,10 +308,51 @@ def _matvec_blocks(a, x, out):
 
 
 def _split_matvec(a, b):
-    """Whether ``_bmm(a, b)`` is a float matrix-vector product of the size ``_matvec_blocks``
+    """Whether ``_bmm(a, b)`` is a float matrix-vector product of the size ``_matvec``
     serves (``MATVEC_SPLIT_MIN`` to ``MATVEC_SPLIT_MAX`` multiply-adds)."""
     return (a.shape[0] == 1 and b.shape[2] == 1 and a.dtype.kind == "f"
             and MATVEC_SPLIT_MIN <= a.shape[1] * a.shape[2] < MATVEC_SPLIT_MAX)
+
+
+def _matvec(a, x, out):
+    """``out = a @ x``: in blocks of rows over numba's threads where they already run in this
+    process, else on this thread; the same bits either way (each row is one ``_dot_rows``).
+
+    A forward pass never starts the threads itself: once GNU OpenMP has run a parallel region,
+    a child ``fork()``ed from the process (``multiprocessing``'s default on Linux) is
+    terminated when it starts one. So a program that only runs forward passes stays safe to
+    fork, as it was when BLAS did these products; and a child forked after the threads
+    started keeps to its own thread here.
+    """
+    if _threads_started():
+        _matvec_blocks(a, x, out)
+    else:
+        _dot_rows(a, x, out, 0, a.shape[0])
+
+
+#: Set in a child forked from a process whose numba threads had started (see ``_matvec``).
+_forked_with_threads = False
+
+
+def _threads_started():
+    """Whether numba's thread pool runs in this process, and was not inherited by a fork."""
+    if _forked_with_threads:
+        return False
+    try:
+        numba.threading_layer()
+    except ValueError:  # no parallel region has run yet
+        return False
+    return True
+
+
+def _after_fork_in_child():
+    global _forked_with_threads
+    if _threads_started():
+        _forked_with_threads = True
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 @njit(cache=True, nogil=True)
@@ -522,7 +565,7 @@ class BatchedMatmul(Op):
             elif a.shape[2] == 1:  # rank one (``outer``): one product per element, as NumPy's
                 _rank_one_forward(a, b, out)
             elif _split_matvec(a, b):
-                _matvec_blocks(a[0], b[0, :, 0], out[0, :, 0])
+                _matvec(a[0], b[0, :, 0], out[0, :, 0])
             elif _blas(a.dtype, *a.shape[1:], b.shape[2]):
                 _forward_blas(a, b, out)
             else:
