@@ -56,8 +56,8 @@ PARALLEL_MIN_ELEMENTS = 1 << 15
 # under PASSIVE. A PASSIVE thread sleeps at once, though, and waking it took 5 to 13 us per
 # parallel region here, where a spinning one takes under 1 us. So we keep PASSIVE (for the
 # Intel and LLVM OpenMP runtimes) and, for GNU OpenMP, whose GOMP_SPINCOUNT overrides it, a
-# short spin: 3,000 turns (~30 us by GNU's own estimate), enough to bridge the Python between
-# the parallel regions of one step. Measured (2 threads against 1, the Jacobian's whole
+# short spin: 3,000 turns (~30 us by GNU's own estimate; it lasted 40 to 80 us here), enough to
+# bridge the Python between the parallel regions of one step. Measured (2 threads against 1, the Jacobian's whole
 # step, three alternations in one process each, repeated three times as the machine's load
 # changed): 1.64x, 1.35x, 1.36x under PASSIVE alone; 1.73x, 1.48x, 1.52x with the spin; the
 # mixed loop above 3.0, 3.8, 4.1 ms against 3.0, 3.7, 4.0 under PASSIVE alone; 10,000 turns

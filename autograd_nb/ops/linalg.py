@@ -346,6 +346,7 @@ def _threads_started():
 
 
 def _after_fork_in_child():
+    # The child inherits numba's state, not its threads: it must not start a parallel region.
     global _forked_with_threads
     if _threads_started():
         _forked_with_threads = True
@@ -403,8 +404,8 @@ def _forward_blas(a, b, out):
 
     Above it, OpenBLAS's own threads, as the non-batched VJPs (the compiled executor's) use
     them. Below, OpenBLAS would still wake its threads for a matrix-vector product (at two
-    threads, 512 x 256 was one before ``_matvec_blocks`` took those), and a woken thread spins
-    on, taking a core from the numba loops of the backward that follows.
+    threads, 512 x 256 was one before ``_matvec`` took those), and a woken thread spins on,
+    taking a core from the numba loops of the backward that follows.
     """
     tiles = own_kernel(a.dtype)
     if a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2] >= SPLIT_MIN_WORK:
