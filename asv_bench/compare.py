@@ -291,7 +291,7 @@ def print_scaling(rows, counts, runs=None):
     print()
     print(f"Thread scaling (speed-up: median at --threads {counts[0]} over median at N):")
     print()
-    each = " | speed-up per turn" if runs else ""
+    each = f" | speed-up at {counts[1]}, per turn" if runs else ""
     print(
         "| workload | engine | "
         + " | ".join(f"--threads {n}" for n in counts)
@@ -320,7 +320,8 @@ def print_scaling(rows, counts, runs=None):
 
 
 def _turn_speedups(runs, key, counts):
-    """The speed-up from the first count to the second within each turn of the alternation."""
+    """The speed-up from the first count to the second within each turn of the alternation
+    (the scaling table's last column names the second count)."""
     turns = [runs[i:i + len(counts)] for i in range(0, len(runs), len(counts))]
     speedups = []
     for turn in turns:
@@ -372,6 +373,8 @@ def command_line(argv):
 def main(argv=None):
     parser, args = parse_args(argv)
     counts = args.threads or []
+    if args.alternate < 1 or (args.alternate > 1 and len(counts) < 2):
+        parser.error("--alternate K needs K >= 1 and a list of thread counts (--threads 1,2)")
     if len(counts) > 1:
         return run_per_thread_count(args, counts, command_line(argv))
     if counts:
@@ -425,7 +428,7 @@ def run_per_thread_count(args, counts, command):
     import tempfile
 
     runs, headers = [], []
-    for _ in range(max(1, args.alternate)):
+    for _ in range(args.alternate):
         for count in counts:
             argv = ["--threads", str(count)]
             for name in ("workloads", "engines"):

@@ -43,3 +43,12 @@ def test_alternated_runs_merge_into_medians_and_the_worst_check(compare):
 def test_a_turn_without_the_engine_says_so(compare):
     runs = [[_row(1, 400e-6)], [_row(2, 200e-6, engine="torch")]]
     assert compare._turn_speedups(runs, ("jacobian_batched", "autograd_nb"), [1, 2]) == ["n/a"]
+
+
+@pytest.mark.parametrize("argv", [["--alternate", "3"], ["--threads", "2", "--alternate", "3"],
+                                  ["--threads", "1,2", "--alternate", "0"]])
+def test_alternate_without_a_list_of_thread_counts_is_refused(compare, argv, capsys):
+    with pytest.raises(SystemExit) as refused:
+        compare.main(argv)
+    assert refused.value.code == 2
+    assert "--alternate K needs" in capsys.readouterr().err
