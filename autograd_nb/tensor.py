@@ -10,12 +10,12 @@ import weakref
 
 import numpy as np
 
-from . import collector, ops, tape
+from . import collector, dtypes, ops, tape
 from .cuda import _device as _cuda_device
 from .ops import registry
 from .ops.registry import FUNCTIONS, REGISTRY
 
-_FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+_FLOAT_DTYPES = dtypes.FLOATS
 
 REQUIRES_GRAD_DTYPE = "only Tensors of floating point dtype can require gradients"
 LEAF_INPLACE = "a leaf Variable that requires grad is being used in an in-place operation."
@@ -23,6 +23,26 @@ LEAF_FLAG = (
     "you can only change requires_grad flags of leaf variables. If you want to use a computed "
     "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach()."
 )
+
+
+NOT_A_LEAF_DEEPCOPY = (
+    "Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol "
+    "at the moment. Call .detach() first to copy the data without the graph."
+)
+NOT_A_LEAF_PICKLE = (
+    "Only Tensors created explicitly by the user (graph leaves) can be pickled: the graph "
+    "that computed this one is not pickled. Call .detach() first to pickle the data."
+)
+
+
+def _rebuild(data, requires_grad, grad, device):
+    """A leaf from what ``Tensor.__reduce__`` kept (also ``__deepcopy__``'s copy)."""
+    if device != _device_of(data):
+        data = _to_device(data, _check_device(device))
+    result = Tensor._make(data, requires_grad=requires_grad)
+    if grad is not None:
+        result._grad = grad
+    return result
 
 
 #: Set once a CUDA tensor exists: until then ``apply`` never looks for device arrays.
@@ -349,6 +369,25 @@ class Tensor:
             extras.append("requires_grad=True")
         return "tensor(" + ", ".join([body] + extras) + ")"
 
+    # -- pickling and copying ----------------------------------------------------------------
+
+    def __reduce__(self):
+        """A leaf pickles as its data, ``requires_grad`` and ``.grad`` (and its device); the
+        graph is never pickled, so a tensor computed from others is refused, as torch refuses
+        it, rather than pickled without it."""
+        if self._node is not None:
+            raise RuntimeError(NOT_A_LEAF_PICKLE)
+        grad = None if self._grad is None else self._grad.detach()
+        return _rebuild, (np.array(_host(self._data)), self._requires_grad, grad, self.device)
+
+    def __deepcopy__(self, memo):
+        if self._node is not None:
+            raise RuntimeError(NOT_A_LEAF_DEEPCOPY)
+        grad = None if self._grad is None else self._grad.detach().__deepcopy__(memo)
+        copied = _rebuild(_copy_data(self._data), self._requires_grad, grad, self.device)
+        memo[id(self)] = copied
+        return copied
+
     # -- autograd ----------------------------------------------------------------------------
 
     def detach(self):
@@ -458,7 +497,7 @@ class Tensor:
             device = _check_device(device)
             if device != self.device:
                 result = _transfer(self, device)
-        if dtype is not None and np.dtype(dtype) != result._data.dtype:
+        if dtype is not None and dtypes.for_request(dtype) != result._data.dtype:
             return result.astype(dtype)
         return result
 
@@ -486,7 +525,7 @@ class Tensor:
         >>> x.grad.dtype
         dtype('float64')
         """
-        dtype = np.dtype(dtype)
+        dtype = dtypes.for_request(dtype)
         source = self if dtype in _FLOAT_DTYPES else self.detach()
         return registry.call("astype", source, dtype=dtype)
 
@@ -748,6 +787,8 @@ def apply(op, args, attrs):
             values.append(np.asarray(arg) if kind is list or kind is tuple else arg)
             boxes.append(None)
             edges.append(None)
+    if not only_tensors:
+        _constants(values, requires_grad)
     if _cuda_used and _cuda_device.any_device_array(values):
         from .cuda import dispatch
 
@@ -778,6 +819,23 @@ def apply(op, args, attrs):
 _new_object = object.__new__
 
 
+def _constants(values, recording):
+    """Check the operands of an op that are not Tensors, in place in ``values``: NumPy arrays
+    of a dtype tensors cannot hold are converted (:mod:`autograd_nb.dtypes`: big-endian to
+    native, ...) or refused, as are complex scalars; and when the op may be ``recording``,
+    arrays become copies: its node may save them for the VJP, and the caller may refill an
+    array after the forward (the gradient is that of the forward that ran, as torch's, which
+    copies NumPy operands)."""
+    for i, value in enumerate(values):
+        if isinstance(value, np.ndarray):
+            if value.dtype not in dtypes.SUPPORTED:
+                values[i] = dtypes.convert(value)
+            elif recording:
+                values[i] = value.copy()
+        elif type(value) is not float and type(value) is not int:
+            dtypes.check_scalar(value)
+
+
 def _binary(op, a, b):
     """``apply(op, (a, b), {})`` for the arithmetic operators, shortened for their common
     case: two CPU Tensors, or a Tensor and a Python float or int, of a layout the op has run
@@ -787,8 +845,12 @@ def _binary(op, a, b):
     if kind_a is Tensor:
         x = a._data
         y = b._data if kind_b is Tensor else b
+        if kind_b is np.ndarray and (a._node is not None or a._requires_grad):
+            y = b.copy()  # as ``_constants``
     elif kind_b is Tensor:
         x, y = a, b._data
+        if kind_a is np.ndarray and (b._node is not None or b._requires_grad):
+            x = a.copy()  # as ``_constants``
     else:
         return apply(op, (a, b), {})
     done = None if _cuda_used else op.run_pair(x, y)
@@ -893,18 +955,8 @@ def _copy_data(data):
 
 
 def _result_dtype(data, dtype):
-    if dtype is not None:
-        return np.dtype(dtype)
-    dtype = data.dtype
-    if dtype.kind == "f":
-        if dtype in _FLOAT_DTYPES:
-            return dtype
-        return np.dtype(np.float32 if dtype.itemsize < 4 else np.float64)
-    if dtype.kind in "iu":
-        return np.dtype(np.int64)
-    if dtype.kind == "b":
-        return np.dtype(bool)
-    raise TypeError(f"unsupported data type {dtype} for a tensor")
+    """The tensor dtype of ``data`` (an array), or the one ``dtype`` requests."""
+    return dtypes.for_data(data.dtype) if dtype is None else dtypes.for_request(dtype)
 
 
 def _leaf(array, requires_grad, device="cpu"):
@@ -949,8 +1001,10 @@ def tensor(data, dtype=None, requires_grad=False, device="cpu"):
         if device == "cuda":
             return _leaf(_cuda_device.copy(data, dtype), requires_grad, device)
         data = _cuda_device.to_host(data)
-    array = np.array(data, copy=True)
-    array = np.asarray(array, dtype=_result_dtype(array, dtype), order="C")
+    source = np.asarray(data)
+    array = dtypes.convert(source, dtype)
+    if array is source:
+        array = array.copy()
     return _leaf(array, requires_grad, device)
 
 
@@ -987,7 +1041,7 @@ def as_tensor(data, dtype=None, device=None):
         device = _check_device(device)
     if isinstance(data, Tensor):
         data = data if device is None else data.to(device)
-        if dtype is None or np.dtype(dtype) == data.dtype:
+        if dtype is None or dtypes.for_request(dtype) == data.dtype:
             return data
         return data.astype(dtype)
     if type(data) is not np.ndarray and _cuda_device.has_interface(data):
@@ -997,8 +1051,7 @@ def as_tensor(data, dtype=None, device=None):
         if wanted != array.dtype:
             array = _cuda_device.copy(array, wanted)
         return _leaf(array, False, device or "cuda")
-    array = np.asarray(data)
-    array = np.asarray(array, dtype=_result_dtype(array, dtype), order="C")
+    array = dtypes.convert(np.asarray(data), dtype)
     return _leaf(array, False, device or "cpu")
 
 
@@ -1009,7 +1062,7 @@ def _shape_of(shape):
 
 
 def _float_or(dtype):
-    return np.dtype(np.float64) if dtype is None else np.dtype(dtype)
+    return dtypes.FLOAT64 if dtype is None else dtypes.for_request(dtype)
 
 
 _CREATION_DOC = """A tensor of ``shape`` {what}.
@@ -1132,7 +1185,7 @@ def _like(name, fill_value, what):
     def create(other, dtype=None, requires_grad=False, device=None):
         data = _like_array(other)
         device = _device_of(data) if device is None else _check_device(device)
-        dtype = data.dtype if dtype is None else np.dtype(dtype)
+        dtype = _result_dtype(data, dtype)
         return _filled(data.shape, fill_value, dtype, requires_grad, device)
 
     create.__name__ = create.__qualname__ = name
@@ -1169,7 +1222,7 @@ def full_like(other, fill_value, dtype=None, requires_grad=False, device=None):
     """
     data = _like_array(other)
     device = _device_of(data) if device is None else _check_device(device)
-    dtype = data.dtype if dtype is None else np.dtype(dtype)
+    dtype = _result_dtype(data, dtype)
     return _filled(data.shape, _host(_data_of(fill_value)), dtype, requires_grad, device)
 
 
@@ -1199,8 +1252,8 @@ def arange(start, stop=None, step=1, dtype=None, requires_grad=False, device="cp
     tensor([1.  , 1.25, 1.5 , 1.75])
     """
     device = _check_device(device)
-    array = np.arange(start, stop, step, dtype=None if dtype is None else np.dtype(dtype))
-    array = np.asarray(array, dtype=_result_dtype(array, dtype), order="C")
+    array = np.arange(start, stop, step, dtype=None if dtype is None else _float_or(dtype))
+    array = dtypes.convert(array, dtype)
     return _leaf(array, requires_grad, device)
 
 
@@ -1229,7 +1282,7 @@ def linspace(start, stop, num=50, endpoint=True, dtype=None, requires_grad=False
     tensor([0.  , 0.25, 0.5 , 0.75, 1.  ])
     """
     device = _check_device(device)
-    array = np.linspace(start, stop, num, endpoint=endpoint, dtype=dtype)
+    array = np.linspace(start, stop, num, endpoint=endpoint, dtype=_float_or(dtype))
     return _leaf(np.asarray(array, order="C"), requires_grad, device)
 
 

@@ -1,6 +1,7 @@
 """Broadcasting and axis helpers, written once and shared by every op family."""
 
 import functools
+import operator
 
 import numpy as np
 
@@ -88,7 +89,7 @@ def normalize_axis(axis, ndim):
     axes = axis if isinstance(axis, (tuple, list)) else (axis,)
     result = []
     for a in axes:
-        a = int(a)
+        a = operator.index(a)  # as NumPy: TypeError for ``axis=1.0``, never a silent int()
         if not -ndim <= a < ndim:
             raise np.exceptions.AxisError(a, ndim)
         a %= ndim

@@ -50,14 +50,23 @@ class ElementwiseOp(Op):
         Integer inputs give an integer result (``add``); otherwise they compute in float64.
     domain : tuple of float
         Where the op is smooth enough to test its derivative (used by tests and benchmarks).
+    bool_error : str, optional
+        Bool inputs are refused with this TypeError, as NumPy refuses them (``-mask``).
+    integer_check : callable, optional
+        Called with the prepared arrays when they are integers, to raise where NumPy does
+        on their values (``2 ** -1``); integer layouts then skip the run cache, which would
+        skip the check.
     """
 
     family = "elementwise"
     #: Per input, the dtype of its buffer as the compiled executor sees it (see _kernels).
     input_kinds = None
 
-    def __init__(self, name, inputs, forward, vjps, params="", keeps_int=False, domain=(-3, 3)):
+    def __init__(self, name, inputs, forward, vjps, params="", keeps_int=False, domain=(-3, 3),
+                 bool_error=None, integer_check=None):
         self.name = name
+        self.bool_error = bool_error
+        self.integer_check = integer_check
         self.input_names = tuple(inputs.split())
         self.n_inputs = len(self.input_names)
         self.params = tuple(params.split())
@@ -136,6 +145,8 @@ class ElementwiseOp(Op):
             extra = [attrs[p] for p in self.params if attrs[p] is not None]
             dtype = self.result_dtype(values + extra)
             arrays = [np.asarray(v, dtype=dtype, order="C") for v in values]
+            if dtype.kind in "biu":
+                self._refuse(dtype, arrays)
         shapes = tuple(a.shape for a in arrays)
         shape = shapes[0]
         for other in shapes:
@@ -176,6 +187,14 @@ class ElementwiseOp(Op):
         if dtype is None:
             return None
         return [v if type(v) is np.ndarray else np.array(v, dtype=dtype) for v in values]
+
+    def _refuse(self, dtype, arrays):
+        """Raise where NumPy refuses these integer or bool arrays (``bool_error``,
+        ``integer_check``)."""
+        if dtype.kind == "b" and self.bool_error is not None:
+            raise TypeError(self.bool_error)
+        if dtype.kind in "iu" and self.integer_check is not None:
+            self.integer_check(arrays)
 
     def forward(self, arrays, attrs):
         shape = attrs["shape"]
@@ -270,6 +289,8 @@ class ElementwiseOp(Op):
         out = self.forward(arrays, attrs)
         if key is None or not self._runs_cached or "exec" not in attrs:
             return arrays, attrs, out
+        if self.integer_check is not None and out.dtype.kind in "iu":
+            return arrays, attrs, out  # the check reads the values: every call prepares
         for prepared, value in zip(arrays, values, strict=True):
             kind = type(value)
             if kind is float or kind is int:
@@ -441,18 +462,37 @@ class WhereOp(ElementwiseOp):
 
 
 def _define(table, **options):
-    for name, inputs, forward, vjps, *domain in table:
-        if domain:
-            options["domain"] = domain[0]
-        ElementwiseOp(name, inputs, forward, vjps, **options)
-        options.pop("domain", None)
+    """One op per row: name, inputs, forward formula, VJP formulas, then optionally the
+    test domain (a tuple) and options of that op alone (a dict)."""
+    for name, inputs, forward, vjps, *rest in table:
+        own = dict(options)
+        for extra in rest:
+            own.update(extra if isinstance(extra, dict) else {"domain": extra})
+        ElementwiseOp(name, inputs, forward, vjps, **own)
+
+
+def _no_negative_powers(arrays):
+    """NumPy's refusal of an integer to a negative integer power (its result is no integer)."""
+    exponent = arrays[1]
+    if exponent.size and exponent.min() < 0:
+        raise ValueError("Integers to negative integer powers are not allowed.")
+
+
+_BOOL_NEGATIVE = (
+    "The numpy boolean negative, the `-` operator, is not supported, use the `~` operator or "
+    "the logical_not function instead."
+)
+_BOOL_SUBTRACT = (
+    "numpy boolean subtract, the `-` operator, is not supported, use the bitwise_xor, the `^` "
+    "operator, or the logical_xor function instead."
+)
 
 
 # name, inputs, forward formula, {input position: VJP formula}
 _define(
     [
         ("add", "a b", "a + b", {0: "g", 1: "g"}),
-        ("subtract", "a b", "a - b", {0: "g", 1: "-g"}),
+        ("subtract", "a b", "a - b", {0: "g", 1: "-g"}, {"bool_error": _BOOL_SUBTRACT}),
         ("multiply", "a b", "a * b", {0: "g * b", 1: "g * a"}),
         ("maximum", "a b", "maximum(a, b)",
          {0: "g * (a > b) + 0.5 * g * (a == b)", 1: "g * (b > a) + 0.5 * g * (a == b)"}),
@@ -460,8 +500,9 @@ _define(
          {0: "g * (a < b) + 0.5 * g * (a == b)", 1: "g * (b < a) + 0.5 * g * (a == b)"}),
         ("power", "a b", "a ** b",
          {0: "g * where(b == 0, 0.0, b * a ** (b - 1))",
-          1: "g * where((a == 0) & (b >= 0), 0.0, y * log(a))"}, (0.2, 2)),
-        ("negative", "x", "-x", {0: "-g"}),
+          1: "g * where((a == 0) & (b >= 0), 0.0, y * log(a))"}, (0.2, 2),
+         {"integer_check": _no_negative_powers}),
+        ("negative", "x", "-x", {0: "-g"}, {"bool_error": _BOOL_NEGATIVE}),
         ("square", "x", "x * x", {0: "2 * g * x"}),
         ("abs", "x", "abs(x)", {0: "g * sign(x)"}),
         ("sign", "x", "sign(x)", {0: "0 * g"}),

@@ -38,13 +38,18 @@ def _normalize_item(item):
         item = np.asarray(item)
         if item.size == 0 and item.dtype.kind == "f":
             item = item.astype(np.intp)  # NumPy reads ``x[[]]`` as an empty integer index
+    elif isinstance(item, np.ndarray) and item.ndim:
+        # The caller's index array or mask (or a Tensor's buffer) may be refilled after the
+        # forward: the node keeps what indexed it, so the gradient is that of the forward.
+        item = item.copy()
     if isinstance(item, np.ndarray) and item.ndim == 0 and item.dtype.kind in "iu":
         return int(item)  # a 0-d integer array indexes like an integer (NumPy's rule)
     return item
 
 
 def normalize_index(index):
-    """``index`` as a tuple of plain items: lists become arrays, 0-d int arrays ints."""
+    """``index`` as a tuple of plain items: lists become arrays, arrays copies of themselves,
+    0-d int arrays ints."""
     if isinstance(index, tuple):
         return tuple(_normalize_item(item) for item in index)
     return (_normalize_item(index),)

@@ -5,6 +5,7 @@ simple); transposes and broadcasts go through the one strided-copy kernel of ``_
 """
 
 import numbers
+import operator
 
 import numpy as np
 from numba import njit
@@ -600,7 +601,7 @@ def swapaxes(x, axis1, axis2):
 
 
 def _one_axis(axis, ndim, name):
-    axis = int(axis)
+    axis = operator.index(axis)
     if not -ndim <= axis < ndim:
         raise np.exceptions.AxisError(axis, ndim, msg_prefix=name)
     return axis % ndim
