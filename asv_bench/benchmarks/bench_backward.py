@@ -2,13 +2,15 @@
 executor with fused elementwise chains, and that from a template of the plan cached by the
 graph's structure (issue 3; the first three plan every backward). autograd_nb only.
 
-``setup`` records the graph once; each timed call is one ``grad(..., retain_graph=True)``
-over it, so the forward is not timed. ``track_nodes`` reports how many nodes the backward
-visits, to read the times per node.
+``setup`` records the graph once and runs the timed call until its time settles
+(``warmup.warm_up``); each timed call is one ``grad(..., retain_graph=True)`` over it, so the
+forward is not timed. ``track_nodes`` reports how many nodes the backward visits, to read
+the times per node.
 """
 
 import numpy as np
 
+from .warmup import warm_up
 from .workloads import (
     _chain20_data,
     _fastest_inputs,
@@ -59,8 +61,7 @@ class BackwardModes:
         _set_mode(mode)
         self.output, self.inputs = _graph(workload)
         self.grad = anb.grad
-        for _ in range(2):  # the second backward leaves the cached mode's template
-            self.grad(self.output, self.inputs, retain_graph=True, allow_unused=True)
+        warm_up(lambda: self.time_backward(workload, mode))
 
     def teardown(self, workload, mode):
         _set_mode("cached")
@@ -119,6 +120,9 @@ class BackwardPhases:
         self.seeds = [(output.grad_fn, np.ones(output.shape))]
         self.targets = {id(x) for x in self.inputs}
         self.tables = self._tables()
+        warm_up(lambda: self.time_plan(workload))
+        warm_up(lambda: self.time_tables(workload))
+        warm_up(lambda: self.time_compiled_call(workload))
 
     def _tables(self):
         tables = self.executor._Tables(np.dtype(np.float64))
@@ -152,12 +156,13 @@ class BackwardTemplate:
         _set_mode("cached")
         output, inputs = _graph(workload)
         self.roots = [output.grad_fn]
-        for _ in range(2):  # the second backward makes the template
-            anb.grad(output, inputs, retain_graph=True, allow_unused=True)
+        warm_up(lambda: anb.grad(output, inputs, retain_graph=True, allow_unused=True))
         key = plan_cache.key_of(self.roots, inputs, False)
         self.template = plan_cache._templates[key][0]
         assert self.template._match(self.roots) is not None
         assert self.template._match_compiled(self.roots) is not None
+        warm_up(lambda: self.time_template_match(workload))
+        warm_up(lambda: self.time_template_match_compiled(workload))
 
     def time_template_match(self, workload):
         self.template._match(self.roots)
@@ -197,8 +202,7 @@ class BatchedBackward:
         self.y = _mlp2(anb.tanh, self.x, **data)
         self.seed = anb.eye(JACOBIAN_OUT, dtype="float64")
         self.grad = anb.grad
-        for _ in range(3):  # compiles; the second call leaves the cached mode's template
-            self.time_backward(mode, threads)
+        warm_up(lambda: self.time_backward(mode, threads))
 
     def teardown(self, mode, threads):
         _set_mode("cached")

@@ -3,15 +3,17 @@ autograd.
 
 Each benchmark times one iteration of a workload from ``workloads.py`` (forward and backward;
 for ``mlp_train_step`` also the SGD update). ``setup`` builds the seeded inputs and runs the
-iteration twice, so compilation (numba kernels, XLA) and autograd_nb's template of the graph
-happen there and are never timed; measure compilation with ``compile_latency.py`` or read the
-"first call" column of ``compare.py``. An engine that is not installed, or cannot express a
+iteration until its time settles (``warmup.warm_up``), so compilation (numba kernels, XLA),
+autograd_nb's template of the graph and its first use happen there and are never timed;
+measure compilation with ``compile_latency.py`` or read the "first call" column of
+``compare.py``. An engine that is not installed, or cannot express a
 workload, is skipped (``NotImplementedError`` in ``setup``).
 """
 
 import gc
 import os
 
+from .warmup import warm_up
 from .workloads import WORKLOADS, make_step, set_threads
 
 # XLA compiles the 1,000-op scalar graph of fastest_autograd for ~30 s, and asv runs each
@@ -55,11 +57,7 @@ class _WorkloadSuite:
         engine = params.pop("engine")
         require_device(params.pop("device"))
         self.step = make_step(self.workload, engine, **params)
-        # Twice: the first call compiles, and autograd_nb's second backward of a graph
-        # structure makes its cached template (``engine/plan_cache.py``), which later ones
-        # reuse. ``asv run --quick`` times one call, which would otherwise be that second one.
-        self.step()
-        self.step()
+        warm_up(self.step)
 
     def time_forward_backward(self, *values):
         self.step()
@@ -133,7 +131,7 @@ class JacobianBatched(_WorkloadSuite):
         # After the first call: by then torch is imported and every BLAS library is loaded
         # (numba binds SciPy's on first use), so that all of them can be capped.
         set_threads(threads)
-        self.step()
+        warm_up(self.step)
 
 
 class MlpTrainStep(_WorkloadSuite):

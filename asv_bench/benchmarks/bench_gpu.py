@@ -1,12 +1,14 @@
 """Issue 5's GPU benchmarks: autograd_nb on ``device="cuda"`` beside PyTorch CUDA.
 
 Every row skips (``NotImplementedError`` in ``setup``, with the reason) where there is no GPU:
-no CUDA device, numba's simulator on, or a CPU build of torch. ``setup`` runs the step once,
-so kernel compilation is never timed. ``asv_bench/gpu_compare.py`` prints the same rows as one
-table, with the ratios and the achieved memory bandwidth.
+no CUDA device, numba's simulator on, or a CPU build of torch. ``setup`` runs the step until
+its time settles (``warmup.warm_up``), so kernel compilation is never timed.
+``asv_bench/gpu_compare.py`` prints the same rows as one table, with the ratios and the
+achieved memory bandwidth.
 """
 
 from .gpu import make_chain_backward, make_jacobian
+from .warmup import warm_up
 
 
 class GpuChainBackward:
@@ -18,7 +20,7 @@ class GpuChainBackward:
 
     def setup(self, engine, size):
         _, self.step = make_chain_backward(engine, size)
-        self.step()
+        warm_up(self.step)
 
     def time_backward(self, engine, size):
         self.step()
@@ -33,7 +35,7 @@ class GpuJacobian:
 
     def setup(self, engine):
         _, self.step = make_jacobian(engine)
-        self.step()
+        warm_up(self.step)
 
     def time_jacobian(self, engine):
         self.step()

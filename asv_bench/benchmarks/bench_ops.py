@@ -14,6 +14,7 @@ rather than leaving it out silently.
 import autograd_nb as anb
 from autograd_nb.ops.registry import FUNCTIONS, REGISTRY
 
+from .warmup import warm_up
 from .workloads import seeded, seeded_uniform
 
 SIZES = (1_000, 1_000_000)
@@ -34,13 +35,15 @@ class _OpSuite:
     timeout = 120
 
     def _prepare(self, function, inputs, call):
-        """Keep the call, warm it up (compiling), and turn a refused call into a skip."""
+        """Keep the call, warm it up to its steady state (compiling, the backward's template
+        made and used), and turn a refused call into a skip."""
         self.inputs = [anb.tensor(a, requires_grad=True) for a in inputs]
         self.call = lambda: call(function, *self.inputs)
         try:
             self.time_forward_backward()
         except (TypeError, ValueError) as error:
             raise NotImplementedError(f"{function.__name__}: {error}") from error
+        warm_up(self.time_forward_backward)
 
     def time_forward(self, *params):
         self.call()
