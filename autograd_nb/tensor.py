@@ -784,7 +784,11 @@ def apply(op, args, attrs):
         else:
             only_tensors = False
             kind = type(arg)
-            values.append(np.asarray(arg) if kind is list or kind is tuple else arg)
+            if kind is list or kind is tuple:
+                if _holds_tensor(arg):
+                    return apply(op, _stack_sequences(args), attrs)
+                arg = np.asarray(arg)
+            values.append(arg)
             boxes.append(None)
             edges.append(None)
     if not only_tensors:
@@ -817,6 +821,32 @@ def apply(op, args, attrs):
 
 
 _new_object = object.__new__
+
+
+def _holds_tensor(sequence):
+    """Whether a list or tuple (nested ones too) holds a Tensor."""
+    for item in sequence:
+        kind = type(item)
+        if isinstance(item, Tensor) or ((kind is list or kind is tuple) and _holds_tensor(item)):
+            return True
+    return False
+
+
+def _stack_sequences(args):
+    """``args`` with each list or tuple that holds a Tensor stacked into one Tensor, recorded:
+    NumPy makes an array of a sequence operand (``np.mean([a, b])``), and ``np.asarray``
+    would cut the graph there."""
+    return tuple(
+        _stacked(arg) if type(arg) in (list, tuple) and _holds_tensor(arg) else arg
+        for arg in args
+    )
+
+
+def _stacked(sequence):
+    items = tuple(
+        _stacked(i) if type(i) in (list, tuple) and _holds_tensor(i) else i for i in sequence
+    )
+    return apply(REGISTRY["stack"], items, {"axis": 0})
 
 
 def _constants(values, recording):
@@ -910,6 +940,8 @@ def _inplace(target, op_name, other, **attrs):
     recording = tape.is_grad_enabled()
     if recording and target._node is None and target._requires_grad:
         raise RuntimeError(LEAF_INPLACE)
+    if type(other) in (list, tuple) and _holds_tensor(other):
+        other = _stacked(other)  # as ``apply`` would, but before ``other_requires`` is read
     other_requires = isinstance(other, Tensor) and other.requires_grad
     source = target
     if recording and 0 in op.saves and (target._node is not None or other_requires):

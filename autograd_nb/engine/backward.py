@@ -120,6 +120,10 @@ def _unpack_inputs(node):
         if edge is None:
             tensors.append(Tensor._make(array))
         elif isinstance(edge, tape.Node):
+            if array.shape != edge.shape and array.size == np.prod(edge.shape):
+                # Saved as a view in another shape (``_bmm``'s views): the gradient the rule
+                # gives this Tensor goes to ``edge``, so it must have ``edge``'s shape.
+                array = array.reshape(edge.shape)
             tensors.append(Tensor._make(array, node=edge))
         else:
             tensors.append(edge if edge._data is array else _leaf_view(edge, array))

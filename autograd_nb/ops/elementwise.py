@@ -487,6 +487,14 @@ _BOOL_SUBTRACT = (
     "operator, or the logical_xor function instead."
 )
 
+# ``power``'s derivatives at a base of 0 are taken as 0 where ``0 ** b`` is 0 or 1: in the
+# base at 0 ** 0 (``0 * 0 ** -1``), in the exponent for b >= 0 (``log(0)``). Only there: at
+# b == 0 and a != 0 the base's derivative ``b * a ** (b - 1)`` is 0 already, and its own
+# derivative in b is ``1 / a``. Each guard also makes its untaken branch's input safe (the
+# inner ``where``), so that the branch's share of a higher derivative is 0, not 0 * inf = nan.
+_ZERO_TO_ZERO = "(a == 0) & (b == 0)"
+_ZERO_BASE = "(a == 0) & (b >= 0)"
+
 
 # name, inputs, forward formula, {input position: VJP formula}
 _define(
@@ -499,9 +507,9 @@ _define(
         ("minimum", "a b", "minimum(a, b)",
          {0: "g * (a < b) + 0.5 * g * (a == b)", 1: "g * (b < a) + 0.5 * g * (a == b)"}),
         ("power", "a b", "a ** b",
-         {0: "g * where(b == 0, 0.0, b * a ** (b - 1))",
-          1: "g * where((a == 0) & (b >= 0), 0.0, y * log(a))"}, (0.2, 2),
-         {"integer_check": _no_negative_powers}),
+         {0: f"g * where({_ZERO_TO_ZERO}, 0.0, b * where({_ZERO_TO_ZERO}, 1.0, a) ** (b - 1))",
+          1: f"g * where({_ZERO_BASE}, 0.0, y * log(where({_ZERO_BASE}, 1.0, a)))"},
+         (0.2, 2), {"integer_check": _no_negative_powers}),
         ("negative", "x", "-x", {0: "-g"}, {"bool_error": _BOOL_NEGATIVE}),
         ("square", "x", "x * x", {0: "2 * g * x"}),
         ("abs", "x", "abs(x)", {0: "g * sign(x)"}),

@@ -948,10 +948,20 @@ def var(x, axis=None, ddof=0, keepdims=False):
 def std(x, axis=None, ddof=0, keepdims=False):
     """Standard deviation over ``axis``: ``sqrt(var(x, axis, ddof))``.
 
+    Where the standard deviation is 0 (one element, or equal elements) its gradient is taken
+    as 0, to every order, as torch's (``sqrt``'s derivative is infinite there).
+
     Examples
     --------
     >>> import autograd_nb as anb
     >>> anb.std(anb.tensor([[1.0, 3.0], [2.0, 2.0]]), axis=1)
     tensor([1., 0.])
+    >>> x = anb.tensor([2.0, 2.0], requires_grad=True)
+    >>> anb.grad(anb.std(x), x)
+    (tensor([0., 0.]),)
     """
-    return call("sqrt", var(x, axis=axis, ddof=ddof, keepdims=keepdims))
+    variance = var(x, axis=axis, ddof=ddof, keepdims=keepdims)
+    # sqrt of a safe input in the untaken branch: its gradient is 0, never 0 * inf = nan.
+    constant = variance == 0
+    root = call("sqrt", call("where", constant, 1.0, variance))
+    return call("where", constant, 0.0, root)
