@@ -32,6 +32,11 @@ about it), and a user may assign ``x.grad = y`` with ``y`` computed from ``x``, 
   or node on a cycle is one of those, so the collector finds and frees such cycles as before.
 
 ``config.UNTRACK_GRAPHS = False`` turns the hook off (what it untracked before stays so).
+
+A collection can start at any allocation, also while numba compiles or imports: the hook must
+then run nothing of numba's. :func:`watch_tensors` loads the compiled walk at import, and only
+then hands the hook its compiled entry point, which it calls directly (no dispatch, so no
+typing, compiling or importing can start in a collection). It does not re-enter itself.
 """
 
 import atexit
@@ -102,6 +107,11 @@ _tensor_type = None
 #: The arguments of :func:`_untrack_young` after the list; None: untrack in Python
 #: (``NUMBA_DISABLE_JIT``, an interpreter laid out otherwise, or before Tensor is known).
 LAYOUT = None
+#: The compiled :func:`_untrack_young` itself (its loaded overload's entry point, which skips
+#: the dispatcher's typing); set by :func:`watch_tensors` before ``LAYOUT``.
+_untrack_compiled = None
+#: Whether the hook is running (it never runs inside itself).
+_in_hook = False
 
 
 def _untrack_young_in_python(young):
@@ -125,12 +135,17 @@ def untrack_young():
     young = gc.get_objects(0)
     if LAYOUT is None:
         return _untrack_young_in_python(young)
-    return _untrack_young(id(young), *LAYOUT)
+    return _untrack_compiled(id(young), *LAYOUT)
 
 
 def _on_collection(phase, info):
-    if phase == "start" and config.UNTRACK_GRAPHS:
-        untrack_young()
+    global _in_hook
+    if phase == "start" and config.UNTRACK_GRAPHS and not _in_hook:
+        _in_hook = True
+        try:
+            untrack_young()
+        finally:
+            _in_hook = False
 
 
 #: Held while keeping: two threads must not both find an object untracked and track it (the
@@ -177,7 +192,7 @@ def _keep_tensor(tensor):
 
 def watch_tensors(tensor_type):
     """Untrack ``tensor_type``'s instances too (``tensor.py`` calls this once, at import)."""
-    global _tensor_type, LAYOUT
+    global _tensor_type, LAYOUT, _untrack_compiled
     _tensor_type = tensor_type
     if not layout.SUPPORTED:
         return
@@ -190,8 +205,17 @@ def watch_tensors(tensor_type):
     if None in offsets:
         return
     edges, versions, node_kept, tensor_kept = offsets
-    LAYOUT = (id(Node), edges, versions, node_kept, id(tensor_type), tensor_kept, id(tuple))
-    untrack_young()  # load (or compile, once per machine) now, not inside a collection
+    found = (id(Node), edges, versions, node_kept, id(tensor_type), tensor_kept, id(tuple))
+    # Load (or compile, once per machine) now, on an empty list; collections meanwhile untrack
+    # in Python. Only then the hook calls the compiled walk.
+    empty = []
+    _untrack_young(id(empty), *found)
+    overloads = getattr(_untrack_young, "overloads", None)  # (none without the JIT)
+    if not overloads:
+        return
+    _untrack_compiled = next(iter(overloads.values())).entry_point
+    LAYOUT = found
+    untrack_young()
 
 
 def _stop():

@@ -25,11 +25,23 @@ _sequence = itertools.count()
 #: no ``retain_grad()``, which lets a cached backward skip those per-node checks
 #: (``engine.plan_cache``).
 marks = [-1, -1, -1]
+#: Held while a mark changes: threads mark at once, and a mark must never go back (a read,
+#: then a write of an older value, would hide a newer change from the checks).
+_marking = threading.Lock()
 
 
 def mutated():
     """Note that a tensor's buffer changed in place (every ``_version`` bump calls this)."""
-    marks[0] = next(_sequence)
+    with _marking:
+        marks[0] = next(_sequence)
+
+
+def raise_mark(which, seq):
+    """``marks[which] = max(marks[which], seq)`` (1: a node freed, 2: a node retaining)."""
+    if seq > marks[which]:
+        with _marking:
+            if seq > marks[which]:
+                marks[which] = seq
 
 
 def is_grad_enabled():
@@ -151,11 +163,14 @@ class Node:
     def free(self):
         """Drop the saved buffers (backward without ``retain_graph``)."""
         if self.needs_saved():
+            # The mark, the flag, then the buffers: a free cut short anywhere (a
+            # KeyboardInterrupt) leaves a node that raises the freed-graph error, never one
+            # whose buffers are gone unnoticed.
+            if self.seq > marks[1]:  # (the call only where it may change: a free is hot)
+                raise_mark(1, self.seq)
+            self.freed = True
             self.saved_inputs = None
             self.saved_output = None
-            self.freed = True
-            if self.seq > marks[1]:
-                marks[1] = self.seq
 
     def __repr__(self):
         return f"<{_title(self.op.name)}Backward>"

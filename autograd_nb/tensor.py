@@ -444,8 +444,7 @@ class Tensor:
             node.retained = []
         node.retained.append(weakref.ref(self))
         self._retains_grad = True
-        if node.seq > tape.marks[2]:
-            tape.marks[2] = node.seq
+        tape.raise_mark(2, node.seq)  # never lowered by a thread that marked an older node
 
     @property
     def retains_grad(self):

@@ -5,6 +5,7 @@ output, of that output's shape: the gradient dL/dy of whatever loss L comes afte
 result is the vector-Jacobian product ``vᵀ · ∂y/∂x`` (summed over the outputs): dL/dx.
 """
 
+import threading
 import warnings
 
 import numpy as np
@@ -291,10 +292,11 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         value = slots.get(id(_edge_of(tensor)))
         if value is None:
             continue
-        if tensor._grad is None and type(value) is np.ndarray:
-            tensor._grad = make(value)  # the first gradient: a fresh array of this run, wrapped
-        else:
-            _accumulate(tensor, value, create_graph)
+        with _grad_lock(tensor):
+            if tensor._grad is None and type(value) is np.ndarray:
+                tensor._grad = make(value)  # the first gradient: a fresh array of this run
+            else:
+                _accumulate(tensor, value, create_graph)
     if all_leaves and plan is not None:  # (no plan: a cached one ran, with no retain_grad)
         _fill_retained(plan, slots, create_graph)
 
@@ -309,7 +311,18 @@ def _fill_retained(plan, slots, create_graph):
         for reference in node.retained:
             tensor = reference()
             if tensor is not None and tensor._node is node:
-                _accumulate(tensor, value, create_graph)
+                with _grad_lock(tensor):
+                    _accumulate(tensor, value, create_graph)
+
+
+#: Held while a ``.grad`` is read and written: threads back-propagating into shared leaves
+#: must not both find no gradient, nor interleave their ``+=`` (torch locks per tensor too).
+#: A lock per tensor would cost every leaf one: a few, picked by the tensor's ``id``.
+_GRAD_LOCKS = tuple(threading.Lock() for _ in range(64))
+
+
+def _grad_lock(tensor):
+    return _GRAD_LOCKS[(id(tensor) >> 4) % len(_GRAD_LOCKS)]
 
 
 def _store_grad(tensor, grad):

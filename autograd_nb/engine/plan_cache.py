@@ -27,6 +27,7 @@ a template only ever replays what planning and table writing produced for an ide
 graph. A structure that keeps changing under one key stops being remembered.
 """
 
+import threading
 from collections import deque
 from itertools import chain, compress, repeat
 from operator import attrgetter, eq, getitem, is_not, itemgetter
@@ -44,8 +45,12 @@ MAX_KEYS = 256
 #: changes every step: making templates would only cost).
 MAX_MISSES = 8
 
-_templates = {}  # key -> [Template, ...], most recent first
+_templates = {}  # key -> (Template, ...), most recent first
 _misses = {}  # key -> uncached runs of that key
+#: Held while ``_templates`` and ``_misses`` change. Threads may back-propagate graphs of one
+#: structure at once: a key's tuple of templates is replaced, never changed, so that a run
+#: reads a consistent one without the lock.
+_lock = threading.Lock()
 
 #: Counters for tests and benchmarks: backwards served from a template, those of them whose
 #: graph was checked in compiled code (:mod:`.graph_reader`), and templates made.
@@ -54,8 +59,9 @@ stats = {"hits": 0, "compiled": 0, "made": 0}
 
 def clear():
     """Forget every template (tests; a changed ``config`` does this implicitly by key)."""
-    _templates.clear()
-    _misses.clear()
+    with _lock:
+        _templates.clear()
+        _misses.clear()
 
 
 def key_of(root_edges, targets, all_leaves, batch=None):
@@ -85,10 +91,16 @@ def run(key, root_edges, seeds, targets, retain_graph, allow_unused):
         if done is not None:
             stats["hits"] += 1
             if template is not templates[0]:
-                templates.remove(template)
-                templates.insert(0, template)
+                _move_to_front(key, template)
             return done
     return None
+
+
+def _move_to_front(key, template):
+    with _lock:
+        kept = _templates.get(key)
+        if kept and template in kept:  # (another thread may have dropped it meanwhile)
+            _templates[key] = (template, *[t for t in kept if t is not template])
 
 
 def recorder(key, plan, root_edges, targets):
@@ -96,8 +108,9 @@ def recorder(key, plan, root_edges, targets):
     template (the key's second uncached run on), else None."""
     if key is None:
         return None
-    misses = _misses.get(key, 0) + 1
-    _misses[key] = misses
+    with _lock:
+        misses = _misses.get(key, 0) + 1
+        _misses[key] = misses
     if misses < 2 or misses > MAX_MISSES:
         return None
 
@@ -105,13 +118,12 @@ def recorder(key, plan, root_edges, targets):
         template = Template.make(plan, tables, ran, root_edges, targets, leaves)
         if template is None:
             return
-        stats["made"] += 1
-        kept = _templates.pop(key, [])
-        kept.insert(0, template)
-        del kept[PER_KEY:]
-        if len(_templates) >= MAX_KEYS:
-            del _templates[next(iter(_templates))]
-        _templates[key] = kept
+        with _lock:
+            stats["made"] += 1
+            kept = (template, *_templates.pop(key, ()))[:PER_KEY]
+            if len(_templates) >= MAX_KEYS:
+                del _templates[next(iter(_templates))]
+            _templates[key] = kept
 
     return remember
 
@@ -361,19 +373,20 @@ class Template:
             if held:
                 graph_reader.release(ids, self.c_saved_objects)
         if not retain_graph and self.to_free:
+            # Every node of a graph is older than its outputs (edges lead to earlier nodes),
+            # so the outputs' seq bounds the newest freed node's: a mark at most that late.
+            # Marked before freeing, and flagged before the buffers go (as ``Node.free``):
+            # a free cut short (a KeyboardInterrupt) leaves nodes that raise the freed-graph
+            # error.
+            tape.raise_mark(1, max(map(_seq, root_edges)))
             if addresses is not None:
                 graph_reader.free(addresses, self.c_to_free, self.reader)
             else:
                 freed = list(map(nodes.__getitem__, self.to_free))
                 n = len(freed)
+                deque(map(setattr, freed, repeat("freed", n), repeat(True, n)), 0)
                 deque(map(setattr, freed, repeat("saved_inputs", n), repeat(None, n)), 0)
                 deque(map(setattr, freed, repeat("saved_output", n), repeat(None, n)), 0)
-                deque(map(setattr, freed, repeat("freed", n), repeat(True, n)), 0)
-            # Every node of a graph is older than its outputs (edges lead to earlier nodes),
-            # so the outputs' seq bounds the newest freed node's: a mark at most that late.
-            newest = max(map(_seq, root_edges))
-            if newest > tape.marks[1]:
-                tape.marks[1] = newest
         if addresses is not None:
             stats["compiled"] += 1
         met = list(map(leaves.__getitem__, self.met))
