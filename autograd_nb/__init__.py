@@ -47,4 +47,4 @@ __all__ = (
     + list(_tensor_module.CREATION)
     + sorted(name for name in _FUNCTIONS if not name.startswith("_"))
 )
-from . import viz  # noqa: E402,F401
+from . import linalg, viz  # noqa: E402,F401

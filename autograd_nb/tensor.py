@@ -118,9 +118,6 @@ class Tensor:
         "_kept",
         "__weakref__",
     )
-    # NumPy defers to our reflected operators (``array + tensor`` -> ``Tensor.__radd__``).
-    __array_ufunc__ = None
-
     # -- construction ------------------------------------------------------------------------
 
     @classmethod
@@ -296,6 +293,43 @@ class Tensor:
         if dtype is None:
             return self._data
         return self._data.astype(dtype, copy=False)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """NumPy's ufuncs on Tensors (NEP 13) run autograd_nb's ops and record:
+        ``numpy.sin(t)``, ``array * t``. A ufunc autograd_nb lacks, a method other than a
+        call (``numpy.add.reduce``) and ``out=`` raise TypeError naming it; see
+        :mod:`autograd_nb.numpy`.
+
+        Examples
+        --------
+        >>> import numpy as np, autograd_nb as anb
+        >>> x = anb.tensor([0.0, 1.0], requires_grad=True)
+        >>> np.exp(x)
+        tensor([1.        , 2.71828183], grad_fn=<ExpBackward>)
+        >>> np.ones(2) * x
+        tensor([0., 1.], grad_fn=<MultiplyBackward>)
+        """
+        if len(inputs) == 2 and not kwargs and method == "__call__":
+            op = _OPERATOR_UFUNCS.get(ufunc)
+            if op is not None and type(inputs[0]) in _OPERANDS and type(inputs[1]) in _OPERANDS:
+                return _binary(op, *inputs)  # ``array * t``, as fast as ``t * array``
+        return _numpy_namespace().array_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        """NumPy's functions on Tensors (NEP 18) run autograd_nb's and record:
+        ``numpy.sum(t, axis=0)``, ``numpy.concatenate([t, t])``. One autograd_nb lacks raises
+        TypeError naming it. ``numpy.asarray(t)`` is not one of them: it detaches.
+
+        Examples
+        --------
+        >>> import numpy as np, autograd_nb as anb
+        >>> x = anb.tensor([[1.0, 2.0]], requires_grad=True)
+        >>> np.sum(x, axis=1)
+        tensor([3.], grad_fn=<SumBackward>)
+        >>> np.asarray(x)
+        array([[1., 2.]])
+        """
+        return _numpy_namespace().array_function(func, types, args, kwargs)
 
     def item(self):
         """The value of a one-element tensor as a Python number.
@@ -664,11 +698,19 @@ ARITHMETIC_OPERATORS = {
 }
 
 
+#: The ufuncs of the arithmetic operators, and their ops: ``array * t`` reaches
+#: ``Tensor.__array_ufunc__`` with ``numpy.multiply``.
+_OPERATOR_UFUNCS = {}
+_OPERANDS = frozenset({Tensor, np.ndarray, float, int})
+
+
 def _install_arithmetic_operators():
     for dunder, op_name in ARITHMETIC_OPERATORS.items():
         op = REGISTRY[op_name]  # built-in ops are never replaced
         if op.differentiable is not None and False in op.differentiable:
             raise AssertionError(f"{op_name}: _binary records every input as differentiable")
+
+        _OPERATOR_UFUNCS[getattr(np, op_name)] = op
 
         def forward(self, other, _op=op):
             return _binary(_op, self, other)
@@ -687,6 +729,19 @@ def _install_arithmetic_operators():
 
 def _data_of(value):
     return value._data if isinstance(value, Tensor) else value
+
+
+_namespace = []
+
+
+def _numpy_namespace():
+    """:mod:`autograd_nb.numpy`, the surface over this module that NumPy's protocols reach:
+    imported on first use."""
+    if not _namespace:
+        from . import numpy as namespace
+
+        _namespace.append(namespace)
+    return _namespace[0]
 
 
 def _no_grad_result(ufunc, *args):

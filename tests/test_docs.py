@@ -31,6 +31,7 @@ EXAMPLE_PAGES = {
     "compiled-backward.rst",
     "cuda.rst",
     "custom-ops.rst",
+    "numpy.rst",
 }
 FLAGS = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS
 
