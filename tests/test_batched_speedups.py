@@ -61,11 +61,14 @@ def test_split_gemm_same_bits_at_one_and_two_threads_and_close_to_numpy(
     try:
         for threads in THREADS:
             split = out.copy()
-            _at_threads(threads, _blas.gemm_add_split, *gemm, x, y, transpose_y, split)
+            _at_threads(threads, _blas.gemm_add_split, *gemm, x, y, transpose_y, split, True)
             results.append(split)
+        serial = out.copy()  # the blocks on this thread (a forked child's path)
+        _blas.gemm_add_split(*gemm, x, y, transpose_y, serial, False)
     finally:
         _blas.release_blas_threads(previous)
     np.testing.assert_array_equal(results[0], results[1])
+    np.testing.assert_array_equal(results[0], serial)
     y_used = y.T if transpose_y else y
     expected = out.astype(np.float64) + x.astype(np.float64) @ y_used.astype(np.float64)
     tolerance = 1e-4 if dtype == np.float32 else 1e-12
@@ -89,7 +92,7 @@ def test_split_gemm_reads_rows_with_a_stride():
     wide_out = np.zeros((64, 270))
     wide_out[:, :256] = out
     _blas.gemm_add_split(
-        *_blas.product_kernel(np.float64), wide_x[:, :128], y, False, wide_out[:, :256]
+        *_blas.product_kernel(np.float64), wide_x[:, :128], y, False, wide_out[:, :256], True
     )
     np.testing.assert_allclose(wide_out[:, :256], out + x @ y, rtol=1e-12, atol=1e-12)
     assert not wide_out[:, 256:].any()
@@ -98,7 +101,7 @@ def test_split_gemm_reads_rows_with_a_stride():
 def test_small_products_stay_on_one_block():
     x, y, out = _operands(np.float64, 8, 8, 8, False)
     expected = out + x @ y
-    _blas.gemm_add_split(*_blas.product_kernel(np.float64), x, y, False, out)
+    _blas.gemm_add_split(*_blas.product_kernel(np.float64), x, y, False, out, True)
     np.testing.assert_allclose(out, expected, rtol=1e-13)
 
 
@@ -246,17 +249,17 @@ _FORK_SCRIPT = """
 import multiprocessing, sys
 import numba, numpy as np
 import autograd_nb as anb
-from autograd_nb.ops import linalg
+from autograd_nb.ops import _parallel, linalg
 
 w = anb.tensor(np.random.default_rng(0).standard_normal((512, 256)))
 x = anb.tensor(np.ones(256))
 expected = (w @ x).numpy()
 if sys.argv[1] == "threads started":
     linalg._matvec_blocks(w.numpy(), x.numpy(), np.empty(512))
-started = linalg._threads_started()
+started = _parallel.threads_started()
 
 def child(queue):
-    queue.put(((w @ x).numpy(), linalg._threads_started()))
+    queue.put(((w @ x).numpy(), _parallel.threads_started()))
 
 context = multiprocessing.get_context("fork")
 queue = context.Queue()

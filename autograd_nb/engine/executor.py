@@ -39,6 +39,7 @@ from numba import njit, prange
 from .. import tape
 from ..ops import _pointers, _strided
 from ..ops._blas import hold_blas_threads, release_blas_threads
+from ..ops._parallel import parallel_allowed
 from ..ops.elementwise import ElementwiseOp
 from ..ops.shape import Reshape
 from . import fusion
@@ -337,10 +338,11 @@ def run_tables(table, object_ids, floats, arena_size, dtype):
 
 
 def run_batched_tables(table, object_ids, floats, arena_size, dtype, batch):
-    """One call into :func:`execute_batched`: in parallel where the batch makes several blocks
-    and numba has several threads, with OpenBLAS's own threads held at one meanwhile."""
+    """One call into :func:`execute_batched`: in parallel where the batch makes several blocks,
+    numba has several threads and this process may start them (``ops._parallel``), with
+    OpenBLAS's own threads held at one meanwhile."""
     arena = np.empty(max(arena_size, 1), dtype=dtype)  # (each block zeroes its own rows)
-    if batch < 2 * BLOCK_ROWS or numba.get_num_threads() == 1:
+    if batch < 2 * BLOCK_ROWS or not parallel_allowed() or numba.get_num_threads() == 1:
         execute_batched(table, object_ids, floats, arena, batch, False)
         return
     previous = hold_blas_threads()

@@ -25,6 +25,7 @@ from numba.np.ufunc.parallel import _launch_threads
 
 from .. import config, tape
 from ..ops import _kernels
+from ..ops._parallel import use_threads
 from ..ops.elementwise import ElementwiseOp
 
 #: Set False to run every VJP on its own (tests compare the two).
@@ -61,8 +62,9 @@ class Group:
 
     def spec(self, parallel=None):
         """``(driver, saved, ints, floats)`` for the executor (see ``Op.exec_spec``); the loop
-        is split over the cores from ``config.PARALLEL_MIN_ELEMENTS`` elements, unless
-        ``parallel`` says otherwise."""
+        is split over the cores from ``config.PARALLEL_MIN_ELEMENTS`` elements where this
+        process may start threads (``ops._parallel.use_threads``), unless ``parallel`` says
+        otherwise."""
         operands = []
         floats = []
         for node, k in zip(self.nodes, self.positions, strict=True):
@@ -73,7 +75,7 @@ class Group:
             floats.extend(node.attrs["params"])
         n = _size(self.head.shape)
         if parallel is None:
-            parallel = n >= config.PARALLEL_MIN_ELEMENTS
+            parallel = use_threads(n)
         return self.driver(parallel), operands, (n,), floats
 
     def driver(self, parallel):

@@ -35,6 +35,7 @@ from operator import attrgetter, eq, getitem, is_not, itemgetter
 import numpy as np
 
 from .. import layout, tape
+from ..ops._parallel import parallel_allowed
 from . import executor, fusion, graph_reader
 
 #: Templates kept per key (the outputs' ops, shapes and dtypes and the request's kind).
@@ -66,8 +67,9 @@ def clear():
 
 def key_of(root_edges, targets, all_leaves, batch=None):
     """The key under which templates of this request are kept; None when it is not cached
-    (an output that is a leaf). A batched request (``batch`` rows) has keys of its own."""
-    parts = [all_leaves, len(targets), fusion.ENABLED, batch]
+    (an output that is a leaf). A batched request (``batch`` rows) has keys of its own, and
+    so has a forked child that may not start parallel regions (its fused loops: serial)."""
+    parts = [all_leaves, len(targets), fusion.ENABLED, parallel_allowed(), batch]
     node_type = tape.Node
     for edge in root_edges:
         if type(edge) is not node_type:

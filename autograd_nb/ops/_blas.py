@@ -126,27 +126,38 @@ def block_start(length, blocks, p):
     return length * p // blocks // SPLIT_ALIGN * SPLIT_ALIGN
 
 
+@njit(cache=True, nogil=True)
+def _gemm_add_block(gemm, tiles, x, y, transpose_y, out, blocks, p):
+    """Block ``p`` of ``blocks`` of ``gemm_add_split``'s product."""
+    columns = out.shape[1]
+    start = block_start(columns, blocks, p)
+    stop = block_start(columns, blocks, p + 1)
+    part = y[start:stop] if transpose_y else y[:, start:stop]
+    gemm_add(gemm, tiles, x, False, part, transpose_y, out[:, start:stop])
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def _gemm_add_blocks(gemm, tiles, x, y, transpose_y, out, blocks):
-    columns = out.shape[1]
     for p in prange(blocks):
-        start = block_start(columns, blocks, p)
-        stop = block_start(columns, blocks, p + 1)
-        part = y[start:stop] if transpose_y else y[:, start:stop]
-        gemm_add(gemm, tiles, x, False, part, transpose_y, out[:, start:stop])
+        _gemm_add_block(gemm, tiles, x, y, transpose_y, out, blocks, p)
 
 
 @njit(cache=True, nogil=True)
-def gemm_add_split(gemm, tiles, x, y, transpose_y, out):
+def gemm_add_split(gemm, tiles, x, y, transpose_y, out, parallel):
     """``out += x @ y'`` (``y'``: ``y`` or ``y.T``) as ``gemm_add``, in blocks of output
-    columns (``split_blocks``) run as a ``prange`` over numba's threads; the same bits at
-    every thread count. Call between ``hold_blas_threads`` and ``release_blas_threads``.
+    columns (``split_blocks``) run as a ``prange`` over numba's threads where ``parallel``
+    (see ``_parallel.parallel_allowed``), else one after the other on this thread; the same
+    bits at every thread count and on this thread. Call between ``hold_blas_threads`` and
+    ``release_blas_threads``.
     """
     blocks = split_blocks(out.shape[1], out.shape[0] * x.shape[1] * out.shape[1])
     if blocks == 1:
         gemm_add(gemm, tiles, x, False, y, transpose_y, out)
-    else:
+    elif parallel:
         _gemm_add_blocks(gemm, tiles, x, y, transpose_y, out, blocks)
+    else:
+        for p in range(blocks):
+            _gemm_add_block(gemm, tiles, x, y, transpose_y, out, blocks, p)
 
 
 # -- OpenBLAS's own thread count ---------------------------------------------------------------

@@ -13,9 +13,9 @@ Python number never widens a float32 gradient to float64.
 
 import numpy as np
 
-from .. import config
 from . import _broadcast, _kernels, _scalar, registry
 from .registry import Op, call
+from ._parallel import use_threads
 
 _NO_PARAMS = np.empty(0, dtype=np.float64)
 
@@ -352,8 +352,8 @@ class ElementwiseOp(Op):
 
     def vjp_batched(self, k, grad_outputs, saved, attrs, grad_inputs):
         # One kernel call for the whole batch: in parallel when it is large enough to pay for
-        # starting the threads, else on this thread.
-        parallel = grad_outputs.size >= config.PARALLEL_MIN_ELEMENTS
+        # starting the threads (and this process may start them), else on this thread.
+        parallel = use_threads(grad_outputs.size)
         args, target_strides, collapsed = self._strided_args(k, grad_outputs, saved, attrs)
         batch = grad_outputs.shape[0]
         step = grad_outputs.size // batch if batch else 0

@@ -11,9 +11,7 @@ gradients (of any order) come from those ops' rules.
 """
 
 import math
-import os
 
-import numba
 import numpy as np
 from numba import njit, prange
 
@@ -28,6 +26,7 @@ from ._blas import (
     release_blas_threads,
 )
 from ._gemm import own_fits, own_gemm_add, tiles_add
+from ._parallel import parallel_allowed, threads_started
 from ._pointers import array_at
 from .registry import Op, call, call_view, public, remember
 
@@ -149,12 +148,12 @@ def _one_hot_add(x, y, transpose_y, out, columns):
 
 
 @njit(cache=True, nogil=True)
-def _product_add(gemm, tiles, x, y, transpose_y, out, columns):
+def _product_add(gemm, tiles, x, y, transpose_y, out, columns, parallel):
     """``out += x @ y'`` (``y'``: ``y`` or ``y.T``): row by row where every row of ``x`` has at
-    most one nonzero (``_one_hot_add``), else the GEMM split over numba's threads (see
-    ``_blas.gemm_add_split``)."""
+    most one nonzero (``_one_hot_add``), else the GEMM split over numba's threads where
+    ``parallel`` (see ``_blas.gemm_add_split``)."""
     if not _one_hot_add(x, y, transpose_y, out, columns):
-        gemm_add_split(gemm, tiles, x, y, transpose_y, out)
+        gemm_add_split(gemm, tiles, x, y, transpose_y, out, parallel)
 
 
 @njit(cache=True, nogil=True)
@@ -176,7 +175,7 @@ def _stack_add(tiles, x, y, transpose_y, out, columns):
 
 
 @njit(cache=True, nogil=True)
-def _bmm_vjp_batched(gemm, tiles, k, g, factor, grad):
+def _bmm_vjp_batched(gemm, tiles, k, g, factor, grad, parallel):
     """Both VJPs of ``_bmm`` for a stack of ``vectors`` grad_outputs ``g (vectors, batch, m,
     n)``, accumulated into ``grad`` (C-contiguous) by BLAS, with no copies: ``factor`` is
     ``b`` for ``k == 0`` (``grad[v, i] += g[v, i] @ b[i].T``), ``a`` for ``k == 1``
@@ -185,24 +184,27 @@ def _bmm_vjp_batched(gemm, tiles, k, g, factor, grad):
     Where the vectors' rows line up with one stride (one batch entry, or one row / column
     per entry: the Jacobian of ``W @ x``) they are stacked into one product per batch entry,
     ``(vectors * m, n) @ b[i].T`` or ``(vectors, m) @ a[i]`` (see ``_product_add``);
-    otherwise one product per vector and entry.
+    otherwise one product per vector and entry. Over numba's threads where ``parallel``,
+    else on this thread: the same bits.
     """
     vectors, batch, m, n = g.shape
     columns = np.empty(vectors * m, dtype=np.int64)
     if k == 0:
         if batch == 1:
             _product_add(gemm, tiles, g.reshape((vectors * m, n)), factor[0], True,
-                         grad.reshape((vectors * m, grad.shape[3])), columns)
+                         grad.reshape((vectors * m, grad.shape[3])), columns, parallel)
         elif m == 1:
             for i in range(batch):
-                _product_add(gemm, tiles, g[:, i, 0, :], factor[i], True, grad[:, i, 0, :], columns)
+                _product_add(gemm, tiles, g[:, i, 0, :], factor[i], True, grad[:, i, 0, :],
+                             columns, parallel)
         else:
-            _gemm_add_each(gemm, tiles, k, g, factor, grad)
+            _gemm_add_each(gemm, tiles, k, g, factor, grad, parallel)
     elif n == 1:
         for i in range(batch):
-            _product_add(gemm, tiles, g[:, i, :, 0], factor[i], False, grad[:, i, :, 0], columns)
+            _product_add(gemm, tiles, g[:, i, :, 0], factor[i], False, grad[:, i, :, 0],
+                         columns, parallel)
     else:
-        _gemm_add_each(gemm, tiles, k, g, factor, grad)
+        _gemm_add_each(gemm, tiles, k, g, factor, grad, parallel)
 
 
 @njit(cache=True, nogil=True)
@@ -243,13 +245,14 @@ def _gemm_add_one(gemm, tiles, k, g, factor, grad, e):
 
 
 @njit(cache=True, nogil=True)
-def _gemm_add_each(gemm, tiles, k, g, factor, grad):
-    """One GEMM per vector and batch entry, as a ``prange`` over them when they add up to
-    enough work (each writes its own ``grad[v, i]``: the same bits at every thread count)."""
+def _gemm_add_each(gemm, tiles, k, g, factor, grad, parallel):
+    """One GEMM per vector and batch entry, as a ``prange`` over them where ``parallel`` and
+    they add up to enough work (each writes its own ``grad[v, i]``: the same bits at every
+    thread count, and on this thread)."""
     vectors, batch, m, n = g.shape
     inner = factor.shape[2] if k == 0 else factor.shape[1]
     count = vectors * batch
-    if count > 1 and count * m * inner * n >= SPLIT_MIN_WORK:
+    if parallel and count > 1 and count * m * inner * n >= SPLIT_MIN_WORK:
         _gemm_add_each_parallel(gemm, tiles, k, g, factor, grad)
     else:
         for e in range(count):
@@ -324,36 +327,10 @@ def _matvec(a, x, out):
     fork, as it was when BLAS did these products; and a child forked after the threads
     started keeps to its own thread here.
     """
-    if _threads_started():
+    if threads_started():
         _matvec_blocks(a, x, out)
     else:
         _dot_rows(a, x, out, 0, a.shape[0])
-
-
-#: Set in a child forked from a process whose numba threads had started (see ``_matvec``).
-_forked_with_threads = False
-
-
-def _threads_started():
-    """Whether numba's thread pool runs in this process, and was not inherited by a fork."""
-    if _forked_with_threads:
-        return False
-    try:
-        numba.threading_layer()
-    except ValueError:  # no parallel region has run yet
-        return False
-    return True
-
-
-def _after_fork_in_child():
-    # The child inherits numba's state, not its threads: it must not start a parallel region.
-    global _forked_with_threads
-    if _threads_started():
-        _forked_with_threads = True
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 @njit(cache=True, nogil=True)
@@ -606,7 +583,7 @@ class BatchedMatmul(Op):
             previous = hold_blas_threads()
             try:
                 gemm, tiles = product_kernel(a.dtype)
-                _bmm_vjp_batched(gemm, tiles, k, g, factor, target)
+                _bmm_vjp_batched(gemm, tiles, k, g, factor, target, parallel_allowed())
             finally:
                 release_blas_threads(previous)
         else:

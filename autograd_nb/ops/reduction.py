@@ -17,6 +17,7 @@ from numba import njit
 from .. import config
 from . import _broadcast, _kernels, _strided, registry
 from ._fastmath import exp, log  # vectorisable, unlike libm's
+from ._parallel import use_threads
 from .registry import Op, call, public, run_key
 
 
@@ -157,7 +158,8 @@ class AxisOp(Op):
         self.vjp_kernel(g, x3 if x3 is not None else gx3, y if y is not None else g, gx3)
 
     def vjp_batched(self, k, grad_outputs, saved, attrs, grad_inputs):
-        """The batch as a prange over the op's own VJP kernel (saved values shared)."""
+        """The batch as a prange over the op's own VJP kernel (saved values shared), or as
+        the same loop on this thread where this process may not start a parallel region."""
         layout = attrs["layout"]
         if (
             layout.permuted is not None
@@ -173,11 +175,15 @@ class AxisOp(Op):
         gx = grad_inputs.reshape((batch,) + canonical)
         x3 = saved[0].reshape(canonical) if saved[0] is not None else gx[0]
         y = saved.output.reshape(row) if saved.output is not None else g[0]
-        self.batched_kernel(g, x3, y, gx)
+        module = self.batched_module
+        kernel = module.batched if use_threads(grad_outputs.size) else module.batched_serial
+        kernel(g, x3, y, gx)
 
     @property
-    def batched_kernel(self):
-        """A generated ``prange`` driver over ``vjp_kernel``, one per op, cached on disk."""
+    def batched_module(self):
+        """The generated drivers over ``vjp_kernel``, one module per op, cached on disk:
+        ``batched``, a ``prange`` over the batch, and ``batched_serial``, the same loop on one
+        thread (each compiles on its first call)."""
         module = getattr(self, "_batched_module", None)
         if module is None:
             kernel = type(self).vjp_kernel
@@ -187,7 +193,7 @@ class AxisOp(Op):
             source = BATCHED_DRIVER.format(module=kernel.py_func.__module__, name=name,
                                            digest=digest)
             module = self._batched_module = _kernels.load_module(f"{self.name}_batched", source)
-        return module.batched
+        return module
 
     def exec_spec(self, k, node):
         layout = node.attrs["layout"]
@@ -263,6 +269,12 @@ from {module} import {name} as kernel
 @njit(cache=True, nogil=True, parallel=True)
 def batched(g, x, y, gx):
     for b in prange(g.shape[0]):
+        kernel(g[b], x, y, gx[b])
+
+
+@njit(cache=True, nogil=True)
+def batched_serial(g, x, y, gx):
+    for b in range(g.shape[0]):
         kernel(g[b], x, y, gx[b])
 """
 

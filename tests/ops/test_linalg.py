@@ -464,7 +464,7 @@ def test_product_of_one_hot_rows_equals_the_gemm(transpose_y, own, width):
     assert columns[5] == -1
     start = rng.standard_normal((6, width))
     by_rows, by_gemm = start.copy(), start.copy()
-    linalg._product_add(*kernel, x, y, transpose_y, by_rows, columns)
+    linalg._product_add(*kernel, x, y, transpose_y, by_rows, columns, True)
     _blas.gemm_add(*kernel, x, False, y, transpose_y, by_gemm)
     np.testing.assert_array_equal(by_rows, by_gemm)
     x[2, 0] = x[2, 1] = 1.0  # two nonzeros in a row: not one-hot
