@@ -4,6 +4,7 @@ Every value here may be changed at run time (``autograd_nb.config.NAME = ...``);
 the attribute when it needs it.
 """
 
+import logging
 import os
 
 #: Folder where generated kernel modules (and, beside them, numba's on-disk cache) are written.
@@ -47,22 +48,22 @@ GEMM_KERNEL = os.environ.get("AUTOGRAD_NB_GEMM", "auto")
 #: launch under OpenMP's spinning wait policy on a loaded 2-core machine).
 PARALLEL_MIN_ELEMENTS = 1 << 15
 
-# numba's OpenMP threads spin between parallel regions by default (GNU OpenMP: ~3 ms), and on a
-# machine with as many cores as threads that steals the cores BLAS (and everything else) needs.
-# Measured here (2 cores): the batched 128x256 MLP Jacobian took 8.05 ms with 2 numba threads
-# under the default policy, 2.17 ms with PASSIVE (1 thread: 2.16 ms); a loop of that Jacobian, a
-# NumPy 256x256 product on NumPy's OpenBLAS threads and a 256x512 @ 512x256 product with its
-# gradient took 11.4 to 11.7 ms under the default policy and 3.0 to 4.3 ms under PASSIVE. A
-# PASSIVE thread sleeps at once, though, and waking it took 5 to 13 us per parallel region here,
-# where a spinning one takes under 1 us. So we keep PASSIVE (for the Intel and LLVM OpenMP
-# runtimes) and, for GNU OpenMP, whose GOMP_SPINCOUNT overrides it, a short spin: 3,000 turns (~30
-# us by GNU's own estimate; it lasted 40 to 80 us here), enough to bridge the Python between the
-# parallel regions of one step. Measured (2 threads against 1, the Jacobian's whole step, three
-# alternations in one process each, repeated three times as the machine's load changed): 1.64x,
-# 1.35x, 1.36x under PASSIVE alone; 1.73x, 1.48x, 1.52x with the spin; the mixed loop above 3.0,
-# 3.8, 4.1 ms against 3.0, 3.7, 4.0 under PASSIVE alone; 10,000 turns made it 4.0 to 4.4 ms.
-# Values the user set are kept (an OMP_WAIT_POLICY of the user's own: no spin is added); they only
-# take effect if OpenMP was not loaded yet in this process.
-if "OMP_WAIT_POLICY" not in os.environ:
-    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
-    os.environ.setdefault("GOMP_SPINCOUNT", "3000")
+#: Set ``OMP_WAIT_POLICY=PASSIVE`` and ``GOMP_SPINCOUNT=3000`` at import, unless the user set
+#: either or turned this off with ``AUTOGRAD_NB_OMP_DEFAULTS=0``: numba's idle OpenMP workers
+#: then spin briefly (bridging one step's parallel regions) and sleep instead of holding the
+#: cores BLAS needs (docs/benchmarking.rst, "OpenMP wait policy"; docs/batched.md). They take
+#: effect only if OpenMP is not loaded yet in this process.
+OMP_DEFAULTS = os.environ.get("AUTOGRAD_NB_OMP_DEFAULTS", "1") != "0"
+OMP_WAIT_SETTINGS = {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "3000"}
+
+
+def _set_omp_defaults():
+    if not OMP_DEFAULTS or "OMP_WAIT_POLICY" in os.environ:
+        return  # the user's own policy: no spin is added either
+    for name, value in OMP_WAIT_SETTINGS.items():
+        if name not in os.environ:
+            os.environ[name] = value
+            logging.getLogger(__name__).debug("set %s=%s for numba's OpenMP threads", name, value)
+
+
+_set_omp_defaults()

@@ -291,10 +291,12 @@ def test_matrix_vector_products_leave_a_forked_child_able_to_compute_them(parent
         ({}, ("PASSIVE", "3000")),  # GNU OpenMP spins briefly; other runtimes sleep at once
         ({"OMP_WAIT_POLICY": "ACTIVE"}, ("ACTIVE", None)),  # the user's policy, no spin added
         ({"GOMP_SPINCOUNT": "50"}, ("PASSIVE", "50")),
+        ({"AUTOGRAD_NB_OMP_DEFAULTS": "0"}, ("None", "None")),  # opted out: nothing set
     ],
 )
 def test_openmp_wait_settings_set_at_import_keep_the_users(preset, expected):
-    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    unset = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "AUTOGRAD_NB_OMP_DEFAULTS")
+    env = {k: v for k, v in os.environ.items() if k not in unset}
     env.update(preset)
     code = (
         "import os, autograd_nb; "
