@@ -8,12 +8,13 @@ PIP_INSTALL := $(PY) -m pip install --quiet --disable-pip-version-check
 # `make bench ASV_ARGS=` for a full (slower, statistically meaningful) asv run.
 ASV_ARGS ?= --quick
 
-.PHONY: help demo test test-gpu bench bench-report docs lint clean-cache
+.PHONY: help demo test test-fast test-gpu bench bench-report docs lint clean-cache
 
 help:
 	@echo "make demo          create $(VENV), install the package, run the grad_outputs tour"
 	@echo "make test          install the test, docs and cuda extras into $(VENV) and run the whole"
 	@echo "                   suite (the CUDA tests on numba's simulator: no GPU needed)"
+	@echo "make test-fast     the same without the tests marked slow (subprocesses, clusters)"
 	@echo "make test-gpu      run the CUDA tests (tests/cuda) on a real NVIDIA GPU"
 	@echo "make bench         install the bench extra and run the asv suite in $(VENV)"
 	@echo "make bench-report  turn the asv results into HTML (asv_bench/html)"
@@ -29,8 +30,13 @@ demo: $(PY)
 	$(PY) -m autograd_nb
 
 test: $(PY)
-	$(PIP_INSTALL) -e ".[test,docs,cuda]"
+	$(PIP_INSTALL) -e ".[test,docs,cuda,distributed]"
 	$(PY) -m pytest
+
+# The inner loop: every test but those marked slow (fresh processes, empty caches, clusters).
+test-fast: $(PY)
+	$(PIP_INSTALL) -e ".[test,docs,cuda]"
+	$(PY) -m pytest -m "not slow"
 
 # numba invalidates a cached function when its own file changes, not when a function it calls
 # in another file does: after editing a kernel (ops/_gemm.py, say), the cached callers in other

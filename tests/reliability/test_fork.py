@@ -14,7 +14,10 @@ import sys
 
 import pytest
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork() on this platform")
+pytestmark = [
+    pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork() on this platform"),
+    pytest.mark.slow,  # fresh processes
+]
 
 #: Compile time counts: a cold kernel cache compiles the parallel kernels and their twins.
 TIMEOUT = 240

@@ -11,6 +11,10 @@ import os
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.slow  # fresh processes with empty caches
+
 SCRIPT = r"""
 import gc, sys
 gc.set_threshold(int(sys.argv[1]), 1000, 1000)  # collections at once, or every n allocations

@@ -18,6 +18,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.slow  # fresh processes, some with empty caches
+
 WORKER = r"""
 import json, sys, threading, traceback
 import numpy as np
