@@ -45,6 +45,7 @@ __all__ = (
     ["Tensor", "autograd", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled",
      "is_grad_enabled"]
     + list(_tensor_module.CREATION)
-    + sorted(name for name in _FUNCTIONS if not name.startswith("_"))
+    # (``linalg.solve`` and ``special.erf`` live in their namespaces, not at the top level)
+    + sorted(name for name in _FUNCTIONS if not name.startswith("_") and "." not in name)
 )
-from . import linalg, viz  # noqa: E402,F401
+from . import linalg, special, viz  # noqa: E402,F401

@@ -1,10 +1,10 @@
 """Linear algebra with NumPy's ``numpy.linalg`` names: ``anb.linalg.norm(x)``.
 
 This namespace holds no code of its own. It shows the public functions of the op registry
-whose names are ``numpy.linalg``'s, so a function joins it by being registered (in its family
-file, ``ops/linalg.py``) under its NumPy name: ``solve``, ``det``, ``norm``... The top-level
-NumPy functions that ``numpy.linalg`` repeats with the same meaning (``matmul``, ``outer``,
-``tensordot``, ``cross``) appear here too.
+published as ``"linalg.<name>"`` with a ``numpy.linalg`` name (``ops/decompositions.py``:
+``solve``, ``det``, ``norm``, ...), so a function joins it by being published so. The
+top-level NumPy functions that ``numpy.linalg`` repeats with the same meaning (``matmul``,
+``outer``, ``tensordot``, ``cross``) appear here too.
 
 ``numpy.linalg.trace`` and ``numpy.linalg.diagonal`` take the *last* two axes, where
 ``numpy.trace`` and ``numpy.diagonal`` take the first two: the top-level functions do not stand

@@ -695,6 +695,7 @@ ARITHMETIC_OPERATORS = {
     "mul": "multiply",
     "truediv": "divide",
     "pow": "power",
+    "mod": "remainder",
 }
 
 

@@ -9,13 +9,21 @@ import numpy as np
 import scipy.special
 
 
-def _logsumexp(x, axis=None, keepdims=False):
+def _logsumexp(x, axis=None, b=None, keepdims=False, return_sign=False):
     # scipy's logsumexp keeps a (1,) shape for 0-d input with keepdims; NumPy's rules say ().
     x = np.asarray(x)
+    if b is not None:
+        x, b = np.broadcast_arrays(x, np.asarray(b))
     shape = np.sum(x, axis=axis, keepdims=keepdims).shape
     flat = np.ravel(x) if axis is None else x
-    return np.reshape(scipy.special.logsumexp(flat, axis=None if axis is None else axis,
-                                              keepdims=keepdims and axis is not None), shape)
+    if b is not None and axis is None:
+        b = np.ravel(b)
+    result = scipy.special.logsumexp(flat, axis=None if axis is None else axis, b=b,
+                                     keepdims=keepdims and axis is not None,
+                                     return_sign=return_sign)
+    if return_sign:
+        return tuple(np.reshape(r, shape) for r in result)
+    return np.reshape(result, shape)
 
 
 def _as_float(x):
@@ -68,6 +76,46 @@ REFERENCE = {
     "relu": lambda x: np.maximum(x, 0),
     "softplus": lambda x: np.logaddexp(x, 0),
     "clip": lambda x, a_min=None, a_max=None: np.clip(x, a_min, a_max),
+    "arctan2": np.arctan2,
+    "hypot": np.hypot,
+    "logaddexp": np.logaddexp,
+    "logaddexp2": np.logaddexp2,
+    "log2": np.log2,
+    "log10": np.log10,
+    "exp2": np.exp2,
+    "arcsinh": np.arcsinh,
+    "arccosh": np.arccosh,
+    "arctanh": np.arctanh,
+    "reciprocal": lambda x: np.reciprocal(_as_float(x)),
+    "sinc": np.sinc,
+    "fabs": np.fabs,
+    "remainder": np.remainder,
+    "mod": np.mod,
+    "fmax": np.fmax,
+    "fmin": np.fmin,
+    "deg2rad": np.deg2rad,
+    "rad2deg": np.rad2deg,
+    "nan_to_num": np.nan_to_num,
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "trunc": np.trunc,
+    "rint": np.rint,
+    "round": np.round,
+    "heaviside": np.heaviside,
+    # scipy.special
+    "special.erf": scipy.special.erf,
+    "special.erfc": scipy.special.erfc,
+    "special.erfinv": scipy.special.erfinv,
+    "special.gammaln": scipy.special.gammaln,
+    "special.digamma": scipy.special.digamma,
+    "special.polygamma": scipy.special.polygamma,
+    "special.logit": scipy.special.logit,
+    "special.expit": scipy.special.expit,
+    "special.xlogy": scipy.special.xlogy,
+    "special.ndtr": scipy.special.ndtr,
+    "special.log_ndtr": scipy.special.log_ndtr,
+    "special.i0": scipy.special.i0,
+    "special.i1": scipy.special.i1,
     # reductions
     "sum": np.sum,
     "mean": np.mean,
@@ -80,11 +128,47 @@ REFERENCE = {
     "softmax": _softmax,
     "log_softmax": _log_softmax,
     "cumsum": np.cumsum,
+    "cumprod": np.cumprod,
+    "nansum": np.nansum,
+    "nanmean": np.nanmean,
+    "average": np.average,
+    "ptp": np.ptp,
     # linear algebra
     "matmul": np.matmul,
     "dot": np.dot,
     "outer": np.outer,
     "einsum": np.einsum,
+    "tensordot": np.tensordot,
+    "inner": np.inner,
+    "kron": np.kron,
+    "cross": np.cross,
+    "trace": np.trace,
+    "diagonal": np.diagonal,
+    "diag": np.diag,
+    "tril": np.tril,
+    "triu": np.triu,
+    # numpy.linalg
+    "linalg.solve": np.linalg.solve,
+    "linalg.inv": np.linalg.inv,
+    "linalg.det": np.linalg.det,
+    "linalg.slogdet": np.linalg.slogdet,
+    "linalg.cholesky": np.linalg.cholesky,
+    "linalg.eigh": np.linalg.eigh,
+    "linalg.eigvalsh": np.linalg.eigvalsh,
+    "linalg.svd": np.linalg.svd,
+    "linalg.svdvals": np.linalg.svdvals,
+    "linalg.qr": np.linalg.qr,
+    "linalg.pinv": np.linalg.pinv,
+    "linalg.lstsq": np.linalg.lstsq,
+    "linalg.matrix_power": np.linalg.matrix_power,
+    "linalg.multi_dot": np.linalg.multi_dot,
+    "linalg.norm": np.linalg.norm,
+    "linalg.vector_norm": np.linalg.vector_norm,
+    "linalg.matrix_norm": np.linalg.matrix_norm,
+    "linalg.matrix_transpose": np.linalg.matrix_transpose,
+    "linalg.vecdot": np.linalg.vecdot,
+    "linalg.trace": np.linalg.trace,
+    "linalg.diagonal": np.linalg.diagonal,
     # shape
     "reshape": np.reshape,
     "transpose": np.transpose,
@@ -95,4 +179,34 @@ REFERENCE = {
     "concatenate": np.concatenate,
     "stack": np.stack,
     "ravel": np.ravel,
+    # assembly
+    "atleast_1d": np.atleast_1d,
+    "atleast_2d": np.atleast_2d,
+    "atleast_3d": np.atleast_3d,
+    "vstack": np.vstack,
+    "hstack": np.hstack,
+    "dstack": np.dstack,
+    "column_stack": np.column_stack,
+    "append": np.append,
+    "r_": np.r_,
+    "c_": np.c_,
+    "split": np.split,
+    "array_split": np.array_split,
+    "hsplit": np.hsplit,
+    "vsplit": np.vsplit,
+    "dsplit": np.dsplit,
+    "roll": np.roll,
+    "repeat": np.repeat,
+    "tile": np.tile,
+    "flip": np.flip,
+    "flipud": np.flipud,
+    "fliplr": np.fliplr,
+    "rot90": np.rot90,
+    "moveaxis": np.moveaxis,
+    "pad": np.pad,
+    "sort": np.sort,
+    "take": np.take,
+    "take_along_axis": np.take_along_axis,
+    "diff": np.diff,
+    "flatten": lambda a, order="C": np.asarray(a).flatten(order),
 }

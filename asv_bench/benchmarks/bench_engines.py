@@ -156,3 +156,9 @@ class MatmulTanh(_WorkloadSuite):
     __doc__ = WORKLOADS["matmul_tanh_256"].description
     workload = "matmul_tanh_256"
     params, param_names = _params_of(workload)
+
+
+class Linalg(_WorkloadSuite):
+    __doc__ = WORKLOADS["linalg"].description
+    workload = "linalg"
+    params, param_names = _params_of(workload)

@@ -956,3 +956,83 @@ _namespace_workload(
     lambda: [seeded((256, 256), seed=2, scale=256**-0.5), seeded((256, 256), seed=3)],
     _matmul_tanh,
 )
+
+
+# -- issue 21's linear algebra: solve, cholesky and slogdet ---------------------------------------
+
+LINALG_OPS = ("solve", "cholesky", "slogdet")
+
+linalg_workload = Workload(
+    "linalg",
+    "solve(A, b), cholesky(A) or slogdet(A) of an n x n positive-definite A: the forward and "
+    "the gradient of the sum (of logabsdet) w.r.t. A (and b)",
+    params={"op": LINALG_OPS, "n": (64, 512)},
+    compare=[{"op": op, "n": n} for op in LINALG_OPS for n in (64, 512)],
+)
+
+
+def _linalg_data(n):
+    x = seeded((n, n), seed=12)
+    return x @ x.T / n + np.eye(n), seeded(n, seed=13)
+
+
+def _linalg_loss(namespace, linalg, op, a, b):
+    """The workload's scalar, over a NumPy-like ``namespace`` and its ``linalg``."""
+    if op == "solve":
+        return namespace.sum(linalg.solve(a, b))
+    if op == "cholesky":
+        return namespace.sum(linalg.cholesky(a))
+    return linalg.slogdet(a)[1]
+
+
+@linalg_workload.variant("autograd_nb")
+def _(anb, op, n):
+    a, b = (anb.tensor(x, requires_grad=True) for x in _linalg_data(n))
+    inputs = [a, b] if op == "solve" else [a]
+
+    def step():
+        loss = _linalg_loss(anb, anb.linalg, op, a, b)
+        return [g.numpy() for g in anb.grad(loss, inputs)]
+
+    return step
+
+
+@linalg_workload.variant("torch")
+def _(torch, op, n):
+    a, b = (torch.tensor(x, requires_grad=True) for x in _linalg_data(n))
+    inputs = [a, b] if op == "solve" else [a]
+
+    def step():
+        loss = _linalg_loss(torch, torch.linalg, op, a, b)
+        return [g.numpy() for g in torch.autograd.grad(loss, inputs)]
+
+    return step
+
+
+@linalg_workload.variant("jax")
+def _(jax, op, n):
+    import jax.numpy as jnp
+
+    a, b = (jnp.asarray(x) for x in _linalg_data(n))
+    argnums = (0, 1) if op == "solve" else (0,)
+    grad = jax.jit(jax.grad(lambda a, b: _linalg_loss(jnp, jnp.linalg, op, a, b),
+                            argnums=argnums))
+
+    def step():
+        return [np.asarray(g) for g in jax.block_until_ready(grad(a, b))]
+
+    return step
+
+
+@linalg_workload.variant("autograd")
+def _(autograd, op, n):
+    import autograd.numpy as hnp
+
+    a, b = _linalg_data(n)
+    argnum = [0, 1] if op == "solve" else [0]
+    grad = autograd.grad(lambda a, b: _linalg_loss(hnp, hnp.linalg, op, a, b), argnum)
+
+    def step():
+        return list(grad(a, b))
+
+    return step

@@ -5,8 +5,8 @@ Elementwise kernels come from the *same* formula strings as the CPU's ``@njit`` 
 :func:`autograd_nb.ops._kernels.load_module`, so numba-cuda's ``cache=True`` keeps the compiled
 kernels between processes and an edited formula gives a new file. The formula vocabulary of
 :mod:`autograd_nb.ops._scalar` becomes device functions compiled from the very same Python
-functions (``where``, ``maximum``, ``minimum``, ``sign``, ``sigmoid``); ``exp``, ``log``, ...
-are CUDA's libdevice math through ``math``.
+functions (``where``, ``maximum``, ``sigmoid``, ``floor``, ``digamma``, ...); ``exp``, ``log``,
+``erf``, ... are CUDA's libdevice math through ``math``.
 
 Per elementwise op the module holds:
 
@@ -27,6 +27,8 @@ broadcast over a large output, e.g. a bias, would otherwise leave the GPU idle).
 Every kernel is a grid-stride loop, so any launch size computes every element.
 """
 
+import types
+
 from numba import cuda
 
 from .. import config
@@ -39,11 +41,24 @@ GRID_LIMIT = 65535
 
 # -- the formula vocabulary as device functions (compiled from the CPU's Python source) --------
 
-where = cuda.jit(device=True)(_scalar.where.py_func)
-maximum = cuda.jit(device=True)(_scalar.maximum.py_func)
-minimum = cuda.jit(device=True)(_scalar.minimum.py_func)
-sign = cuda.jit(device=True)(_scalar.sign.py_func)
-sigmoid = cuda.jit(device=True)(_scalar.sigmoid.py_func)
+
+def _device_twins():
+    """A device function per ``@njit`` function of :mod:`autograd_nb.ops._scalar`, compiled
+    from the same Python source. Each twin reads its global names from a copy of that module's
+    namespace in which the other ``@njit`` functions are their twins (``polygamma`` calls
+    ``digamma``'s twin), so that one source serves both targets."""
+    namespace = dict(vars(_scalar))
+    for name, value in list(namespace.items()):
+        source = getattr(value, "py_func", None)
+        if source is not None and source.__module__ == _scalar.__name__:
+            clone = types.FunctionType(
+                source.__code__, namespace, source.__name__, source.__defaults__
+            )
+            namespace[name] = cuda.jit(device=True)(clone)
+    return {name: namespace[name] for name in _scalar.SCALAR_NAMES}
+
+
+globals().update(_device_twins())
 
 _GENERATOR_VERSION = "1"
 

@@ -1,5 +1,5 @@
 """CUDA kernels of the reductions and scans: sum, prod, max, min, logsumexp, softmax,
-log_softmax and cumsum.
+log_softmax, cumsum and cumprod.
 
 The kernels see the CPU ops' canonical layout, ``(outer, n, inner)`` (see
 :class:`autograd_nb.ops.reduction.Layout`): the reduced axis is the middle one. Non-adjacent
@@ -726,3 +726,72 @@ class Cumsum(AxisKernels):
     def run_vjp(op, g, x3, y, gx, attrs):
         kernel = _cumsum_kernel(np.float64, block_size(), True, True)
         _launch_rows(kernel, gx.shape[1:], gx.shape[0], g, np.float64(0), gx)
+
+
+# -- cumprod: a block scan per row; its VJP a recurrence along each row ------------------------
+
+
+@functools.cache
+def _cumprod_kernel(dtype, threads):
+    """Inclusive product-scan of each row of ``x`` (``(outer, n, inner)``) into ``out``."""
+    scan = tile_scanner(_multiply)
+    slot = _numba_type(dtype)
+
+    @cuda.jit
+    def kernel(x, one, out):
+        shared = cuda.shared.array(threads, slot)
+        outer, n, inner = x.shape
+        tid = cuda.threadIdx.x
+        size = cuda.blockDim.x
+        for row in range(cuda.blockIdx.x, outer * inner, cuda.gridDim.x):
+            o = row // inner
+            k = row - o * inner
+            carry = one
+            for start in range(0, n, size):
+                j = start + tid
+                inside = j < n
+                value = x[o, j, k] if inside else one
+                running, _, carry = scan(shared, value, carry, one)
+                if inside:
+                    out[o, j, k] = running
+
+    return kernel
+
+
+@cuda.jit(cache=True)
+def _cumprod_vjp_kernel(g, x, y, gx):
+    # One thread per (batch, row), walking it from the end as the CPU kernel does:
+    # gx[j] += y[j - 1] * tail(j), tail(j) = g[j] + x[j + 1] * tail(j + 1).
+    batch, outer, n, inner = gx.shape
+    rows = outer * inner
+    for i in range(cuda.grid(1), batch * rows, cuda.blockDim.x * cuda.gridDim.x):
+        b = i // rows
+        row = i - b * rows
+        o = row // inner
+        k = row - o * inner
+        tail = 0.0
+        for j in range(n - 1, -1, -1):
+            tail += g[b, o, j, k]
+            before = y[o, j - 1, k] if j > 0 else 1.0
+            gx[b, o, j, k] += before * tail
+            tail *= x[o, j, k]
+
+
+@implements("cumprod")
+class Cumprod(AxisKernels):
+    """``cumprod``: a block scan per row (of products). The VJP is a linear recurrence along
+    each row (no division, so zeros are exact): one thread walks a row, rows in parallel."""
+
+    @staticmethod
+    def run_forward(op, x3, attrs):
+        out = _device.empty(x3.shape, x3.dtype)
+        if out.size:
+            kernel = _cumprod_kernel(x3.dtype, block_size())
+            _launch_rows(kernel, x3.shape, 1, x3, x3.dtype.type(1), out)
+        return out
+
+    @staticmethod
+    def run_vjp(op, g, x3, y, gx, attrs):
+        threads = block_size()
+        rows = gx.shape[0] * gx.shape[1] * gx.shape[3]
+        _cumprod_vjp_kernel[_blocks(rows, threads), threads](g, x3, y, gx)

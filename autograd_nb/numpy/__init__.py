@@ -5,7 +5,7 @@ Each name is NumPy's, with NumPy's arguments:
 - a differentiable function (one of the op registry's public functions, under its NumPy name
   or an alias such as ``absolute`` for ``abs``) records when a Tensor is among its arguments,
   and on anything else is NumPy's own function, returning what NumPy returns;
-- a function with no gradient (``floor``, comparisons, ``argmax``, ``nonzero``, ``shape``,
+- a function with no gradient (comparisons, ``argmax``, ``nonzero``, ``shape``,
   creation functions: ``CONSTANT_FUNCTIONS``) runs NumPy's function on the Tensors' data and
   gives Tensors without grad where NumPy gives arrays;
 - dtypes, scalar types and constants (``float64``, ``pi``, ``newaxis``) are NumPy's;
@@ -28,8 +28,8 @@ as they are.
 tensor(1.68294197, grad_fn=<SumBackward>)
 >>> np.sin(0.0)
 np.float64(0.0)
->>> np.floor(x * 1.5)
-tensor([0., 1.])
+>>> np.argmax(x * 1.5)
+tensor(1)
 >>> np.fft
 Traceback (most recent call last):
 ...

@@ -2,7 +2,8 @@
 
 import importlib
 
-FAMILIES = ("elementwise", "reduction", "linalg", "shape", "indexing")
+FAMILIES = ("elementwise", "reduction", "linalg", "shape", "indexing", "special",
+            "assembly", "reductions_more", "decompositions", "contractions")
 
 
 def load_all():

@@ -53,9 +53,9 @@ JIT_PARALLEL = '@njit(cache=True, error_model="numpy", nogil=True, parallel=True
 
 def load_module(tag, source):
     """Write ``source`` to the kernel folder (once) and import it; cached per process."""
-    # The fast-math functions are inlined into the kernels, and numba's cache doesn't see edits
-    # to them: their source hash is part of the key.
-    key = _GENERATOR_VERSION + _fastmath.SOURCE_HASH + source
+    # The fast-math and scalar functions are compiled into the kernels, and numba's cache
+    # doesn't see edits to them: their source hashes are part of the key.
+    key = _GENERATOR_VERSION + _fastmath.SOURCE_HASH + _scalar.SOURCE_HASH + source
     digest = hashlib.sha1(key.encode()).hexdigest()[:16]
     module_name = f"anb_{tag}_{digest}"
     module = _modules.get(module_name)

@@ -14,8 +14,8 @@ Python number never widens a float32 gradient to float64.
 import numpy as np
 
 from . import _broadcast, _kernels, _scalar, registry
-from .registry import Op, call
 from ._parallel import use_threads
+from .registry import Op, call, public
 
 _NO_PARAMS = np.empty(0, dtype=np.float64)
 
@@ -461,6 +461,17 @@ class WhereOp(ElementwiseOp):
         return out if out.dtype == arrays[1].dtype else out.astype(arrays[1].dtype)
 
 
+class RoundingOp(ElementwiseOp):
+    """``floor``: piecewise constant, so its gradient is 0 (as torch's). Integers and bools are
+    whole already: they come back as they are, with their dtype (NumPy 2's), never through a
+    float64 that would round those beyond 2**53."""
+
+    def forward(self, arrays, attrs):
+        if arrays[0].dtype.kind in "biu":
+            return arrays[0].copy()
+        return super().forward(arrays, attrs)
+
+
 def _define(table, **options):
     """One op per row: name, inputs, forward formula, VJP formulas, then optionally the
     test domain (a tuple) and options of that op alone (a dict)."""
@@ -515,6 +526,9 @@ _define(
         ("abs", "x", "abs(x)", {0: "g * sign(x)"}),
         ("sign", "x", "sign(x)", {0: "0 * g"}),
         ("relu", "x", "maximum(x, 0)", {0: "g * (y > 0)"}),
+        # Python's (and NumPy's) remainder: the sign of b. Away from its jumps (a / b whole),
+        # its derivative in b is -floor(a / b), as torch's.
+        ("remainder", "a b", "a % b", {0: "g", 1: "-g * floor(a / b)"}, (0.5, 3)),
     ],
     keeps_int=True,
 )
@@ -537,6 +551,21 @@ _define(
         ("tanh", "x", "tanh(x)", {0: "g * (1 - y * y)"}),
         ("sigmoid", "x", "sigmoid(x)", {0: "g * y * (1 - y)"}),
         ("softplus", "x", "log1p(exp(-abs(x))) + maximum(x, 0)", {0: "g * sigmoid(x)"}),
+        # libm's log2 and log10, exact at powers of 2 and 10 (log(x) / log(2) is not:
+        # int(log2(1024)) would be 9).
+        ("log2", "x", "log2(x)", {0: "g / (x * 0.6931471805599453)"}, (0.1, 4)),
+        ("log10", "x", "log10(x)", {0: "g / (x * 2.302585092994046)"}, (0.1, 4)),
+        ("arcsinh", "x", "arcsinh(x)", {0: "g / sqrt(x * x + 1)"}),
+        ("arccosh", "x", "arccosh(x)", {0: "g / sqrt((x - 1) * (x + 1))"}, (1.1, 4)),
+        ("arctanh", "x", "arctanh(x)", {0: "g / ((1 - x) * (1 + x))"}, (-0.9, 0.9)),
+        ("arctan2", "a b", "arctan2(a, b)",
+         {0: "g * b / (a * a + b * b)", 1: "-g * a / (a * a + b * b)"}),
+        ("hypot", "a b", "hypot(a, b)", {0: "g * a / y", 1: "g * b / y"}),
+        # NumPy's formula (log1p of a number <= 1; a == b, infinities included, apart), not
+        # a composite: it is one pass over memory.
+        ("logaddexp", "a b",
+         "where(a == b, a + 0.6931471805599453, maximum(a, b) + log1p(exp(-abs(a - b))))",
+         {0: "g * sigmoid(a - b)", 1: "g * sigmoid(b - a)"}),
     ],
 )
 WhereOp(
@@ -550,3 +579,267 @@ ElementwiseOp(
     params="a_min a_max",
     keeps_int=True,
 )
+RoundingOp("floor", "x", "floor(x)", {0: "0 * g"}, keeps_int=True)
+# NumPy's rint gives floats for integers, as for floats: half to even, gradient 0.
+ElementwiseOp("rint", "x", "rint(x)", {0: "0 * g"})
+
+
+# -- composites: functions written with the ops above, no kernel and no VJP of their own -------
+# Each gives NumPy's value within a few ulp (measured in tests/ops/test_elementwise_more.py)
+# and is differentiable to any order through its ops.
+
+_LN2 = 0.6931471805599453
+
+
+def _operand(x):
+    """``x`` as something with a dtype that compares elementwise (a Tensor or an array)."""
+    return x if hasattr(x, "dtype") else np.asarray(x)
+
+
+@public(family="elementwise")
+def exp2(x):
+    """``2 ** x``, elementwise (``power``: exact at whole ``x``, unlike ``exp(x log 2)``).
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.exp2(anb.tensor([-1.0, 0.0, 10.0]))
+    tensor([5.000e-01, 1.000e+00, 1.024e+03])
+    """
+    return call("power", 2.0, x)
+
+
+@public(family="elementwise")
+def logaddexp2(x1, x2):
+    """``log2(2 ** x1 + 2 ** x2)``, elementwise, without overflow: ``logaddexp`` in base 2.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.logaddexp2(anb.tensor([1.0, 1000.0]), anb.tensor([1.0, 0.0]))
+    tensor([   2., 1000.])
+    """
+    return call("logaddexp", call("multiply", x1, _LN2), call("multiply", x2, _LN2)) / _LN2
+
+
+@public(family="elementwise")
+def reciprocal(x):
+    """``1 / x``, elementwise. Integer input gives floats (NumPy's integer reciprocal
+    truncates, which has no gradient to give).
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.reciprocal(anb.tensor([2.0, -0.5]))
+    tensor([ 0.5, -2. ])
+    """
+    return call("divide", 1.0, x)
+
+
+@public(family="elementwise")
+def sinc(x):
+    """``sin(pi x) / (pi x)``, 1 at 0 (NumPy's normalised sinc), elementwise.
+
+    At exactly 0 the first derivative is 0, as it should be, and the second is also taken as
+    0 (torch's convention; the true value is ``-pi**2 / 3``).
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.sinc(anb.tensor([0.0, 0.5, 1.0]))
+    tensor([1.00000000e+00, 6.36619772e-01, 3.89817183e-17])
+    """
+    x = _operand(x)
+    zero = x == 0
+    # The untaken branch at 0 reads 1 (not 0/0), so that its share of the gradient is 0.
+    angle = call("where", zero, 1.0, x) * np.pi
+    return call("where", zero, 1.0, call("sin", angle) / angle)
+
+
+@public(family="elementwise")
+def fabs(x):
+    """Absolute value as a float (NumPy's ``fabs``: integers give float64), elementwise.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.fabs(anb.tensor([-1.5, 2.0]))
+    tensor([1.5, 2. ])
+    """
+    result = call("abs", x)
+    return result if result.dtype.kind == "f" else result.astype(np.float64)
+
+
+@public(family="elementwise")
+def mod(x1, x2):
+    """``x1 % x2``, elementwise: ``remainder``, with the sign of ``x2`` (Python's and NumPy's).
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.mod(anb.tensor([5.0, -5.0]), 3.0)
+    tensor([2., 1.])
+    """
+    return call("remainder", x1, x2)
+
+
+@public(family="elementwise")
+def deg2rad(x):
+    """Degrees to radians, elementwise: ``x * (pi / 180)`` (NumPy's arithmetic exactly).
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.deg2rad(anb.tensor([180.0]))
+    tensor([3.14159265])
+    """
+    return call("multiply", x, np.pi / 180.0)
+
+
+@public(family="elementwise")
+def rad2deg(x):
+    """Radians to degrees, elementwise: ``x * (180 / pi)`` (NumPy's arithmetic exactly).
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.rad2deg(anb.tensor([3.141592653589793]))
+    tensor([180.])
+    """
+    return call("multiply", x, 180.0 / np.pi)
+
+
+@public(family="elementwise")
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    """NaN and infinities replaced by finite numbers (NumPy's defaults: 0 and the dtype's
+    largest and lowest), elementwise. The gradient flows where ``x`` is finite, and is 0 at the
+    replaced entries (as torch's). The result is always a new Tensor (``copy`` is ignored).
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.nan_to_num(anb.tensor([float("nan"), 1.0, -float("inf")]), neginf=-9.0)
+    tensor([ 0.,  1., -9.])
+    """
+    x = _operand(x)
+    if x.dtype.kind != "f":
+        return call("add", x, 0)  # integers and bools are finite: a copy
+    info = np.finfo(x.dtype)
+    posinf = float(info.max) if posinf is None else posinf
+    neginf = float(info.min) if neginf is None else neginf
+    result = call("where", x == -np.inf, neginf, x)
+    result = call("where", x == np.inf, posinf, result)
+    return call("where", x != x, nan, result)
+
+
+@public(family="elementwise")
+def ceil(x):
+    """The smallest whole number >= ``x``, elementwise: ``-floor(-x)``. The gradient is 0
+    (torch's convention); integers and bools come back as they are.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.ceil(anb.tensor([-1.5, 0.2, 2.0]))
+    tensor([-1.,  1.,  2.])
+    """
+    x = _operand(x)
+    if x.dtype.kind in "biu":
+        return call("floor", x)
+    return call("negative", call("floor", call("negative", x)))
+
+
+@public(family="elementwise")
+def trunc(x):
+    """``x`` rounded towards 0, elementwise: ``sign(x) * floor(abs(x))``. The gradient is 0
+    (torch's convention); integers and bools come back as they are.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.trunc(anb.tensor([-1.5, 0.2, 2.7]))
+    tensor([-1.,  0.,  2.])
+    """
+    x = _operand(x)
+    if x.dtype.kind in "biu":
+        return call("floor", x)
+    return call("sign", x) * call("floor", call("abs", x))
+
+
+def _nan_ignoring(x1, x2, comparison):
+    """``fmax`` or ``fmin``: ``x1`` where it wins the comparison or ``x2`` is NaN, else ``x2``;
+    the gradient goes with the value, ties and NaN pairs to ``x1`` (torch's)."""
+    x1, x2 = _operand(x1), _operand(x2)
+    take_x1 = comparison(x1, x2) | (x2 != x2)
+    return call("where", take_x1, x1, x2)
+
+
+@public(family="elementwise")
+def fmax(x1, x2):
+    """The larger of ``x1`` and ``x2``, ignoring NaN (NaN only where both are), elementwise,
+    broadcasting.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.fmax(anb.tensor([1.0, float("nan"), 3.0]), anb.tensor([2.0, 0.5, float("nan")]))
+    tensor([2. , 0.5, 3. ])
+    """
+    return _nan_ignoring(x1, x2, lambda a, b: a >= b)
+
+
+@public(family="elementwise")
+def fmin(x1, x2):
+    """The smaller of ``x1`` and ``x2``, ignoring NaN (NaN only where both are), elementwise,
+    broadcasting.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.fmin(anb.tensor([1.0, float("nan"), 3.0]), anb.tensor([2.0, 0.5, float("nan")]))
+    tensor([1. , 0.5, 3. ])
+    """
+    return _nan_ignoring(x1, x2, lambda a, b: a <= b)
+
+
+@public(family="elementwise")
+def round(x, decimals=0):  # noqa: A001 - NumPy's name
+    """Round half to even, to ``decimals`` decimal places (NumPy's arithmetic: ``rint(x *
+    10**decimals) / 10**decimals``), elementwise. The gradient is 0 (torch's convention).
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.round(anb.tensor([0.5, 1.5, 2.675]), 1)
+    tensor([0.5, 1.5, 2.7])
+    >>> anb.round(anb.tensor([0.5, 1.5, -2.5]))
+    tensor([ 0.,  2., -2.])
+    """
+    decimals = int(decimals)
+    x = _operand(x)
+    if decimals >= 0 and x.dtype.kind in "biu":
+        return call("floor", x)  # whole already: a copy, in its dtype (as NumPy's)
+    if decimals == 0:
+        return call("rint", x)
+    factor = 10.0 ** abs(decimals)
+    if decimals > 0:
+        return call("rint", call("multiply", x, factor)) / factor
+    result = call("rint", call("divide", x, factor)) * factor
+    return result if x.dtype.kind == "f" else result.astype(x.dtype)
+
+
+@public(family="elementwise")
+def heaviside(x1, x2):
+    """The step function: 0 where ``x1 < 0``, ``x2`` where ``x1 == 0``, 1 where ``x1 > 0``
+    (NaN stays NaN), elementwise. The gradient is 0 in ``x1``; in ``x2`` it is 1 where
+    ``x1 == 0``.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.heaviside(anb.tensor([-2.0, 0.0, 3.0]), 0.5)
+    tensor([0. , 0.5, 1. ])
+    """
+    x1 = _operand(x1)
+    step = (call("sign", x1) + 1) * 0.5
+    return call("where", x1 == 0, x2, step)

@@ -469,7 +469,7 @@ class Prod(AxisOp):
     def rule(self, k, grad_output, inputs, output, attrs):
         (x,) = inputs
         grad = expand_reduced(grad_output, attrs)
-        if np.any(np.asarray(x) == 0):
+        if np.any(registry.host_values(x) == 0):
             return call("multiply", grad, _product_of_others(x, attrs))
         # Without zeros, prod / x is the product of the others, and stays so when
         # differentiated again at this point.
@@ -584,8 +584,9 @@ class Extremum(AxisOp):
 
     def rule(self, k, grad_output, inputs, output, attrs):
         # Which elements attain the extremum is constant almost everywhere: a NumPy weight.
-        x = np.asarray(inputs[0])
-        y = np.asarray(output).reshape(_broadcast.reduced_shape(x.shape, attrs["axes"], True))
+        x = registry.host_values(inputs[0])
+        kept = _broadcast.reduced_shape(x.shape, attrs["axes"], True)
+        y = registry.host_values(output).reshape(kept)
         hits = (x == y) | (np.isnan(x) & np.isnan(y))
         share = hits / np.sum(hits, axis=attrs["axes"], keepdims=True)
         grad = expand_reduced(grad_output, attrs)
@@ -706,16 +707,71 @@ LogSumExp()
 
 
 @public(family="reduction")
-def logsumexp(x, axis=None, keepdims=False):
-    """``log(sum(exp(x)))`` over ``axis``, computed stably (the maximum is taken out first).
+def logsumexp(x, axis=None, b=None, keepdims=False, return_sign=False):
+    """``log(sum(b * exp(x)))`` over ``axis``, computed stably (the maximum is taken out
+    first), with the arguments of ``scipy.special.logsumexp``.
+
+    Parameters
+    ----------
+    x : Tensor or array_like
+    axis : None, int or tuple of int, optional
+    b : Tensor or array_like, optional
+        Weights, broadcast against ``x`` and differentiable. Where a constant weight is 0 the
+        element is left out (as in SciPy: an infinite ``x`` there does not make a NaN).
+    keepdims : bool, optional
+    return_sign : bool, optional
+        Return ``(log(abs(s)), sign(s))`` for the weighted sum ``s``, which negative weights
+        can make negative (its log is then NaN).
 
     Examples
     --------
     >>> import autograd_nb as anb
     >>> anb.logsumexp(anb.tensor([1000.0, 1000.0]))
     tensor(1000.69314718)
+    >>> anb.logsumexp(anb.tensor([0.0, 0.0]), b=anb.tensor([3.0, 1.0]))
+    tensor(1.38629436)
+    >>> anb.logsumexp(anb.tensor([0.0, 0.0]), b=[1.0, -2.0], return_sign=True)
+    (tensor(0.), tensor(-1.))
     """
-    return call("logsumexp", x, axis=axis, keepdims=keepdims)
+    if b is None and not return_sign:
+        return call("logsumexp", x, axis=axis, keepdims=keepdims)
+    return _weighted_logsumexp(x, axis, b, keepdims, return_sign)
+
+
+def _weighted_logsumexp(x, axis, b, keepdims, return_sign):
+    """``logsumexp`` with weights (a composite): the shift is the largest ``x`` of nonzero
+    weight, a constant, so ops that record do the rest."""
+    values = registry.host_values(x)
+    weights = registry.host_values(1.0 if b is None else b)
+    # SciPy's dtype: Python scalar weights are weak (float32 stays float32).
+    weak = b is None or type(b) in (int, float)
+    dtype = np.result_type(values.dtype, np.float16, *(() if weak else (weights.dtype,)))
+    shape = _broadcast.broadcast_shapes(values.shape, weights.shape)
+    axes = _broadcast.normalize_axis(axis, len(shape))
+    values = np.broadcast_to(values, shape)
+    if b is not None and not getattr(b, "requires_grad", False):
+        # A constant zero weight leaves its element out. (A differentiable one keeps it: the
+        # result's derivative in that weight is not zero.)
+        left_out = np.broadcast_to(weights == 0, shape)
+        if np.any(left_out):
+            values = np.where(left_out, -np.inf, values)
+            x = call("where", left_out, -np.inf, x)
+    with np.errstate(invalid="ignore"):
+        shift = np.max(values, axis=axes, keepdims=True, initial=-np.inf)
+    shift = np.where(np.isfinite(shift), shift, 0).astype(dtype)
+    terms = call("exp", call("subtract", x, shift))
+    if b is not None:
+        terms = call("multiply", b, terms)
+    total = call("sum", terms, axis=axes, keepdims=True)
+    if return_sign:
+        sign = call("sign", total.detach())
+        total = call("abs", total)
+    result = call("add", call("log", total), shift)
+    if not keepdims:
+        reduced = _broadcast.reduced_shape(shape, axes, False)
+        result = call("reshape", result, shape=reduced)
+        sign = call("reshape", sign, shape=reduced) if return_sign else None
+    return (result, sign) if return_sign else result
 
 
 # -- softmax, log_softmax ----------------------------------------------------------------------

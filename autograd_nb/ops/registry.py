@@ -19,6 +19,8 @@ The calling convention that the engine relies on:
     each other and against finite differences.
 """
 
+import numpy as np
+
 REGISTRY = {}
 
 #: Public functions by name: one per op with a plain signature, plus composites (functions
@@ -88,6 +90,23 @@ def call_view(name, x, **attrs):
     the user: a public function returns a new buffer.
     """
     return _view_dispatch(REGISTRY[name], x, attrs)
+
+
+def host_values(x):
+    """The values of ``x`` (a Tensor on any device, an array, a list) as a NumPy array, cut
+    from the graph: for composites that work out index arrays, masks or constants from the
+    values. (``np.asarray`` refuses a CUDA Tensor, as torch's ``numpy()`` does.)"""
+    if hasattr(x, "grad_fn") and hasattr(x, "detach"):  # a Tensor (ops do not import it)
+        return x.detach().cpu().numpy()
+    return np.asarray(x)
+
+
+def constant_like(x, array):
+    """The NumPy ``array`` as a new Tensor without grad, on the device of the Tensor ``x``
+    (for results that are constants, such as ``average``'s sum of constant weights)."""
+    constant = call("reshape", array, shape=np.shape(array))
+    device = getattr(x, "device", "cpu")
+    return constant if device == "cpu" else constant.to(device)
 
 
 #: Entries a per-op cache keeps before it starts over (programs repeat a few layouts; one

@@ -37,6 +37,7 @@ KERNELS = {
     "softmax": reduction.Softmax,
     "log_softmax": reduction.LogSoftmax,
     "cumsum": reduction.Cumsum,
+    "cumprod": reduction.Cumprod,
 }
 
 #: Batch of gradient vectors in the batched-VJP checks.
@@ -154,7 +155,7 @@ def test_reduction_float64(name, shape, attrs):
     check_op(name, KERNELS[name], [x], attrs, rng)
 
 
-@pytest.mark.parametrize("name", ["softmax", "log_softmax", "cumsum"])
+@pytest.mark.parametrize("name", ["softmax", "log_softmax", "cumsum", "cumprod"])
 @pytest.mark.parametrize("shape, attrs", SINGLE_AXIS_CASES)
 def test_axis_op_float64(name, shape, attrs):
     rng = np.random.default_rng(1)
@@ -180,6 +181,15 @@ def test_long_rows_split_across_blocks(name, monkeypatch):
 def test_cumsum_of_the_flattened_input():
     rng = np.random.default_rng(3)
     check_op("cumsum", KERNELS["cumsum"], [rng.standard_normal((3, 4))], {"axis": None}, rng)
+
+
+def test_cumprod_gradient_is_exact_at_zeros():
+    rng = np.random.default_rng(14)
+    x = rng.standard_normal((3, 9, 2))
+    x[0, 4, 0] = 0.0
+    x[1, 2, 1] = x[1, 6, 1] = 0.0
+    check_op("cumprod", KERNELS["cumprod"], [x], {"axis": 1}, rng)
+    check_op("cumprod", KERNELS["cumprod"], [x], {"axis": None}, rng)
 
 
 def test_prod_gradient_is_exact_at_zeros():

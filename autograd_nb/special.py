@@ -1,0 +1,39 @@
+"""Special functions with SciPy's ``scipy.special`` names: ``anb.special.erf(x)``.
+
+This namespace holds no code of its own. It shows the public functions of the op registry
+registered as ``"special.<name>"`` (in their family file, ``ops/special.py``): ``erf``,
+``erfc``, ``erfinv``, ``gammaln``, ``digamma``, ``polygamma``, ``logit``, ``expit``, ``xlogy``,
+``ndtr``, ``log_ndtr``, ``i0``, ``i1``. Each is elementwise, broadcasting, differentiable to any
+order, and runs on CPU and CUDA tensors.
+
+>>> import autograd_nb as anb
+>>> x = anb.tensor([0.5, 2.0], requires_grad=True)
+>>> anb.grad(anb.special.gammaln(x).sum(), x)
+(tensor([-1.96351003,  0.42278434]),)
+"""
+
+from . import tensor as _tensor  # noqa: F401  (loads the ops, which fill the registry)
+from .ops.registry import FUNCTIONS
+
+_PREFIX = "special."
+
+
+def lookup(name):
+    """The function that ``anb.special.<name>`` is, or None where there is none."""
+    return FUNCTIONS.get(_PREFIX + name)
+
+
+def provided():
+    """The ``scipy.special`` names this namespace provides, sorted."""
+    return sorted(name[len(_PREFIX):] for name in FUNCTIONS if name.startswith(_PREFIX))
+
+
+def __getattr__(name):
+    function = lookup(name)
+    if function is None:
+        raise AttributeError(f"module 'autograd_nb.special' has no attribute {name!r}")
+    return function
+
+
+def __dir__():
+    return sorted(set(globals()) | set(provided()))
