@@ -99,9 +99,7 @@ def convert(array, dtype=None):
 def check_scalar(value):
     """A Python scalar operand of an op: complex (and other non-real numbers) raise the
     dtype TypeError."""
-    if isinstance(value, complex) or (
-        isinstance(value, numbers.Number) and not isinstance(value, numbers.Real)
-    ):
-        raise unsupported(np.complex128)
+    if isinstance(value, numbers.Number) and not isinstance(value, numbers.Real):
+        raise unsupported(np.complex128)  # Python's complex (np.generic ones: below)
     if isinstance(value, np.generic) and value.dtype.kind not in "fiub":
         raise unsupported(value.dtype)
