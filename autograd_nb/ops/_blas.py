@@ -24,8 +24,9 @@ BLAS runs kernels without it: see ``own_kernel_preferred``).
 import ctypes
 
 import numpy as np
-from numba import njit, prange
-from numba.extending import get_cython_function_address
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.extending import get_cython_function_address, intrinsic
 
 from .. import config
 from ._gemm import own_fits, own_gemm_add, tiles_address
@@ -227,6 +228,61 @@ def release_blas_threads(previous):
     """Undo ``hold_blas_threads``."""
     if previous is not None:
         _set_blas_threads(previous)
+
+
+def _address(function):
+    return 0 if function is None else ctypes.cast(function, ctypes.c_void_p).value
+
+
+#: The addresses of OpenBLAS's ``(get_num_threads, set_num_threads)`` (0 where not found), for
+#: compiled code that holds the thread count itself (``hold_blas_threads_at``): the compiled
+#: forward's drivers, which no Python runs around.
+THREAD_CONTROLS = (_address(_get_blas_threads), _address(_set_blas_threads))
+
+
+@intrinsic
+def _call_get(typingctx, address):
+    """Call the C function ``int f(void)`` at ``address``."""
+
+    def codegen(context, builder, signature, args):
+        function_type = ir.FunctionType(ir.IntType(32), [])
+        result = builder.call(builder.inttoptr(args[0], function_type.as_pointer()), [])
+        return builder.sext(result, ir.IntType(64))
+
+    return types.int64(types.int64), codegen
+
+
+@intrinsic
+def _call_set(typingctx, address, value):
+    """Call the C function ``void f(int)`` at ``address`` with ``value``."""
+
+    def codegen(context, builder, signature, args):
+        function_type = ir.FunctionType(ir.VoidType(), [ir.IntType(32)])
+        target = builder.inttoptr(args[0], function_type.as_pointer())
+        builder.call(target, [builder.trunc(args[1], ir.IntType(32))])
+        return context.get_dummy_value()
+
+    return types.void(types.int64, types.int64), codegen
+
+
+@njit(cache=True, nogil=True)
+def hold_blas_threads_at(get, set_):
+    """``hold_blas_threads`` from compiled code, through the addresses ``THREAD_CONTROLS``;
+    returns what ``release_blas_threads_at`` needs (0: nothing to restore)."""
+    if get == 0 or set_ == 0:
+        return 0
+    previous = _call_get(get)
+    if previous == 1:
+        return 0
+    _call_set(set_, 1)
+    return previous
+
+
+@njit(cache=True, nogil=True)
+def release_blas_threads_at(set_, previous):
+    """Undo ``hold_blas_threads_at``."""
+    if previous != 0:
+        _call_set(set_, previous)
 
 
 # -- which kernel does a product ---------------------------------------------------------------

@@ -113,16 +113,19 @@ def elementwise_source(inputs, params, forward, vjps, kinds=None):
         For each differentiable input position, the formula of its VJP contribution, which
         may use ``g`` (the grad_output element), ``y`` (the result) and the inputs.
 
-    The generated functions are ``forward``, ``forward_strided``, and for each ``k`` in ``vjps``
+    The generated functions are ``forward``, ``forward_strided``, their compiled programs'
+    drivers ``forward_exec`` (see :func:`_emit_forward_exec`), and for each ``k`` in ``vjps``
     ``vjp{k}``, ``vjp{k}_strided``, ``vjp{k}_batched`` (and ``_serial``), ``vjp{k}_exec``; a
     VJP kernel takes only the arrays its formula reads (see :func:`vjp_arguments`). ``kinds``
     names, per input, the dtype its buffer has in the compiled executor: ``"like"`` (the
-    gradient's, default) or ``"bool"`` (``where``'s condition).
+    gradient's, or in a forward driver the result's; default) or ``"bool"`` (``where``'s
+    condition).
     """
     lines = [HEADER]
     unpack = [f"    {name} = params[{i}]" for i, name in enumerate(params)]
     all_inputs = list(range(len(inputs)))
     _emit(lines, "forward", inputs, all_inputs, unpack, "out", None, forward)
+    _emit_forward_exec(lines, len(inputs), len(params), kinds or ("like",) * len(inputs))
     for k, formula in sorted(vjps.items()):
         used, reads_g, reads_y = vjp_arguments(inputs, params, formula)
         _emit(lines, f"vjp{k}", inputs, used, unpack, f"grad{k}", k, formula, reads_g, reads_y)
@@ -146,12 +149,7 @@ def _emit_exec(lines, k, used, n_params, reads_g, reads_y, kinds):
     like = {f"x{i}": ("bool_like" if kinds[i] == "bool" else "like") for i in used}
 
     def begin(name):
-        lines.append(JIT)
-        lines.append(f"def {name}(operands, ints, floats, like):")
-        lines.append("    n = ints[0]")
-        lines.append(f"    params = floats[:{n_params}]")
-        if "bool_like" in like.values():
-            lines.append("    bool_like = np.empty(0, dtype=np.bool_)")
+        _begin_driver(lines, name, n_params, "bool_like" in like.values())
 
     target = used.index(k) if k in used else None
     for mask in [0] + scalar_masks(len(used), True, target):
@@ -180,6 +178,51 @@ def _emit_exec(lines, k, used, n_params, reads_g, reads_y, kinds):
             args.append(f"s{name}")
             strided += 1
     lines.append(f"    vjp{k}_strided({', '.join(args)}, shape, params)")
+    lines.append("")
+
+
+def _begin_driver(lines, name, n_params, bool_like):
+    """The head of a driver (calling convention of ``ops._pointers``): ``n = ints[0]`` and the
+    formulas' ``params`` from ``floats``; ``bool_like`` selects bool buffers."""
+    lines.append(JIT)
+    lines.append(f"def {name}(operands, ints, floats, like):")
+    lines.append("    n = ints[0]")
+    lines.append(f"    params = floats[:{n_params}]")
+    if bool_like:
+        lines.append("    bool_like = np.empty(0, dtype=np.bool_)")
+
+
+def _emit_forward_exec(lines, n_inputs, n_params, kinds):
+    """A compiled program's drivers of the forward, one per layout of ``forward``:
+    ``forward_exec`` (flat: every operand of the result's ``n = ints[0]`` elements),
+    ``forward_s{mask}_exec`` (the scalar variants) and ``forward_strided_exec`` (``ints``:
+    ``[n, nd, shape.., strides of each input..]``, collapsed, in elements). Operands: the
+    inputs, then the result, which has ``like``'s dtype (as every input but a ``"bool"`` one).
+    """
+    inputs = [f"x{i}" for i in range(n_inputs)]
+    like = ["bool_like" if kind == "bool" else "like" for kind in kinds]
+    bool_like = "bool_like" in like
+    out = f"    out = array_at(operands[{n_inputs}], n, like)"
+    for mask in [0] + scalar_masks(n_inputs, False):
+        kernel = f"forward_s{mask}" if mask else "forward"
+        _begin_driver(lines, kernel + "_exec", n_params, bool_like)
+        for i, name in enumerate(inputs):
+            length = "1" if mask >> i & 1 else "n"
+            lines.append(f"    {name} = array_at(operands[{i}], {length}, {like[i]})")
+        lines.append(out)
+        lines.append(f"    {kernel}({', '.join(inputs)}, out, params)")
+        lines.append("")
+    _begin_driver(lines, "forward_strided_exec", n_params, bool_like)
+    lines.append("    nd = ints[1]")
+    lines.append("    shape = ints[2:2 + nd]")
+    args = []
+    for i, name in enumerate(inputs):
+        start = f"2 + nd * {i + 1}"
+        lines.append(f"    {name} = array_at(operands[{i}], _OPEN, {like[i]})")
+        lines.append(f"    s{name} = ints[{start}:{start} + nd]")
+        args += [name, f"s{name}"]
+    lines.append(out)
+    lines.append(f"    forward_strided({', '.join(args)}, out, shape, params)")
     lines.append("")
 
 

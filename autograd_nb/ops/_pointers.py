@@ -143,3 +143,20 @@ def entry_address(driver, dtype):
         module = _kernels.load_module(f"entry_{function.__name__}", source)
         address = _entries[key] = module.entry.address
     return address
+
+
+@njit(nogil=True)
+def _call_once(function, operands, ints, floats):
+    call_entry(function, operands.ctypes.data, ints.ctypes.data, floats.ctypes.data)
+
+
+def call_driver(driver, arrays, output, ints=(), floats=(), dtype=None):
+    """Run ``driver`` once on ``arrays`` into ``output`` through its C entry, as a compiled
+    program does (``Op.forward_spec``'s convention; for tests): the operands are the data
+    pointers of the C-contiguous ``arrays`` and ``output``; ``dtype`` (default the output's)
+    selects the entry."""
+    operands = np.array([a.ctypes.data for a in arrays] + [output.ctypes.data], dtype=np.int64)
+    ints = np.append(np.asarray(ints, dtype=np.int64), 0)
+    floats = np.append(np.asarray(floats, dtype=np.float64), 0.0)
+    entry = entry_address(driver, np.dtype(dtype or output.dtype))
+    _call_once(entry, operands, ints, floats)

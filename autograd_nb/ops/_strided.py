@@ -58,6 +58,32 @@ def scatter_add(values, offset, shape, strides, target):
 
 
 @njit(cache=True, nogil=True)
+def assign(values, value_strides, target, offset, shape, strides):
+    """``target[offset + position . strides] = values[position . value_strides]`` over the
+    C-order positions of ``shape`` (a basic ``x[index] = v``, ``v`` broadcast by stride 0)."""
+    nd = shape.size
+    inner = shape[nd - 1]
+    step = strides[nd - 1]
+    value_step = value_strides[nd - 1]
+    rows = 1
+    for d in range(nd - 1):
+        rows *= shape[d]
+    if inner <= 0:
+        return
+    for r in range(rows):
+        rem = r
+        start = offset
+        value_start = 0
+        for d in range(nd - 2, -1, -1):
+            position = rem % shape[d]
+            start += position * strides[d]
+            value_start += position * value_strides[d]
+            rem //= shape[d]
+        for j in range(inner):
+            target[start + j * step] = values[value_start + j * value_step]
+
+
+@njit(cache=True, nogil=True)
 def take(source, index, out):
     """``out[i] = source[index[i]]`` (advanced indexing through a flat index map)."""
     for i in range(index.size):
@@ -94,7 +120,7 @@ def strided_scatter_add(values, shape, strides, target, offset=0):
         scatter_add(values.reshape(-1), offset, collapsed, collapsed_strides, target.reshape(-1))
 
 
-# -- drivers of the compiled executor (calling convention of ``_pointers``) -------------------
+# -- drivers of the compiled executor and of compiled forwards (``_pointers``'s convention) ---
 
 
 @njit(cache=True, nogil=True)
@@ -146,9 +172,90 @@ def take_add_driver(operands, ints, floats, like):
         target[i] += source[index[i]]
 
 
+# The forward drivers (``Op.forward_spec``): operands are the inputs, then the output, which
+# they write in full.
+
+
+@njit(cache=True, nogil=True)
+def copy_driver(operands, ints, floats, like):
+    """``out = source`` over ``ints[0]`` elements (a reshape's copy)."""
+    n = ints[0]
+    array_at(operands[1], n, like)[:] = array_at(operands[0], n, like)
+
+
+@njit(cache=True, nogil=True)
+def gather_driver(operands, ints, floats, like):
+    """``out = source[offset + position . strides]`` (:func:`gather`; ``ints`` as
+    :func:`scatter_add_driver`, ``n`` the output's elements and ``size`` the source's)."""
+    n, size, offset, nd = ints[0], ints[1], ints[2], ints[3]
+    gather(array_at(operands[0], size, like), offset, ints[4:4 + nd], ints[4 + nd:4 + 2 * nd],
+           array_at(operands[1], n, like))
+
+
+@njit(cache=True, nogil=True)
+def take_driver(operands, ints, floats, like):
+    """``out[i] = source[offsets[i]]`` (:func:`take`): ``ints`` is ``[n, size, offsets..]``,
+    ``n`` flat offsets into a source of ``size`` elements."""
+    n, size = ints[0], ints[1]
+    take(array_at(operands[0], size, like), ints[2:2 + n], array_at(operands[1], n, like))
+
+
+@njit(cache=True, nogil=True)
+def scatter_driver(operands, ints, floats, like):
+    """Zeros, then :func:`scatter_add` of the values through a strided layout (``ints`` as
+    :func:`scatter_add_driver`): the adjoint of a basic selection."""
+    n, size, offset, nd = ints[0], ints[1], ints[2], ints[3]
+    target = array_at(operands[1], size, like)
+    target[:] = 0
+    scatter_add(array_at(operands[0], n, like), offset, ints[4:4 + nd], ints[4 + nd:4 + 2 * nd],
+                target)
+
+
+@njit(cache=True, nogil=True)
+def put_driver(operands, ints, floats, like):
+    """Zeros, then :func:`put_add` of ``n`` values at flat offsets (``ints``: ``[n, size,
+    offsets..]``, ``size`` the target's elements; repeated offsets accumulate in order)."""
+    n, size = ints[0], ints[1]
+    target = array_at(operands[1], size, like)
+    target[:] = 0
+    put_add(array_at(operands[0], n, like), ints[2:2 + n], target)
+
+
+@njit(cache=True, nogil=True)
+def assign_strided_driver(operands, ints, floats, like):
+    """``out = x`` then :func:`assign` of ``v`` (``x[index] = v`` for a basic index):
+    ``ints`` is ``[size, value_size, offset, nd, shape.., strides.., value_strides..]``."""
+    size, value_size, offset, nd = ints[0], ints[1], ints[2], ints[3]
+    out = array_at(operands[2], size, like)
+    out[:] = array_at(operands[0], size, like)
+    assign(array_at(operands[1], value_size, like), ints[4 + 2 * nd:4 + 3 * nd], out, offset,
+           ints[4:4 + nd], ints[4 + nd:4 + 2 * nd])
+
+
+@njit(cache=True, nogil=True)
+def assign_offsets_driver(operands, ints, floats, like):
+    """``out = x`` then ``out[targets[i]] = v[sources[i]]`` (``x[index] = v`` for an advanced
+    index): ``ints`` is ``[size, value_size, count, targets.., sources..]``."""
+    size, value_size, count = ints[0], ints[1], ints[2]
+    out = array_at(operands[2], size, like)
+    out[:] = array_at(operands[0], size, like)
+    values = array_at(operands[1], value_size, like)
+    for i in range(count):
+        out[ints[3 + i]] = values[ints[3 + count + i]]
+
+
 @functools.lru_cache(maxsize=4096)
 def strided_ints(n, size, offset, shape, strides):
     """The ``ints`` of :func:`scatter_add_driver` / :func:`gather_add_driver`, collapsed
     (``shape`` and ``strides`` as tuples; cached, as programs repeat their layouts)."""
     collapsed, (collapsed_strides,) = _broadcast.collapse(shape, [list(strides)])
     return (n, size, offset, len(collapsed), *collapsed.tolist(), *collapsed_strides.tolist())
+
+
+def assign_ints(size, value_size, offset, shape, strides, value_strides):
+    """The ``ints`` of :func:`assign_strided_driver`, collapsed."""
+    collapsed, (collapsed_strides, collapsed_values) = _broadcast.collapse(
+        shape, [list(strides), list(value_strides)]
+    )
+    return (size, value_size, offset, len(collapsed), *collapsed.tolist(),
+            *collapsed_strides.tolist(), *collapsed_values.tolist())

@@ -12,9 +12,11 @@ Python number never widens a float32 gradient to float64.
 """
 
 import numpy as np
+from numba import njit
 
 from . import _broadcast, _kernels, _scalar, registry
 from ._parallel import use_threads
+from ._pointers import array_at
 from .registry import Op, call, public
 
 _NO_PARAMS = np.empty(0, dtype=np.float64)
@@ -401,6 +403,26 @@ class ElementwiseOp(Op):
             ints.extend(s.tolist())
         return getattr(self.kernels, f"vjp{k}_strided_exec"), tuple(ints)
 
+    def forward_spec(self, arrays, attrs, output):
+        # The check on integer values (``2 ** -1``) ran on the recorded values only; and a
+        # forward that converts the kernel's result is not the kernel's alone.
+        if self.integer_check is not None and output.dtype.kind in "iu":
+            return None
+        if output.dtype != arrays[-1].dtype:
+            return None
+        shape, shapes = attrs["shape"], attrs["shapes"]
+        n = _size(shape)
+        if attrs["flat"]:
+            return self.kernels.forward_exec, (n,), attrs["params"]
+        mask = attrs["mask"]
+        if mask is not None:
+            return getattr(self.kernels, f"forward_s{mask}_exec"), (n,), attrs["params"]
+        collapsed, strides = _broadcast.layout(shape, shapes)
+        ints = [n, len(collapsed), *collapsed.tolist()]
+        for s in strides:
+            ints.extend(s.tolist())
+        return self.kernels.forward_strided_exec, tuple(ints), attrs["params"]
+
     def rule(self, k, grad_output, inputs, output, attrs):
         namespace = _tensor_namespace()
         namespace.update(zip(self.input_names, inputs))
@@ -470,6 +492,21 @@ class RoundingOp(ElementwiseOp):
         if arrays[0].dtype.kind in "biu":
             return arrays[0].copy()
         return super().forward(arrays, attrs)
+
+    def forward_spec(self, arrays, attrs, output):
+        if arrays[0].dtype.kind in "biu":
+            return _copy_exec, (output.size,), ()
+        return super().forward_spec(arrays, attrs, output)
+
+
+@njit(cache=True, nogil=True)
+def _copy_exec(operands, ints, floats, like):
+    """A compiled program's driver of a copy of ``ints[0]`` elements of ``like``'s dtype."""
+    n = ints[0]
+    source = array_at(operands[0], n, like)
+    target = array_at(operands[1], n, like)
+    for i in range(n):
+        target[i] = source[i]
 
 
 def _define(table, **options):

@@ -267,6 +267,13 @@ def same_index(a, b):
     return True
 
 
+def _offsets_ints(n, selection):
+    """``ints`` of the drivers that read an advanced selection's flat map: ``[n, size,
+    offsets..]``."""
+    size = int(np.prod(selection.input_shape, dtype=np.int64))
+    return np.concatenate(([n, size], selection.flat_map())).astype(np.int64)
+
+
 def _exec_sizes(node):
     n = 1
     for d in node.shape:
@@ -311,6 +318,15 @@ class GetItem(Op):
                     return arrays, found, x[found["index"]].copy()
         return self.run_and_remember(key, arrays, attrs)
 
+    def forward_spec(self, arrays, attrs, output):
+        # A strided read for a basic index; else output[i] = input[flat_map[i]] (what NumPy
+        # gathers, worked out once from the index, which the attrs hold).
+        selection = attrs["selection"]
+        n = output.size
+        if selection.basic:
+            return _strided.gather_driver, selection.exec_ints(n), ()
+        return _strided.take_driver, _offsets_ints(n, selection), ()
+
     def vjp(self, k, grad_output, saved, attrs, grad_input):
         attrs["selection"].scatter_add(grad_output, grad_input)
 
@@ -354,6 +370,15 @@ class IndexScatter(Op):
         selection.scatter_add(arrays[0], out)
         return out
 
+    def forward_spec(self, arrays, attrs, output):
+        # Zeros, then the scatter-add of ``forward`` (adding to +0 as it does, so -0.0 gives
+        # +0.0 alike, and repeated positions accumulate in the same order).
+        selection = attrs["selection"]
+        n = arrays[0].size
+        if selection.basic:
+            return _strided.scatter_driver, selection.exec_ints(n), ()
+        return _strided.put_driver, _offsets_ints(n, selection), ()
+
     def vjp(self, k, grad_output, saved, attrs, grad_input):
         gathered = attrs["selection"].gather(grad_output)
         _strided.accumulate(gathered.reshape(-1), grad_input.reshape(-1))
@@ -396,6 +421,26 @@ def _value_layout(value_shape, target_shape):
     return shape, _broadcast.broadcast_strides(shape, target_shape)
 
 
+def _assignment(selection, value_shape):
+    """Where ``x[index] = v`` writes, for an advanced index: the flat positions of ``x`` it
+    overwrites (each once) and the flat position in ``v`` of the value each one keeps.
+
+    Which of a repeated position's values is kept is NumPy's choice (the last, in the order
+    its assignment goes): found by NumPy's own assignment of the element numbers.
+    """
+    shape = selection.input_shape
+    size = int(np.prod(shape, dtype=np.int64))
+    selected = np.arange(size, dtype=np.int64).reshape(shape)[selection.index].shape
+    count = int(np.prod(selected, dtype=np.int64))
+    kept = np.full(size, -1, dtype=np.int64)
+    kept.reshape(shape)[selection.index] = np.arange(count, dtype=np.int64).reshape(selected)
+    targets = np.flatnonzero(kept >= 0)
+    value_shape, _ = _value_layout(value_shape, selected)
+    values = np.arange(int(np.prod(value_shape, dtype=np.int64)), dtype=np.int64)
+    sources = np.broadcast_to(values.reshape(value_shape), selected).reshape(-1)
+    return targets, sources[kept[targets]]
+
+
 class SetItem(Op):
     """``x[index] = v`` computed out of place; ``Tensor.__setitem__`` writes it back in place.
 
@@ -422,6 +467,19 @@ class SetItem(Op):
         out = x.copy()
         out[attrs["selection"].index] = v  # NumPy checks the index and the broadcast
         return out
+
+    def forward_spec(self, arrays, attrs, output):
+        x, v = arrays
+        selection = attrs["selection"]
+        if selection.basic:
+            shape, strides, offset = selection.layout()
+            _, value_strides = _value_layout(v.shape, shape)
+            ints = _strided.assign_ints(x.size, v.size, offset, tuple(shape), strides,
+                                        value_strides)
+            return _strided.assign_strided_driver, ints, ()
+        targets, sources = _assignment(selection, v.shape)
+        ints = np.concatenate(([x.size, v.size, targets.size], targets, sources))
+        return _strided.assign_offsets_driver, ints.astype(np.int64), ()
 
     def vjp(self, k, grad_output, saved, attrs, grad_input):
         selection = attrs["selection"]

@@ -18,12 +18,15 @@ from numba import njit, prange
 from . import _broadcast
 from ._blas import (
     SPLIT_MIN_WORK,
+    THREAD_CONTROLS,
     gemm_add,
     gemm_add_split,
     hold_blas_threads,
+    hold_blas_threads_at,
     own_kernel,
     product_kernel,
     release_blas_threads,
+    release_blas_threads_at,
 )
 from ._gemm import own_fits, own_gemm_add, tiles_add
 from ._parallel import parallel_allowed, threads_started
@@ -376,6 +379,89 @@ def _blas(dtype, m, k, n):
     return dtype.kind == "f" and m * k * n > SMALL_PRODUCT
 
 
+_INT64 = np.empty(0, dtype=np.int64)
+
+#: The paths of ``BatchedMatmul.forward`` (``_forward_path``), also its forward driver's.
+_EMPTY, _ZEROS, _RANK_ONE, _MATVEC, _BLAS, _LOOPS = range(6)
+
+
+def _forward_path(a, b):
+    """Which kernel ``_bmm``'s forward runs for ``a (batch, m, k) @ b (batch, k, n)``."""
+    if not (a.shape[0] and a.shape[1] and b.shape[2]):
+        return _EMPTY
+    if a.shape[2] == 0:
+        return _ZEROS
+    if a.shape[2] == 1:  # rank one (``outer``): one product per element, as NumPy's
+        return _RANK_ONE
+    if _split_matvec(a, b):
+        return _MATVEC
+    if _blas(a.dtype, *a.shape[1:], b.shape[2]):
+        return _BLAS
+    return _LOOPS
+
+
+@njit(cache=True, nogil=True)
+def _forward_small(path, a, b, out):
+    """The paths of ``_bmm``'s forward that every dtype takes (no BLAS)."""
+    if path == _ZEROS:
+        for i in range(out.shape[0]):
+            out[i] = 0
+    elif path == _RANK_ONE:
+        _rank_one_forward(a, b, out)
+    elif path == _LOOPS:
+        _bmm_forward_loops(a, b, out)
+
+
+@njit(cache=True, nogil=True)
+def _bmm_forward_driver(operands, ints, floats, like):
+    """``_bmm``'s forward driver (``Op.forward_spec``) for floats: ``ints`` is ``[path, batch,
+    m, inner, n, tiles, get, set]``, ``path`` as ``_forward_path``, ``get``/``set`` OpenBLAS's
+    thread controls (``_blas.THREAD_CONTROLS``), held at one thread below ``SPLIT_MIN_WORK``
+    as ``_forward_blas`` does (the thread count changes BLAS's bits). A matrix-vector product
+    runs on this thread: ``_matvec``'s blocks give the same bits."""
+    path, batch, m, inner, n = ints[0], ints[1], ints[2], ints[3], ints[4]
+    if path == _MATVEC:
+        _dot_rows(array_at(operands[0], m * inner, like).reshape((m, inner)),
+                  array_at(operands[1], inner, like), array_at(operands[2], m, like), 0, m)
+        return
+    a = array_at(operands[0], batch * m * inner, like).reshape((batch, m, inner))
+    b = array_at(operands[1], batch * inner * n, like).reshape((batch, inner, n))
+    out = array_at(operands[2], batch * m * n, like).reshape((batch, m, n))
+    if path != _BLAS:
+        _forward_small(path, a, b, out)
+        return
+    held = 0
+    if batch * m * inner * n < SPLIT_MIN_WORK:
+        held = hold_blas_threads_at(ints[6], ints[7])
+    _bmm_forward(a, b, out, ints[5])
+    release_blas_threads_at(ints[7], held)
+
+
+@njit(cache=True, nogil=True)
+def _bmm_forward_int_driver(operands, ints, floats, like):
+    """``_bmm``'s forward driver for integers (``ints`` as ``_bmm_forward_driver``'s)."""
+    path, batch, m, inner, n = ints[0], ints[1], ints[2], ints[3], ints[4]
+    a = array_at(operands[0], batch * m * inner, like).reshape((batch, m, inner))
+    b = array_at(operands[1], batch * inner * n, like).reshape((batch, inner, n))
+    out = array_at(operands[2], batch * m * n, like).reshape((batch, m, n))
+    _forward_small(path, a, b, out)
+
+
+@njit(cache=True, nogil=True)
+def _bmm_forward_bool_driver(operands, ints, floats, like):
+    """``_bmm``'s forward driver for booleans, computed as int64 (``prepare``'s operands) and
+    given as bool: a positive count of products is True."""
+    path, batch, m, inner, n = ints[0], ints[1], ints[2], ints[3], ints[4]
+    a = array_at(operands[0], batch * m * inner, _INT64).reshape((batch, m, inner))
+    b = array_at(operands[1], batch * inner * n, _INT64).reshape((batch, inner, n))
+    counts = np.empty((batch, m, n), dtype=np.int64)
+    _forward_small(path, a, b, counts)
+    out = array_at(operands[2], batch * m * n, like)
+    flat = counts.reshape(-1)
+    for i in range(out.size):
+        out[i] = flat[i] != 0
+
+
 def _forward_blas(a, b, out):
     """``_bmm_forward``, on one thread below ``SPLIT_MIN_WORK`` multiply-adds.
 
@@ -537,21 +623,35 @@ class BatchedMatmul(Op):
     def forward(self, arrays, attrs):
         a, b = arrays
         out = np.empty((a.shape[0], a.shape[1], b.shape[2]), dtype=a.dtype)
-        if out.size:
-            if a.shape[2] == 0:
-                out[...] = 0
-            elif a.shape[2] == 1:  # rank one (``outer``): one product per element, as NumPy's
-                _rank_one_forward(a, b, out)
-            elif _split_matvec(a, b):
-                _matvec(a[0], b[0, :, 0], out[0, :, 0])
-            elif _blas(a.dtype, *a.shape[1:], b.shape[2]):
-                _forward_blas(a, b, out)
-            else:
-                _bmm_forward_loops(a, b, out)
+        path = _forward_path(a, b)
+        if path == _ZEROS:
+            out[...] = 0
+        elif path == _RANK_ONE:
+            _rank_one_forward(a, b, out)
+        elif path == _MATVEC:
+            _matvec(a[0], b[0, :, 0], out[0, :, 0])
+        elif path == _BLAS:
+            _forward_blas(a, b, out)
+        elif path == _LOOPS:
+            _bmm_forward_loops(a, b, out)
         views = attrs.get("views")
         if views is not None:
             out = out.reshape(views[2])
         return out if out.dtype == attrs["dtype"] else out.astype(attrs["dtype"])
+
+    def forward_spec(self, arrays, attrs, output):
+        # (The drivers read flat buffers: the views need nothing of them.)
+        a, b = arrays
+        path = _forward_path(a, b)
+        batch, m, inner = a.shape
+        ints = [path, batch, m, inner, b.shape[2], 0, *THREAD_CONTROLS]
+        if output.dtype == np.bool_:
+            return _bmm_forward_bool_driver, ints, ()
+        if a.dtype.kind != "f":
+            return _bmm_forward_int_driver, ints, ()
+        if path == _BLAS:
+            ints[5] = own_kernel(a.dtype)  # chosen when recorded, as ``exec_spec``'s
+        return _bmm_forward_driver, ints, ()
 
     def vjp(self, k, grad_output, saved, attrs, grad_input):
         a, b = saved[0], saved[1]

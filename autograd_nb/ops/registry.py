@@ -258,6 +258,23 @@ class Op:
         """
         return None
 
+    def forward_spec(self, arrays, attrs, output):
+        """How a compiled program (:func:`autograd_nb.compile`) replays this op's forward, or
+        None (the default): then a program that uses the op runs eagerly.
+
+        Called once, when the program is recorded, with what the eager forward had: the
+        prepared ``arrays`` (C-contiguous, in the computation dtype), the canonical
+        ``attrs`` and the ``output`` that ``forward`` returned. Returns ``(driver, ints,
+        floats)``: ``driver`` an ``@njit`` function ``driver(operands, ints, floats, like)``
+        (see :mod:`autograd_nb.ops._pointers`) whose ``operands`` are the data pointers of
+        the input arrays, in order, then of a C-contiguous output buffer of ``output``'s
+        shape and dtype, which it writes in full; ``like`` is an empty array of the output's
+        dtype. ``ints`` (ints, or an int64 array) and ``floats`` (floats, or a float64 array)
+        are its attributes. Replayed on other arrays of the same shapes and dtypes, the
+        driver must give the bits ``forward`` gives.
+        """
+        return None
+
     def exec_rows_spec(self, k, node):
         """``exec_spec`` for a block of batch rows at once (``grad(..., is_grads_batched=True)``
         in the compiled executor), or None (the default): then the executor calls the

@@ -11,6 +11,7 @@ import numpy as np
 from numba import njit
 
 from . import _broadcast, _strided, registry
+from ._pointers import array_at
 from .registry import Op, call, public, run_key
 
 
@@ -39,6 +40,14 @@ def _size(shape):
     for d in shape:
         n *= d
     return n
+
+
+def _gather_spec(input_shape, out_shape, strides):
+    """Forward spec of a strided copy of an input of ``input_shape`` (transpose, broadcast)."""
+    ints = _strided.strided_ints(
+        _size(out_shape), _size(input_shape), 0, tuple(out_shape), tuple(strides)
+    )
+    return _strided.gather_driver, ints, ()
 
 
 def _scatter_spec(node, out_shape, strides):
@@ -109,6 +118,10 @@ class Reshape(ShapeOp):
         out = arrays[0].reshape(attrs["shape"])
         return out if attrs.get("view") is True else out.copy()
 
+    def forward_spec(self, arrays, attrs, output):
+        # A copy into the program's buffer, also where ``view=True`` made ``output`` a view.
+        return _strided.copy_driver, (_size(attrs["shape"]),), ()
+
     def vjp(self, k, grad_output, saved, attrs, grad_input):
         _strided.accumulate(grad_output.reshape(-1), grad_input.reshape(-1))
 
@@ -173,6 +186,9 @@ class Transpose(ShapeOp):
         out_shape, strides = self._layout(attrs)
         return _strided.strided_copy(arrays[0], out_shape, strides)
 
+    def forward_spec(self, arrays, attrs, output):
+        return _gather_spec(attrs["input_shape"], *self._layout(attrs))
+
     def vjp(self, k, grad_output, saved, attrs, grad_input):
         out_shape, strides = self._layout(attrs)
         _strided.strided_scatter_add(grad_output, out_shape, strides, grad_input)
@@ -211,6 +227,10 @@ class BroadcastTo(ShapeOp):
         strides = _broadcast.broadcast_strides(attrs["input_shape"], attrs["shape"])
         return _strided.strided_copy(arrays[0], attrs["shape"], strides)
 
+    def forward_spec(self, arrays, attrs, output):
+        strides = _broadcast.broadcast_strides(attrs["input_shape"], attrs["shape"])
+        return _gather_spec(attrs["input_shape"], attrs["shape"], strides)
+
     def vjp(self, k, grad_output, saved, attrs, grad_input):
         strides = _broadcast.broadcast_strides(attrs["input_shape"], attrs["shape"])
         _strided.strided_scatter_add(grad_output, attrs["shape"], strides, grad_input)
@@ -245,6 +265,14 @@ class AsType(ShapeOp):
     def forward(self, arrays, attrs):
         return arrays[0].astype(attrs["dtype"])
 
+    def forward_spec(self, arrays, attrs, output):
+        source, target = arrays[0].dtype, output.dtype
+        if source not in _CAST_CODES or target not in _CAST_CODES:
+            return None
+        if source.kind == "f" and target in _UNSIGNED_WIDE:
+            return None  # NumPy's casts of negative and NaN floats there differ from numba's
+        return _cast_driver, (output.size, _CAST_CODES[source]), ()
+
     def is_differentiable(self, k):
         return True
 
@@ -256,6 +284,56 @@ class AsType(ShapeOp):
 
     def rule(self, k, grad_output, inputs, output, attrs):
         return call("astype", grad_output, dtype=attrs["input_dtype"])
+
+
+#: The dtypes ``astype``'s forward driver converts between, by the code of the input's dtype.
+_CAST_DTYPES = tuple(np.dtype(t) for t in (
+    np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
+    np.float32, np.float64,
+))
+_CAST_CODES = {dtype: code for code, dtype in enumerate(_CAST_DTYPES)}
+_UNSIGNED_WIDE = (np.dtype(np.uint32), np.dtype(np.uint64))
+# The input's element type, for the driver's views (``like`` is the output's).
+_BOOL, _INT8, _INT16, _INT32, _INT64, _UINT8, _UINT16, _UINT32, _UINT64, _FLOAT32, _FLOAT64 = (
+    np.empty(0, dtype=dtype) for dtype in _CAST_DTYPES
+)
+
+
+@njit(cache=True, nogil=True)
+def _cast(source, out):
+    for i in range(out.size):
+        out[i] = source[i]
+
+
+@njit(cache=True, nogil=True)
+def _cast_driver(operands, ints, floats, like):
+    """``astype``'s forward driver: ``ints`` is ``[n, code]``, ``code`` the input's dtype in
+    ``_CAST_DTYPES``; numba's conversions, which are NumPy's (C's) for these pairs."""
+    n, code = ints[0], ints[1]
+    address = operands[0]
+    out = array_at(operands[1], n, like)
+    if code == 0:
+        _cast(array_at(address, n, _BOOL), out)
+    elif code == 1:
+        _cast(array_at(address, n, _INT8), out)
+    elif code == 2:
+        _cast(array_at(address, n, _INT16), out)
+    elif code == 3:
+        _cast(array_at(address, n, _INT32), out)
+    elif code == 4:
+        _cast(array_at(address, n, _INT64), out)
+    elif code == 5:
+        _cast(array_at(address, n, _UINT8), out)
+    elif code == 6:
+        _cast(array_at(address, n, _UINT16), out)
+    elif code == 7:
+        _cast(array_at(address, n, _UINT32), out)
+    elif code == 8:
+        _cast(array_at(address, n, _UINT64), out)
+    elif code == 9:
+        _cast(array_at(address, n, _FLOAT32), out)
+    else:
+        _cast(array_at(address, n, _FLOAT64), out)
 
 
 # -- concatenate and stack: one variadic op family over a 2-D layout ---------------------------
@@ -277,6 +355,20 @@ def _add_block(grad_output, start, grad_piece):
     for o in range(grad_piece.shape[0]):
         for j in range(grad_piece.shape[1]):
             grad_piece[o, j] += grad_output[o, start + j]
+
+
+@njit(cache=True, nogil=True)
+def _join_driver(operands, ints, floats, like):
+    """The forward driver of ``concatenate`` and ``stack``: ``ints`` is ``[count, outer, total,
+    widths.., starts..]``; input ``k`` is the ``(outer, widths[k])`` block from column
+    ``starts[k]`` of the ``(outer, total)`` result."""
+    count, outer, total = ints[0], ints[1], ints[2]
+    out = array_at(operands[count], outer * total, like).reshape((outer, total))
+    for k in range(count):
+        width = ints[3 + k]
+        if width:
+            piece = array_at(operands[k], outer * width, like).reshape((outer, width))
+            _copy_block(piece, out, ints[3 + count + k])
 
 
 def _same_dtype_arrays(values):
@@ -384,6 +476,12 @@ class Join(Op):
         # The batch is one more leading dimension: ``outer`` rows per vector.
         outer = grad_outputs.shape[0] * attrs["outer"]
         self._add_back(k, grad_outputs, outer, attrs, grad_inputs)
+
+    def forward_spec(self, arrays, attrs, output):
+        # NumPy's join (``forward``) moves the same elements as the block copies.
+        widths, starts = attrs["widths"], attrs["starts"][:-1]
+        ints = (len(widths), attrs["outer"], attrs["starts"][-1], *widths, *starts)
+        return _join_driver, ints, ()
 
     def exec_spec(self, k, node):
         # Input k is the (outer, width) block of columns from ``start`` of the (outer, total)
