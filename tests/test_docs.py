@@ -32,6 +32,7 @@ EXAMPLE_PAGES = {
     "cuda.rst",
     "custom-ops.rst",
     "numpy.rst",
+    "compile.rst",
 }
 FLAGS = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS
 

@@ -268,6 +268,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     """
     if retain_graph is None:
         retain_graph = create_graph
+    if tape._state.tracing is not None:
+        tape._state.tracing.refuse("backward() inside (its .grad accumulation)")
     tensors = _as_tuple(tensors, "tensors")
     if grad_tensors is not None and not isinstance(grad_tensors, (tuple, list)):
         grad_tensors = (grad_tensors,)

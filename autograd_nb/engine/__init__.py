@@ -1,5 +1,6 @@
 """The backward compiler: tape -> plan -> run (one compiled call, or the Python walk)."""
 
+from .. import tape
 from . import backward, executor, plan_cache
 from .backward import Plan, make_plan
 
@@ -36,6 +37,10 @@ def plan_and_run(root_edges, seeds, targets, all_leaves, retain_graph, create_gr
     when a template ran: then every target was reachable or ``allow_unused``, and no node
     retains its gradient). With ``allow_unused`` false an unreachable target raises here.
     """
+    trace = tape._state.tracing
+    if trace is not None:  # anb.compile is recording: the backward becomes part of the program
+        return trace.inner_backward(root_edges, seeds, targets, all_leaves, retain_graph,
+                                    create_graph, allow_unused, batch)
     key = None
     if CACHED and COMPILED and not create_graph:
         key = plan_cache.key_of(root_edges, targets, all_leaves, batch)

@@ -1,0 +1,309 @@
+"""``autograd_nb.compile``: a function recorded once per signature, then replayed from tables.
+
+A call's *signature* is the structure of its arguments (nested tuples, lists and dicts), per
+tensor its shape, dtype, device, ``requires_grad`` and contiguity, every other argument by
+value, which tensor arguments are the same object, and the grad mode. The first call of a
+signature runs fn eagerly while :mod:`.tracer` records it, and its result is the eager one.
+Later calls check the guards of the program (the tensors fn reached from its closure or
+globals are still those objects, of the same shape and dtype) and replay it
+(:mod:`.program`); a failed guard records the signature again.
+"""
+
+import collections
+import functools
+import threading
+import warnings
+
+import numpy as np
+
+from .. import tape
+from ..tensor import Tensor
+from . import program as program_module
+from . import tracer
+
+#: Programs kept per compiled function (least recently used dropped first).
+MAX_PROGRAMS = 64
+
+
+class CompileWarning(UserWarning):
+    """A compiled function's signature runs eagerly (value-dependent Python, or an op the
+    interpreter cannot run); the message says where and why."""
+
+
+CacheInfo = collections.namedtuple(
+    "CacheInfo", "programs eager hits misses traces max_programs"
+)
+
+
+class _Eager:
+    """A signature that runs eagerly from now on, and why."""
+
+    __slots__ = ("why",)
+
+    def __init__(self, why):
+        self.why = why
+
+
+class CompiledFunction:
+    """What :func:`compile` returns: call it as fn. See ``docs/compile.rst``."""
+
+    def __init__(self, fn, strict=False, max_programs=MAX_PROGRAMS):
+        if not callable(fn):
+            raise TypeError(f"autograd_nb.compile expects a callable, not {type(fn).__name__}")
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.strict = bool(strict)
+        self.max_programs = max_programs
+        self._programs = collections.OrderedDict()
+        self._lock = threading.Lock()
+        self._hits = 0
+        self._misses = 0
+        self._traces = 0
+
+    def __get__(self, instance, owner):  # a compiled method binds as a function does
+        if instance is None:
+            return self
+        return functools.partial(self, instance)
+
+    def __call__(self, *args, **kwargs):
+        leaves, structure = flatten((args, kwargs))
+        key = _signature(leaves, structure)
+        entry = self._programs.get(key)
+        if entry is not None:
+            if type(entry) is _Eager:
+                self._hits += 1
+                return self.fn(*args, **kwargs)
+            if entry.guards_hold():
+                self._hits += 1
+                results = entry.program.replay(leaves, args, kwargs)
+                return unflatten(entry.output_structure, results)
+        self._misses += 1
+        return self._record(key, leaves, args, kwargs)
+
+    def _record(self, key, leaves, args, kwargs):
+        tensors = [leaf if isinstance(leaf, Tensor) else None for leaf in leaves]
+        for t in tensors:
+            if t is not None and type(t._data) is not np.ndarray:
+                self._keep(key, _Eager("CUDA tensors run eagerly for now"))
+                _warn(self.fn, "CUDA tensors run eagerly for now", None)
+                return self.fn(*args, **kwargs)
+        trace = tracer.Trace(tensors)
+        with tracer.recording(trace):
+            result = self.fn(*args, **kwargs)
+        self._traces += 1
+        why, where = None, None
+        if trace.value_dependent is not None:
+            what, filename, line = trace.value_dependent
+            why = (f"the traced value reached Python ({what}), so a replay could take another "
+                   f"branch")
+            where = (filename, line)
+            if self.strict:
+                raise RuntimeError(
+                    f"autograd_nb.compile(strict=True): {why} at {filename}:{line}. Keep "
+                    f"tensor values in tensors (anb.where instead of `if`), or compile "
+                    f"without strict to run this signature eagerly."
+                )
+        elif trace.unsupported is not None:
+            what, filename, line = trace.unsupported
+            why, where = f"the interpreter cannot run {what}", (filename, line)
+        outputs, output_structure = flatten(result)
+        program = None
+        if why is None:
+            try:
+                program = program_module.Program(trace, outputs, self.fn, None)
+            except program_module.Unsupported as error:
+                why = f"the interpreter cannot run {error}"
+        if program is None:
+            self._keep(key, _Eager(why))
+            _warn(self.fn, why, where)
+            return result
+        sources = _sources(self.fn, program.externals)
+        self._keep(key, _Entry(program, output_structure, sources))
+        return result
+
+    def _keep(self, key, entry):
+        with self._lock:
+            self._programs[key] = entry
+            self._programs.move_to_end(key)
+            while len(self._programs) > self.max_programs:
+                self._programs.popitem(last=False)
+
+    def cache_info(self):
+        """``CacheInfo(programs, eager, hits, misses, traces, max_programs)``: the programs
+        kept (``eager`` of them run eagerly), calls served from one, calls that recorded."""
+        entries = list(self._programs.values())
+        eager = sum(type(e) is _Eager for e in entries)
+        return CacheInfo(len(entries) - eager, eager, self._hits, self._misses, self._traces,
+                         self.max_programs)
+
+    def cache_clear(self):
+        """Forget every program (the next call of each signature records again)."""
+        with self._lock:
+            self._programs.clear()
+
+
+class _Entry:
+    """A program and what its calls check first."""
+
+    __slots__ = ("program", "output_structure", "sources", "layouts")
+
+    def __init__(self, program, output_structure, sources):
+        self.program = program
+        self.output_structure = output_structure
+        self.sources = sources
+        self.layouts = program.external_layouts
+
+    def guards_hold(self):
+        for (kind, holder, name), t in zip(self.sources, self.program.externals):
+            if kind == "cell":
+                try:
+                    if holder.cell_contents is not t:
+                        return False
+                except ValueError:
+                    return False
+            elif kind == "global" and holder.get(name) is not t:
+                return False
+        for (shape, dtype), t in zip(self.layouts, self.program.externals):
+            data = t._data
+            if (type(data) is not np.ndarray or data.shape != shape or data.dtype != dtype
+                    or not data.flags.c_contiguous):
+                return False
+        return True
+
+
+def _sources(fn, externals):
+    """Where fn finds each outside tensor: ``("cell", cell, None)``, ``("global", globals,
+    name)``, or ``("held", None, None)`` (made by fn, or reached through an object: the
+    program keeps that tensor and reads it at every call)."""
+    places = {}
+    code = getattr(fn, "__code__", None)
+    closure = getattr(fn, "__closure__", None) or ()
+    for cell in closure:
+        try:
+            value = cell.cell_contents
+        except ValueError:
+            continue
+        if isinstance(value, Tensor):
+            places.setdefault(id(value), ("cell", cell, None))
+    namespace = getattr(fn, "__globals__", None)
+    if code is not None and namespace is not None:
+        for name in _global_names(code):
+            value = namespace.get(name)
+            if isinstance(value, Tensor):
+                places.setdefault(id(value), ("global", namespace, name))
+    return [places.get(id(t), ("held", None, None)) for t in externals]
+
+
+def _global_names(code):
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if hasattr(const, "co_names"):
+            names |= _global_names(const)
+    return names
+
+
+def _warn(fn, why, where):
+    name = getattr(fn, "__qualname__", repr(fn))
+    at = f" ({where[0]}:{where[1]})" if where else ""
+    warnings.warn(f"autograd_nb.compile: {name} runs eagerly for this signature: {why}{at}.",
+                  CompileWarning, stacklevel=4)
+
+
+# -- signatures and structures ---------------------------------------------------------------
+
+
+def flatten(tree):
+    """``(leaves, structure)`` of nested tuples, lists and dicts (a hashable structure)."""
+    leaves = []
+    return leaves, _flatten(tree, leaves)
+
+
+def _flatten(tree, leaves):
+    kind = type(tree)
+    if kind is tuple or kind is list:
+        return (kind, tuple(_flatten(item, leaves) for item in tree))
+    if kind is dict:
+        keys = tuple(tree)
+        return (dict, keys, tuple(_flatten(tree[k], leaves) for k in keys))
+    if isinstance(tree, tuple) and hasattr(tree, "_fields"):  # a namedtuple
+        return (kind, tuple(_flatten(item, leaves) for item in tree))
+    leaves.append(tree)
+    return None
+
+
+def unflatten(structure, leaves):
+    it = iter(leaves)
+    return _unflatten(structure, it)
+
+
+def _unflatten(structure, it):
+    if structure is None:
+        return next(it)
+    kind = structure[0]
+    if kind is dict:
+        return {k: _unflatten(s, it) for k, s in zip(structure[1], structure[2])}
+    items = [_unflatten(s, it) for s in structure[1]]
+    if kind is tuple or kind is list:
+        return kind(items)
+    return kind(*items)
+
+
+def _signature(leaves, structure):
+    parts = [structure, tape._state.enabled]
+    seen = {}
+    for i, leaf in enumerate(leaves):
+        if isinstance(leaf, Tensor):
+            data = leaf._data
+            first = seen.setdefault(id(leaf), i)
+            if type(data) is np.ndarray:
+                parts.append((data.shape, data.dtype, "cpu", leaf._requires_grad
+                              or leaf._node is not None, data.flags.c_contiguous, first))
+            else:
+                parts.append((tuple(data.shape), np.dtype(data.dtype), leaf.device,
+                              leaf.requires_grad, True, first))
+            continue
+        try:
+            hash(leaf)
+        except TypeError:
+            raise TypeError(
+                f"autograd_nb.compile: argument {i} is a {type(leaf).__name__}, which is not "
+                f"hashable; non-tensor arguments are part of the signature by value. Pass "
+                f"arrays as tensors (anb.tensor(...))."
+            ) from None
+        parts.append((type(leaf), leaf))
+    return tuple(parts)
+
+
+def compile(fn=None, *, strict=False):  # noqa: A001 (NumPy-style name, as torch.compile)
+    """Record ``fn`` once per signature, then replay it from tables: its forward in one
+    compiled call, its outputs ordinary Tensors whose backward is one compiled call.
+
+    Use as ``anb.compile(fn)``, ``@anb.compile`` or ``@anb.compile(strict=True)``. See
+    ``docs/compile.rst`` for what is frozen, the guards, the fallback and the costs.
+
+    Parameters
+    ----------
+    fn : callable
+        Takes and returns tensors (and other values) in nested tuples, lists and dicts.
+    strict : bool
+        Raise where a traced value reaches Python (``float(t)``, ``if t > 0:``) instead of
+        warning once and running that signature eagerly.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> @anb.compile
+    ... def loss(w, x):
+    ...     return anb.sum(anb.tanh(x @ w))
+    >>> w = anb.ones((3, 2), requires_grad=True)
+    >>> x = anb.ones((4, 3))
+    >>> first = loss(w, x)  # records (eagerly)
+    >>> again = loss(w, x)  # replays
+    >>> anb.grad(again, w)[0].shape
+    (3, 2)
+    >>> loss.cache_info().programs
+    1
+    """
+    if fn is None:
+        return lambda f: CompiledFunction(f, strict=strict)
+    return CompiledFunction(fn, strict=strict)

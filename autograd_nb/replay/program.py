@@ -1,0 +1,570 @@
+"""A recorded program laid out as tables, and its replay: a forward in one compiled call whose
+outputs are ordinary Tensors with a backward of one compiled call.
+
+Objects of a call, in order: the arena (every intermediate value, at fixed byte offsets), the
+buffers of fn's tensor arguments, of the tensors fn reached from outside (closures, globals,
+tensors it made), and the constants. The forward table (:mod:`.interpreter`) reads and writes
+them by ``(object, offset)``.
+
+The graph of a replayed call is two kinds of node. ``ReplayInputs`` has the call's
+differentiable tensors as its edges and a gradient buffer holding all their gradients one
+after another (and, after them, scratch space); its VJP for input ``k`` adds that input's part
+into the input's gradient. Each differentiable output has a ``ReplayOutput`` node with that
+one edge, whose VJP runs the output's recorded backward table into the buffer, one driver
+call (:func:`.interpreter.backward_driver`). So the compiled backward executor, its batched
+form, the plan cache and the Python walk all run a replayed call as they run any graph, and
+``create_graph=True`` re-runs fn eagerly to record differentiable gradients.
+"""
+
+import sys
+import threading
+
+import numpy as np
+
+from .. import tape
+from ..engine import backward as backward_module
+from ..engine import executor
+from ..ops import _pointers
+from ..ops.registry import Op, call
+from ..tensor import Tensor
+from . import interpreter
+
+_ALIGN = 64
+#: Arenas of recent calls a program keeps to reuse once their outputs are gone.
+_SPARE_ARENAS = 4
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+class Unsupported(Exception):
+    """The trace cannot become a program (the message says why); fn then runs eagerly."""
+
+
+class _Like:
+    """What ``tape.new_node`` reads of a result: its shape and dtype."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape, dtype):
+        self.shape = shape
+        self.dtype = dtype
+
+
+class CallRecord:
+    """What a replayed call keeps for its backward: the arrays its tables address by
+    ``id`` (alive as long as the nodes), and the call's arguments, to re-run fn for
+    ``create_graph``."""
+
+    __slots__ = ("keep", "args", "kwargs", "program", "versions")
+
+    def __init__(self, keep, args, kwargs, program, versions):
+        self.keep = keep
+        self.args = args
+        self.kwargs = kwargs
+        self.program = program
+        self.versions = versions
+
+
+class ReplayInputs(Op):
+    """Node of a replayed call's differentiable tensors (see the module docstring)."""
+
+    family = "replay"
+    saves = ()
+
+    def __init__(self, name, offsets, shapes):  # (not registered: one per program)
+        self.name = name
+        self.offsets = offsets
+        self.shapes = shapes
+        self.n_inputs = len(offsets)
+        self.sizes = [int(np.prod(s, dtype=np.int64)) for s in shapes]
+
+    def exec_spec(self, k, node):
+        return interpreter.slice_accumulate_driver, (), (self.offsets[k], self.sizes[k]), ()
+
+    def vjp(self, k, grad_output, saved, attrs, grad_input):
+        start = self.offsets[k]
+        part = grad_output.reshape(-1)[start:start + self.sizes[k]]
+        grad_input += part.reshape(grad_input.shape)
+
+    def rule(self, k, grad_output, inputs, output, attrs):
+        start = self.offsets[k]
+        part = call("getitem", grad_output, index=slice(start, start + self.sizes[k]))
+        return call("reshape", part, shape=self.shapes[k])
+
+
+class ReplayOutput(Op):
+    """Node of one differentiable output of a replayed call (see the module docstring)."""
+
+    family = "replay"
+    n_inputs = 3
+    differentiable = (True, False, False)
+    saves = (0, 1, 2)
+
+    def __init__(self, name, program, index, table, floats, ints):
+        self.name = name
+        self.program = program
+        self.index = index
+        self.table = table
+        self.floats = floats
+        self.ints = ints
+
+    def exec_spec(self, k, node):
+        return interpreter.backward_driver, (node.saved_inputs[1], self.table, self.floats), \
+            self.ints, ()
+
+    def vjp(self, k, grad_output, saved, attrs, grad_input):
+        g = np.ascontiguousarray(grad_output, dtype=self.program.dtype)
+        ids = saved[1]
+        operands = np.array([g.ctypes.data, ids.ctypes.data, self.table.ctypes.data,
+                             self.floats.ctypes.data, grad_input.ctypes.data], dtype=np.int64)
+        entry = _pointers.entry_address(interpreter.backward_driver, self.program.dtype)
+        _pointers._call_once(entry, operands, np.array(self.ints + (0,), dtype=np.int64),
+                             np.zeros(1))
+
+    def rule(self, k, grad_output, inputs, output, attrs):
+        record = inputs[2]._data[()]
+        return self.program.eager_gradient(record, self.index, grad_output)
+
+
+class Program:
+    """A trace laid out as tables; :meth:`replay` runs it."""
+
+    def __init__(self, trace, outputs, fn, externals_sources):
+        self.fn = fn
+        self.n_inputs = len(trace.inputs)
+        self.input_used = [t is not None for t in trace.inputs]
+        self.externals = list(trace.externals)
+        self.sources = externals_sources
+        self.external_layouts = [(t._data.shape, t._data.dtype) for t in self.externals]
+        self.const_base = 1 + self.n_inputs + len(self.externals)
+        self.consts = list(trace.consts)
+        self._arena(trace)
+        self._arenas = []  # recent calls' arenas (see ``_take_arena``)
+        self._arena_lock = threading.Lock()
+        self.forward_table, self.forward_floats = self._forward(trace)
+        self.written = self._written(trace)
+        self.outputs = self._outputs(trace, outputs)
+        self._backward(trace, outputs)
+        self._finish()
+
+    # -- layout ----------------------------------------------------------------------------
+
+    def _arena(self, trace):
+        self.arena_offsets = []
+        size = 0
+        for buffer in trace.arena_buffers:
+            size = -(-size // _ALIGN) * _ALIGN
+            self.arena_offsets.append(size)
+            size += buffer.array.nbytes
+        self.arena_bytes = max(size, 1)
+
+    def location(self, buffer, offset):
+        kind = buffer.kind
+        if kind == "arena":
+            return 0, self.arena_offsets[buffer.index] + offset
+        if kind == "input":
+            return 1 + buffer.index, offset
+        if kind == "external":
+            return 1 + self.n_inputs + buffer.index, offset
+        return self.const_base + buffer.index, offset
+
+    def _forward(self, trace):
+        builder = interpreter.Builder()
+        values = {}
+
+        def value(buffer, offset):
+            where = self.location(buffer, offset)
+            index = values.get(where)
+            if index is None:
+                index = values[where] = builder.value(*where)
+            return index
+
+        copy_entry = _pointers.entry_address(interpreter.copy_driver, np.dtype(np.float64))
+        for event in trace.events:
+            if event.op == "block":  # a backward run inside fn (``Trace.record_backward``)
+                zeros, rows, ints, floats = event.operands
+                for (buffer, offset), n_bytes in zeros:
+                    builder.zero(value(buffer, offset), n_bytes)
+                ints_base, floats_base = len(builder.ints), len(builder.floats)
+                builder.ints.extend(ints)
+                builder.floats.extend(floats)
+                for address, operands, ints_at, floats_at in rows:
+                    if address is None:
+                        builder.zero(value(*operands[0]), ints_at)
+                        continue
+                    builder.rows.extend((builder.entry(address), len(operands),
+                                         len(builder.operands), ints_base + ints_at,
+                                         floats_base + floats_at))
+                    builder.operands.extend(value(b, o) for b, o in operands)
+                continue
+            operands = [value(b, o) for b, o in event.operands]
+            if event.op is None:  # a copy (an in-place write, or a kept old value)
+                builder.call(copy_entry, operands, (event.operands[0][0].array.nbytes,))
+                continue
+            driver, ints, floats = event.spec
+            operands.append(value(event.output, 0))
+            builder.call(_pointers.entry_address(driver, event.dtype), operands, ints, floats)
+        return builder.tables()
+
+    def _written(self, trace):
+        """The argument and outside tensors written in place: their versions move per call."""
+        written = []
+        for buffer in trace.writes:
+            if buffer.kind in ("input", "external") and (buffer.kind, buffer.index) not in written:
+                written.append((buffer.kind, buffer.index))
+        return written
+
+    def _outputs(self, trace, outputs):
+        """Per output leaf, how a replay makes it."""
+        made = []
+        for leaf in outputs:
+            if not isinstance(leaf, Tensor):
+                made.append(("value", leaf))
+                continue
+            data = leaf._data
+            if type(data) is not np.ndarray:
+                raise Unsupported("an output on a GPU")
+            for i, t in enumerate(trace.inputs):
+                if t is leaf:
+                    made.append(("input", i))
+                    break
+            else:
+                index = trace.external_index.get(id(leaf))
+                if index is not None:
+                    made.append(("external", index))
+                    continue
+                found = trace.find(data)
+                if found is None:
+                    if leaf._node is not None:
+                        raise Unsupported("an output this recorder did not see made")
+                    made.append(("fresh", data.copy(), leaf._requires_grad))
+                    continue
+                buffer, offset = found
+                if buffer.kind != "arena" or not data.flags.c_contiguous:
+                    raise Unsupported("an output that is a view of an argument")
+                made.append(("arena", self.arena_offsets[buffer.index] + offset, data.shape,
+                             data.dtype, leaf))
+        return made
+
+    # -- backward --------------------------------------------------------------------------
+
+    def _backward(self, trace, outputs):
+        """Per differentiable output, its backward table (from the trace's eager graph)."""
+        self.backward_outputs = {}
+        differentiable = [(i, t) for i, t in enumerate(trace.inputs)
+                          if t is not None and t.requires_grad]
+        differentiable += [(len(trace.inputs) + j, t) for j, t in enumerate(self.externals)
+                           if t.requires_grad]
+        self.differentiable = [("input", i) if i < self.n_inputs
+                               else ("external", i - self.n_inputs) for i, _ in differentiable]
+        self.dtype = None
+        roots = [(n, o) for n, o in enumerate(self.outputs)
+                 if o[0] == "arena" and o[4]._node is not None]
+        if not roots or not differentiable:
+            return
+        dtypes = {t.dtype for _, t in differentiable} | {o[3] for _, o in roots}
+        if len(dtypes) != 1 or next(iter(dtypes)) not in _FLOATS:
+            raise Unsupported("differentiable tensors of several dtypes")
+        dtype = self.dtype = next(iter(dtypes))
+        itemsize = dtype.itemsize
+        edges = [t._node if t._node is not None else t for _, t in differentiable]
+        target_ids = {id(edge) for edge in edges}
+        for n, out in roots:
+            try:
+                tables = self._backward_tables(out[4]._node, edges, target_ids,
+                                               trace.start_seq, dtype)
+            except RuntimeError:
+                # Its graph was freed inside fn (by a gradient taken there, as a training
+                # step does): a backward through it raises torch's freed-graph error.
+                op = ReplayOutput("replay_output", self, n, None, None, ())
+                self.backward_outputs[n] = (op, {}, set(), [], ReplayInputs(
+                    "replay_inputs", [], []), _Like((1,), dtype), 0, 0)
+                continue
+            # The tensors this output's gradient reaches, in the program's order: its node's
+            # edges (an argument it does not depend on stays unreachable, as in eager).
+            reached = {id(origin[1]) for origin in tables.origins
+                       if type(origin) is tuple and origin[0] == "result"}
+            mine = [k for k, edge in enumerate(edges) if id(edge) in reached]
+            first = {}
+            for k in mine:
+                first.setdefault(id(edges[k]), k)
+            mine = [k for k in mine if first[id(edges[k])] == k]
+            offsets, total = [], 0
+            for k in mine:
+                offsets.append(total)
+                total += differentiable[k][1]._data.size
+            position = {id(edges[k]): j for j, k in enumerate(mine)}
+            table, floats, reads = self._translate(trace, tables, position, offsets, itemsize,
+                                                   total)
+            shapes = [differentiable[k][1].shape for k in mine]
+            inputs_op = ReplayInputs("replay_inputs", offsets, shapes)
+            inputs_like = _Like((total + tables.arena_size,), dtype)
+            op = ReplayOutput("replay_output", self, n, table, floats,
+                              (0, total * itemsize, tables.arena_size * itemsize))
+            self.backward_outputs[n] = (op, {}, reads, mine, inputs_op, inputs_like, total,
+                                        tables.arena_size)
+
+    def _backward_tables(self, root, edges, target_ids, start_seq, dtype):
+        plan = backward_module.make_plan([root], edges, False)
+        # The recorded call's own nodes: the plan stops at fn's arguments.
+        nodes = [node for node in plan.nodes if node.seq > start_seq]
+        needed = {id(node) for node in nodes} | (plan.needed & target_ids)
+        plan = backward_module.Plan(nodes, plan.reachable, needed)
+        tables = executor._Tables(dtype)
+        seed = np.zeros(root.shape, dtype=dtype)
+        try:
+            executor._build(tables, plan, [(root, seed)], target_ids, False, {}, {}, {})
+        except executor._Unsupported as error:
+            raise Unsupported("an op of the backward has no compiled driver") from error
+        tables.plan_nodes = nodes
+        return tables
+
+    def _translate(self, trace, tables, position, offsets, itemsize, total):
+        """The executor's tables of one output's backward as an interpreter table over the
+        call's objects, the gradient (object ``n``) and the gradient buffer (``n + 1``)."""
+        builder = interpreter.Builder()
+        values = {}
+        reads = set()
+
+        def value(where):
+            index = values.get(where)
+            if index is None:
+                index = values[where] = builder.value(*where)
+            return index
+
+        saved_by_nodes = {}
+        for node in tables.plan_nodes:
+            for array in (node.saved_inputs or ()):
+                if array is not None:
+                    saved_by_nodes[id(array)] = array
+            if node.saved_output is not None:
+                saved_by_nodes[id(node.saved_output)] = node.saved_output
+        scratch_base = total * itemsize
+        slot_values = []
+        for offset in tables.slot_offsets:
+            if offset >= 0:
+                slot_values.append(value((_BUFFER, scratch_base + offset * itemsize)))
+                continue
+            kind, what = tables.origins[-offset - 1]
+            if kind == "seed":
+                slot_values.append(value((_GRADIENT, 0)))
+            else:
+                slot_values.append(value((_BUFFER, offsets[position[id(what)]] * itemsize)))
+
+        def saved_value(array):
+            found = trace.find(array)
+            if found is None:
+                if id(array) in saved_by_nodes:
+                    raise Unsupported("a saved buffer the recorder did not see made")
+                # Worked out from the attributes (index maps): a constant.
+                self.consts.append(array)
+                return value((self.const_base + len(self.consts) - 1, 0))
+            buffer, offset = found
+            reads.add((buffer.kind, buffer.index))
+            return value(self.location(buffer, offset))
+
+        code = tables.code
+        builder.ints = list(tables.ints)
+        builder.floats = [float(f) for f in tables.floats]
+        for r in range(len(code) // executor.ROW):
+            row = code[r * executor.ROW:(r + 1) * executor.ROW]
+            entry, grad, n_saved, first, target, ints_at, floats_at = row
+            if entry == executor.ZERO:
+                builder.zero(slot_values[grad], ints_at)
+                continue
+            operands = [slot_values[grad]]
+            operands += [saved_value(tables.objects[first + j]) for j in range(n_saved)]
+            operands.append(slot_values[target])
+            builder.rows.extend((builder.entry(tables.entries[entry]), len(operands),
+                                 len(builder.operands), ints_at, floats_at))
+            builder.operands.extend(operands)
+        table, floats = builder.tables()
+        return table, floats, reads
+
+    def _finish(self):
+        """The call's object-id template (the constants' ids filled in), and the backward
+        tables' gradient objects numbered after the constants."""
+        n = self.const_base + len(self.consts)
+        self._dummy = np.zeros(1)
+        ids = [id(self._dummy)] * n
+        for c, array in enumerate(self.consts):
+            ids[self.const_base + c] = id(array)
+        self.ids_template = np.array(ids, dtype=np.int64)
+        self.n_objects = n
+        for n_out, (op, attrs, reads, *rest) in list(self.backward_outputs.items()):
+            table = op.table
+            if table is None:
+                self.backward_outputs[n_out] = (op, attrs, reads, [], *rest)
+                continue
+            header = interpreter.HEADER
+            start = header + int(table[0]) * interpreter.ROW
+            objects = table[start:start + 2 * int(table[1]):2]
+            objects[objects == _GRADIENT] = n
+            objects[objects == _BUFFER] = n + 1
+            op.ints = (n, *op.ints[1:])
+            outputs_read = self._outputs_read(reads)
+            self.backward_outputs[n_out] = (op, attrs, reads, outputs_read, *rest)
+
+    def _outputs_read(self, reads):
+        """Which outputs' buffers the backward reads (their versions are then checked)."""
+        arena_read = {index for kind, index in reads if kind == "arena"}
+        found = []
+        for n, out in enumerate(self.outputs):
+            if out[0] == "arena":
+                start = out[1]
+                for index in arena_read:
+                    if self.arena_offsets[index] == start:
+                        found.append(n)
+                        break
+        return found
+
+    # -- replay ----------------------------------------------------------------------------
+
+    def _take_arena(self):
+        """An arena for a call: one of an earlier call's that nothing holds any more (no
+        output, no node: only this program's list), else a new one. Reusing it saves the
+        page faults of a large allocation on every call."""
+        with self._arena_lock:
+            arenas = self._arenas
+            for i in range(len(arenas)):
+                # (references: the list, and getrefcount's argument)
+                if sys.getrefcount(arenas[i]) == 2:
+                    arena = arenas.pop(i)
+                    break
+            else:
+                arena = np.empty(self.arena_bytes, dtype=np.uint8)
+            if len(self._arenas) >= _SPARE_ARENAS:
+                self._arenas.pop(0)
+            self._arenas.append(arena)
+        return arena
+
+    def replay(self, leaves, args, kwargs):
+        """Run the forward on the call's tensors; the output leaves."""
+        arena = self._take_arena()
+        ids = self.ids_template.copy()
+        ids[0] = id(arena)
+        keep = [arena]
+        for i in range(self.n_inputs):
+            if self.input_used[i]:
+                data = leaves[i]._data
+                ids[1 + i] = id(data)
+                keep.append(data)
+        base = 1 + self.n_inputs
+        externals = self.externals
+        for j, t in enumerate(externals):
+            data = t._data
+            ids[base + j] = id(data)
+            keep.append(data)
+        interpreter.run(self.forward_table, ids, self.forward_floats)
+        for kind, index in self.written:
+            t = leaves[index] if kind == "input" else externals[index]
+            t._version[0] += 1
+        if self.written:
+            tape.mutated()
+        results = []
+        boxes = []
+        for out in self.outputs:
+            kind = out[0]
+            if kind == "arena":
+                _, offset, shape, dtype, _ = out
+                data = arena[offset:offset + dtype.itemsize * _size(shape)].view(dtype)
+                made = Tensor._make(data.reshape(shape))
+                results.append(made)
+                boxes.append(made._version)
+            elif kind == "value":
+                results.append(out[1])
+                boxes.append(None)
+            elif kind == "input":
+                results.append(leaves[out[1]])
+                boxes.append(None)
+            elif kind == "external":
+                results.append(externals[out[1]])
+                boxes.append(None)
+            else:
+                results.append(Tensor._make(out[1].copy(), requires_grad=out[2]))
+                boxes.append(None)
+        if self.backward_outputs and tape._state.enabled:
+            self._connect(leaves, results, boxes, arena, ids, keep, args, kwargs)
+        return results
+
+    def _connect(self, leaves, results, boxes, arena, ids, keep, args, kwargs):
+        """Give the differentiable outputs their nodes (see the module docstring)."""
+        externals = self.externals
+        differentiable = self.differentiable
+        holder = np.empty((), dtype=object)
+        holder[()] = CallRecord(keep, args, kwargs, self, None)
+        saved = (arena, ids, holder)
+        new_node = tape.new_node
+        for n, entry in self.backward_outputs.items():
+            op, attrs, reads, outputs_read, mine, inputs_op, inputs_like = entry[:7]
+            edges = []
+            for k in mine:
+                kind, index = differentiable[k]
+                t = leaves[index] if kind == "input" else externals[index]
+                edge = t._node
+                edges.append(edge if edge is not None else t)
+            inputs_node = new_node(inputs_op, tuple(edges), _NO_ATTRS, (None,) * len(edges),
+                                   None, (), inputs_like)
+            versions = []
+            for kind, index in reads:
+                if kind == "input":
+                    box = leaves[index]._version
+                elif kind == "external":
+                    box = externals[index]._version
+                else:
+                    continue
+                versions += (box, box[0])
+            for m in outputs_read:
+                box = boxes[m]
+                versions += (box, box[0])
+            out = results[n]
+            out._node = node = new_node(op, (inputs_node, None, None), attrs, saved, None,
+                                        tuple(versions), out._data)
+            if op.table is None:
+                node.free()
+
+    # -- create_graph ----------------------------------------------------------------------
+
+    def eager_gradient(self, record, index, grad_output):
+        """The gradient, recorded, of output ``index`` of the call ``record`` with respect to
+        the call's differentiable tensors, laid out as ``ReplayInputs``' buffer: fn runs
+        eagerly again on the call's arguments."""
+        from .. import autograd
+        from .function import flatten
+
+        with tape_enabled():
+            result = self.fn(*record.args, **record.kwargs)
+            out = flatten(result)[0][index]
+            leaves = flatten((record.args, record.kwargs))[0]
+            entry = self.backward_outputs[index]
+            mine, scratch = entry[4], entry[8]
+            tensors = []
+            for k in mine:
+                kind, i = self.differentiable[k]
+                tensors.append(leaves[i] if kind == "input" else self.externals[i])
+            grads = autograd.grad(out, tensors, grad_outputs=grad_output, create_graph=True,
+                                  allow_unused=True, materialize_grads=True)
+            parts = [call("reshape", g, shape=(-1,)) for g in grads]
+            if scratch:
+                parts.append(np.zeros(scratch, dtype=self.dtype))
+            return call("concatenate", *parts, axis=0)
+
+
+class tape_enabled:
+    def __enter__(self):
+        self.previous = tape.set_grad_enabled_flag(True)
+
+    def __exit__(self, *exc):
+        tape.set_grad_enabled_flag(self.previous)
+        return False
+
+
+_NO_ATTRS = {}
+_GRADIENT = -1
+_BUFFER = -2
+
+
+def _size(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n

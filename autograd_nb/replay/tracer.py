@@ -1,0 +1,512 @@
+"""Recording a program: fn runs eagerly once while every op it applies is written down.
+
+While a :class:`Trace` is active on a thread, the eager entry points of :mod:`autograd_nb.tensor`
+(``apply``, the arithmetic operators' ``_binary``, ``_apply_view``, ``_inplace`` and its
+``_copy_data``) and the Tensor methods that turn values into Python (``item``, ``numpy``,
+``float()``, ``bool()``, ...) are wrapped. The wrappers run the eager code unchanged and note,
+per op, its inputs, its attributes and where its result lives, so that
+:mod:`autograd_nb.replay.program` can lay the program out. Other threads pass straight
+through to the eager code (they check a thread-local), and nothing is wrapped while no trace
+is active: eager code pays nothing for this module.
+
+Values are found by memory: every buffer the trace meets (inputs, results, tensors from
+outside) is kept alive and registered by its data pointer, so an op reading a view of a
+buffer (``reshape``) is read at the right offset, and no address is reused while recording.
+"""
+
+import importlib
+import os
+import sys
+import threading
+
+import numpy as np
+
+from .. import tape
+from ..ops import registry
+from ..tensor import Tensor
+
+# (``autograd_nb.tensor`` the attribute is the function that makes tensors)
+tensor_module = importlib.import_module("autograd_nb.tensor")
+
+_local = threading.local()
+_patch_lock = threading.Lock()
+_active = [0]  # traces active in any thread (the wrappers stay installed while positive)
+_saved = {}
+
+#: Tensor methods that hand a traced value to Python.
+VALUE_METHODS = ("item", "numpy", "tolist", "__float__", "__int__", "__bool__", "__index__",
+                 "__array__")
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def current():
+    return getattr(_local, "trace", None)
+
+
+class Buffer:
+    """A buffer met while recording: its array (kept alive), where it lives in a replay
+    (``kind``: "arena", "input", "external" or "const", and an index), and (read when first
+    needed) its byte range."""
+
+    __slots__ = ("array", "kind", "index", "_start")
+
+    def __init__(self, array, kind, index):
+        self.array = array
+        self.kind = kind
+        self.index = index
+        self._start = None
+
+    @property
+    def start(self):
+        if self._start is None:
+            self._start = _address(self.array)
+        return self._start
+
+    @property
+    def end(self):
+        return self.start + self.array.nbytes
+
+
+def _address(array):
+    return array.__array_interface__["data"][0]
+
+
+class Event:
+    """One recorded op: ``op`` on ``operands`` (per input a ``(Buffer, byte offset)``), the
+    result's location, and its forward spec (None for a copy)."""
+
+    __slots__ = ("op", "operands", "output", "spec", "dtype")
+
+    def __init__(self, op, operands, output, spec, dtype):
+        self.op = op
+        self.operands = operands
+        self.output = output
+        self.spec = spec
+        self.dtype = dtype
+
+
+class Trace:
+    """The record of one call of fn (see the module docstring)."""
+
+    def __init__(self, inputs):
+        self.buffers = []
+        self.by_id = {}  # (every array met is kept alive: ids are not reused meanwhile)
+        self.events = []
+        self.externals = []  # tensors from outside fn's arguments, in order met
+        self.external_index = {}
+        self.consts = []
+        self.arena_buffers = []
+        self.unsupported = None  # why the program cannot replay, with where
+        self.value_dependent = None  # (what, file, line) of the first value read
+        self.inputs = inputs
+        self.writes = []  # (event index, target Buffer) of in-place writes into non-arena
+        self.start_seq = next(tape._sequence)
+        for i, t in enumerate(inputs):
+            if t is not None:
+                self._add(t._data, "input", i)
+
+    # -- buffers ---------------------------------------------------------------------------
+
+    def _add(self, array, kind, index):
+        buffer = Buffer(array, kind, index)
+        self.buffers.append(buffer)
+        self.by_id.setdefault(id(array), buffer)
+        return buffer
+
+    def find(self, array, scan=True):
+        """``(Buffer, byte offset)`` of the buffer holding ``array``, or None. ``scan``: also
+        look by address through every buffer (for a view of a view of one)."""
+        by_id = self.by_id
+        buffer = by_id.get(id(array))  # (the usual case: the very array met before)
+        if buffer is not None:
+            return buffer, 0
+        base = array.base
+        if base is None:
+            return None  # owns its memory: met before it would have been found above
+        start = _address(array)
+        end = start + array.nbytes
+        while isinstance(base, np.ndarray):  # a view of a buffer met (``reshape``'s)
+            buffer = by_id.get(id(base))
+            if buffer is not None and buffer.start <= start and end <= buffer.end:
+                return buffer, start - buffer.start
+            base = base.base
+        if not scan:
+            return None
+        for buffer in self.buffers:  # a view of a view: by address
+            if buffer.start <= start and end <= buffer.end:
+                return buffer, start - buffer.start
+        return None
+
+    def external(self, tensor):
+        index = self.external_index.get(id(tensor))
+        if index is None:
+            index = self.external_index[id(tensor)] = len(self.externals)
+            self.externals.append(tensor)
+            self._add(tensor._data, "external", index)
+        return index
+
+    def const(self, array):
+        self.consts.append(array)
+        return self._add(array, "const", len(self.consts) - 1)
+
+    def located(self, array, tensor, saved):
+        """Where the prepared input ``array`` lives; ``tensor`` is the argument it came from
+        (None for a constant, then frozen: a copy, unless ``saved``, the node's own)."""
+        if type(array) is not np.ndarray:
+            self.refuse("an input on a GPU")
+            return None
+        if not array.flags.c_contiguous:
+            self.refuse("a non-contiguous operand")
+            return None
+        found = self.find(array)
+        if found is not None:
+            return found
+        if tensor is not None:
+            if type(tensor._data) is np.ndarray and self.find(tensor._data) is None:
+                self.external(tensor)
+                found = self.find(array)
+                if found is not None:
+                    return found
+            self.refuse("an operand converted from a tensor (a dtype cast or a copy)")
+            return None
+        return self.const(array if saved else array.copy()), 0
+
+    def refuse(self, why):
+        if self.unsupported is None:
+            self.unsupported = (why, *_caller())
+
+    # -- events ----------------------------------------------------------------------------
+
+    def record_op(self, op, args, attrs, result):
+        """Note ``op``, applied to ``args`` with ``attrs``, which gave ``result``."""
+        if self.unsupported is not None:
+            return
+        output = result._data
+        if type(output) is not np.ndarray:
+            self.refuse("a tensor on a GPU")
+            return
+        tensors = []
+        values = []
+        for arg in args:
+            if isinstance(arg, Tensor):
+                tensors.append(arg)
+                values.append(arg._data)
+            else:
+                tensors.append(None)
+                values.append(np.asarray(arg) if type(arg) in (list, tuple) else arg)
+        by_id = self.by_id
+        for arg in tensors:
+            if (arg is not None and id(arg._data) not in by_id and type(arg._data) is np.ndarray
+                    and self.find(arg._data) is None):
+                self.external(arg)
+        try:
+            arrays, prepared_attrs = op.prepare(list(values), dict(attrs))
+        except Exception:  # noqa: BLE001 (the eager call accepted them: anything is a surprise)
+            self.refuse(f"{op.name}: its arguments could not be prepared again")
+            return
+        arrays = list(arrays)
+        node = result._node
+        saved = [None] * len(arrays)
+        if node is not None and node.saved_inputs is not None:
+            saved = list(node.saved_inputs) + [None] * (len(arrays) - len(node.saved_inputs))
+        operands = []
+        for k, (array, tensor) in enumerate(zip(arrays, tensors)):
+            own = saved[k]
+            if (
+                tensor is None and own is not None and type(own) is np.ndarray
+                and own.shape == array.shape and own.dtype == array.dtype
+                and np.array_equal(own, array, equal_nan=True)
+            ):
+                # The very array the node saved (a constant's 0-d array is made per prepare),
+                # so that the backward's saved operands are found too.
+                array = arrays[k] = own
+            found = self.located(array, tensor, own is array)
+            if found is None:
+                return
+            operands.append(found)
+        # (A result owning its memory, or a view of a temporary of the op's, is new.)
+        here = None if output.base is None else self.find(output, scan=False)
+        if here is not None:
+            # A view of a buffer already met (``reshape``'s view): no instruction.
+            if not output.flags.c_contiguous:
+                self.refuse(f"{op.name}: a non-contiguous view")
+            return
+        spec = op.forward_spec(arrays, prepared_attrs, output)
+        if spec is None:
+            self.refuse(f"{op.name} (no forward driver for this case)")
+            return
+        if not output.flags.c_contiguous:
+            self.refuse(f"{op.name}: a non-contiguous result")
+            return
+        buffer = self._add(output, "arena", len(self.arena_buffers))
+        self.arena_buffers.append(buffer)
+        self.events.append(Event(op, operands, buffer, spec, output.dtype))
+
+    def record_copy(self, source, target_array):
+        """An in-place write: ``target_array[...] = source`` (both ndarrays)."""
+        if self.unsupported is not None:
+            return
+        found_source = self.find(source)
+        found_target = self.find(target_array)
+        if found_source is None or found_target is None or not target_array.flags.c_contiguous:
+            self.refuse("an in-place write this recorder cannot follow")
+            return
+        if source.nbytes != target_array.nbytes:
+            self.refuse("an in-place write with broadcasting")
+            return
+        self.events.append(Event(None, [found_source, found_target], None, None,
+                                 target_array.dtype))
+        self.writes.append(found_target[0])
+
+    def record_fresh_copy(self, source, copy):
+        """``copy = source.copy()`` (``_inplace`` keeping the old value for a VJP)."""
+        if self.unsupported is not None or type(copy) is not np.ndarray:
+            return
+        found = self.find(source)
+        if found is None:
+            self.refuse("a copy of an unknown buffer")
+            return
+        buffer = self._add(copy, "arena", len(self.arena_buffers))
+        self.arena_buffers.append(buffer)
+        self.events.append(Event(None, [found, (buffer, 0)], None, None, copy.dtype))
+
+    def inner_backward(self, root_edges, seeds, targets, all_leaves, retain_graph,
+                       create_graph, allow_unused, batch):
+        """``engine.plan_and_run`` while recording: run the backward eagerly as it would run,
+        through the compiled executor, and add its instructions to the program (a gradient
+        inside fn: forces ``-grad(energy, x)``, a training step)."""
+        from .. import engine
+
+        plan = engine.make_plan(root_edges, targets, all_leaves)
+        if not allow_unused:
+            for edge in targets:
+                if id(edge) not in plan.reachable:
+                    raise RuntimeError(engine.UNUSED_INPUT)
+        if create_graph or batch is not None:
+            self.refuse("a gradient inside with create_graph or is_grads_batched")
+        captured = []
+
+        def remember(tables, ran, results, leaves):
+            captured.append((tables, results))
+
+        results, leaves = engine.run_plan(
+            plan, seeds, {id(e) for e in targets}, all_leaves, retain_graph, create_graph, batch,
+            remember if self.unsupported is None else None,
+        )
+        if self.unsupported is None:
+            if not captured:
+                self.refuse("a gradient inside that the compiled executor cannot run")
+            else:
+                self.record_backward(*captured[0])
+        return results, leaves, plan
+
+    def record_backward(self, tables, results):
+        """The executor's ``tables`` of a backward run while recording, as a block of the
+        program: its gradient buffers become arena values (zeroed first), its seeds and saved
+        arrays are found among the buffers met."""
+        itemsize = tables.dtype.itemsize
+        scratch = np.zeros(max(tables.arena_size, 1), dtype=tables.dtype)
+        scratch_buffer = self._add(scratch, "arena", len(self.arena_buffers))
+        self.arena_buffers.append(scratch_buffer)
+        zeros = [((scratch_buffer, 0), scratch.nbytes)]
+        saved_by_nodes = set()
+        for origin in tables.origins:
+            if isinstance(origin, tape.Node):
+                for array in (origin.saved_inputs or ()):
+                    saved_by_nodes.add(id(array))
+                saved_by_nodes.add(id(origin.saved_output))
+
+        def object_location(j):
+            array = tables.objects[j]
+            origin = tables.origins[j]
+            found = self.find(array)
+            if found is not None:
+                return found
+            if type(origin) is tuple and origin[0] == "result":
+                buffer = self._add(array, "arena", len(self.arena_buffers))
+                self.arena_buffers.append(buffer)
+                zeros.append(((buffer, 0), array.nbytes))
+                return buffer, 0
+            if type(origin) is tuple and origin[0] == "seed":
+                if not np.all(array == 1):
+                    self.refuse("a grad_outputs converted from a tensor (a dtype cast)")
+                return self.const(array), 0
+            if id(array) in saved_by_nodes:
+                self.refuse("a saved buffer the recorder did not see made")
+            return self.const(array), 0
+
+        slots = []
+        for offset in tables.slot_offsets:
+            if offset >= 0:
+                slots.append((scratch_buffer, offset * itemsize))
+            else:
+                slots.append(object_location(-offset - 1))
+        rows = []
+        code = tables.code
+        for r in range(0, len(code), 7):
+            entry, grad, n_saved, first, target, ints_at, floats_at = code[r:r + 7]
+            if entry == -1:  # (executor.ZERO: a reused slot)
+                rows.append((None, [slots[grad]], ints_at, 0))
+                continue
+            operands = [slots[grad]]
+            operands += [object_location(first + j) for j in range(n_saved)]
+            operands.append(slots[target])
+            rows.append((tables.entries[entry], operands, ints_at, floats_at))
+        if self.unsupported is None:
+            block = (zeros, rows, list(tables.ints), [float(f) for f in tables.floats])
+            self.events.append(Event("block", block, None, None, tables.dtype))
+
+    def read_value(self, tensor, what):
+        """``tensor``'s values were handed to Python (``what``)."""
+        data = tensor._data
+        if self.value_dependent is not None or type(data) is not np.ndarray:
+            return
+        found = self.find(data)
+        if found is None or found[0].kind == "const":
+            return
+        self.value_dependent = (what, *_caller())
+
+
+def _caller():
+    """``(file, line)`` of the innermost frame outside autograd_nb."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not os.path.abspath(filename).startswith(_PACKAGE):
+            return filename, frame.f_lineno
+        frame = frame.f_back
+    return "<unknown>", 0
+
+
+# -- the wrappers ----------------------------------------------------------------------------
+
+
+def _traced_apply(op, args, attrs):
+    trace = current()
+    if trace is None or trace.depth:
+        return _saved["apply"](op, args, attrs)
+    if any(type(a) in (list, tuple) and tensor_module._holds_tensor(a) for a in args):
+        args = tensor_module._stack_sequences(args)  # (records the stacks)
+    trace.depth += 1
+    try:
+        result = _saved["apply"](op, args, attrs)
+    finally:
+        trace.depth -= 1
+    trace.record_op(op, args, attrs, result)
+    return result
+
+
+def _traced_binary(op, a, b):
+    if current() is None:
+        return _saved["_binary"](op, a, b)
+    return _traced_apply(op, (a, b), {})
+
+
+def _traced_apply_view(op, x, attrs):
+    trace = current()
+    if trace is None or trace.depth:
+        return _saved["_apply_view"](op, x, attrs)
+    # As ``_apply_view``: a view sharing the input's version counter, recorded as ``apply``.
+    if isinstance(x, Tensor) and type(x._data) is np.ndarray:
+        result = _traced_apply(op, (x,), {**attrs, "view": True})
+        result._version = x._version
+        return result
+    return _traced_apply(op, (x,), attrs)
+
+
+def _traced_inplace(target, op_name, other, **attrs):
+    trace = current()
+    if trace is None or trace.depth:
+        return _saved["_inplace"](target, op_name, other, **attrs)
+    before = len(trace.events)
+    result = _saved["_inplace"](target, op_name, other, **attrs)
+    if trace.unsupported is None:
+        if len(trace.events) == before or trace.events[-1].output is None:
+            trace.refuse("an in-place update this recorder cannot follow")
+        else:
+            trace.record_copy(trace.events[-1].output.array, target._data)
+    return result
+
+
+def _traced_copy_data(data):
+    copy = _saved["_copy_data"](data)
+    trace = current()
+    if trace is not None and not trace.depth and type(data) is np.ndarray:
+        trace.record_fresh_copy(data, copy)
+    return copy
+
+
+def _value_wrapper(name, method):
+    def wrapper(self, *args, **kwargs):
+        trace = current()
+        if trace is not None and not trace.depth:
+            trace.read_value(self, _DESCRIBE.get(name, f"Tensor.{name}()"))
+        return method(self, *args, **kwargs)
+
+    wrapper.__name__ = name
+    wrapper.__doc__ = method.__doc__
+    return wrapper
+
+
+_DESCRIBE = {"__float__": "float(tensor)", "__int__": "int(tensor)", "__bool__": "bool(tensor)",
+             "__index__": "a tensor used as an index", "__array__": "np.asarray(tensor)",
+             "item": "tensor.item()", "numpy": "tensor.numpy()", "tolist": "tensor.tolist()"}
+
+
+def _install():
+    _saved["apply"] = tensor_module.apply
+    _saved["_binary"] = tensor_module._binary
+    _saved["_apply_view"] = tensor_module._apply_view
+    _saved["_inplace"] = tensor_module._inplace
+    _saved["_copy_data"] = tensor_module._copy_data
+    tensor_module.apply = _traced_apply
+    tensor_module._binary = _traced_binary
+    tensor_module._apply_view = _traced_apply_view
+    tensor_module._inplace = _traced_inplace
+    tensor_module._copy_data = _traced_copy_data
+    registry.set_dispatch(_traced_apply, _traced_apply_view)
+    for name in VALUE_METHODS:
+        method = Tensor.__dict__[name]
+        _saved["method:" + name] = method
+        setattr(Tensor, name, _value_wrapper(name, method))
+
+
+def _uninstall():
+    tensor_module.apply = _saved["apply"]
+    tensor_module._binary = _saved["_binary"]
+    tensor_module._apply_view = _saved["_apply_view"]
+    tensor_module._inplace = _saved["_inplace"]
+    tensor_module._copy_data = _saved["_copy_data"]
+    registry.set_dispatch(_saved["apply"], _saved["_apply_view"])
+    for name in VALUE_METHODS:
+        setattr(Tensor, name, _saved["method:" + name])
+
+
+class recording:
+    """Context manager: record the ops this thread applies into ``trace``."""
+
+    def __init__(self, trace):
+        self.trace = trace
+        trace.depth = 0
+
+    def __enter__(self):
+        if current() is not None:
+            raise RuntimeError("autograd_nb.compile: a compiled function is being recorded "
+                               "already on this thread")
+        with _patch_lock:
+            if _active[0] == 0:
+                _install()
+            _active[0] += 1
+        _local.trace = self.trace
+        tape._state.tracing = self.trace
+        return self.trace
+
+    def __exit__(self, *exc):
+        _local.trace = None
+        tape._state.tracing = None
+        with _patch_lock:
+            _active[0] -= 1
+            if _active[0] == 0:
+                _uninstall()
+        return False

@@ -1,0 +1,464 @@
+"""``autograd_nb.compile``: replayed programs against eager runs of the same function.
+
+Every check compares a replay (the second call of a signature and later) with fn run eagerly
+on the same values: outputs and gradients bit for bit.
+"""
+
+import gc
+import threading
+import tracemalloc
+import warnings
+
+import numba.core.event as numba_event
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numba import njit
+
+import autograd_nb as anb
+from autograd_nb.replay import CompileWarning
+
+# -- random programs -------------------------------------------------------------------------
+
+UNARY = ("sin", "tanh", "exp", "square", "sigmoid", "softplus", "cos")
+BINARY = ("add", "subtract", "multiply", "maximum")
+SHAPE = (3, 4)
+
+
+def _run_program(steps, xs, w):
+    """Apply ``steps`` (op name, operand indices) to the values ``xs``; sum of the last."""
+    values = list(xs)
+    for name, i, j in steps:
+        a, b = values[i % len(values)], values[j % len(values)]
+        if name in UNARY:
+            values.append(getattr(anb, name)(a * 0.5))
+        elif name in BINARY:
+            values.append(getattr(anb, name)(a, b))
+        elif name == "divide":
+            values.append(a / (anb.exp(b) + 1.0))
+        elif name == "sum_rows":
+            values.append(a - anb.sum(a, axis=0, keepdims=True) * 0.1)
+        elif name == "mean_cols":
+            values.append(a + anb.mean(b, axis=1, keepdims=True))
+        elif name == "matmul":
+            values.append(anb.tanh(a @ w))
+        elif name == "reshape":
+            values.append(anb.reshape(anb.reshape(a, (4, 3)) * 2.0, SHAPE))
+        elif name == "flip":
+            values.append(a[::-1] + b[:, ::-1])
+        elif name == "concat":
+            values.append(anb.concatenate([a[:1], b[1:]], axis=0))
+        elif name == "transpose":
+            values.append(anb.transpose(anb.transpose(a) * 0.5))
+    return anb.sum(values[-1]), values[-1]
+
+
+STEP = st.tuples(
+    st.sampled_from(UNARY + BINARY + ("divide", "sum_rows", "mean_cols", "matmul", "reshape",
+                                      "flip", "concat", "transpose")),
+    st.integers(0, 50), st.integers(0, 50),
+)
+
+
+def _leaves(seed, dtype="float64"):
+    rng = np.random.default_rng(seed)
+    return [anb.tensor(rng.uniform(-1, 1, SHAPE).astype(dtype), requires_grad=True)
+            for _ in range(2)]
+
+
+@settings(max_examples=25, deadline=None)
+@given(steps=st.lists(STEP, min_size=1, max_size=12), seed=st.integers(0, 2**16))
+def test_random_programs_replay_the_eager_bits(steps, seed):
+    xs = _leaves(seed)
+    w = anb.tensor(np.random.default_rng(seed + 1).uniform(-1, 1, (4, 4)))
+
+    def fn(a, b):
+        return _run_program(steps, (a, b), w)
+
+    compiled = anb.compile(fn)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CompileWarning)
+        compiled(*xs)  # records
+        for _ in range(2):
+            got_loss, got_last = compiled(*xs)
+            want_loss, want_last = fn(*xs)
+            np.testing.assert_array_equal(got_last.numpy(), want_last.numpy())
+            assert got_loss.item() == want_loss.item()
+            got = anb.grad(got_loss, xs, allow_unused=True, materialize_grads=True)
+            want = anb.grad(want_loss, xs, allow_unused=True, materialize_grads=True)
+            for g, e in zip(got, want):
+                np.testing.assert_array_equal(g.numpy(), e.numpy())
+    info = compiled.cache_info()
+    assert (info.programs, info.traces, info.hits) == (1, 1, 2)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_backward_accumulates_into_leaves_and_closure_parameters(dtype):
+    xs = _leaves(3, dtype)
+    w = anb.tensor(np.eye(4, dtype=dtype) * 0.5, requires_grad=True)
+
+    def fn(a, b):
+        return anb.sum(anb.tanh(a @ w) * b)
+
+    compiled = anb.compile(fn)
+    compiled(*xs)
+    for f in (fn, compiled):
+        for t in (*xs, w):
+            t.grad = None
+        f(*xs).backward()
+        if f is fn:
+            want = [t.grad.numpy().copy() for t in (*xs, w)]
+    for t, e in zip((*xs, w), want):
+        np.testing.assert_array_equal(t.grad.numpy(), e)
+
+
+# -- torch's semantics on replayed outputs --------------------------------------------------
+
+
+def _compiled_pair():
+    x = anb.tensor(np.linspace(-1.0, 1.0, 5), requires_grad=True)
+    unused = anb.tensor(np.ones(5), requires_grad=True)
+
+    @anb.compile
+    def fn(x, unused):
+        return {"y": anb.sin(x) * x, "total": [anb.sum(anb.exp(x))]}
+
+    fn(x, unused)
+    return fn, x, unused
+
+
+def test_outputs_keep_structure_and_torch_errors():
+    fn, x, unused = _compiled_pair()
+    out = fn(x, unused)
+    assert set(out) == {"y", "total"} and isinstance(out["total"], list)
+    y = out["y"]
+    with pytest.raises(RuntimeError, match="grad can be implicitly created only for scalar"):
+        anb.grad(y, x)
+    with pytest.raises(RuntimeError) as error:
+        anb.grad(y, x, grad_outputs=anb.ones(3))
+    assert "(3,)" in str(error.value) and "(5,)" in str(error.value)
+    with pytest.raises(RuntimeError, match="appears to not have been used"):
+        anb.grad(anb.sum(y), [x, unused])
+    (g_unused,) = anb.grad(anb.sum(fn(x, unused)["y"]), unused, allow_unused=True)
+    assert g_unused is None
+    (g_zero,) = anb.grad(anb.sum(fn(x, unused)["y"]), unused, materialize_grads=True)
+    np.testing.assert_array_equal(g_zero.numpy(), np.zeros(5))
+
+
+def test_freed_graph_and_retain_graph():
+    fn, x, unused = _compiled_pair()
+    total = fn(x, unused)["total"][0]
+    (first,) = anb.grad(total, x, retain_graph=True)
+    (second,) = anb.grad(total, x)
+    np.testing.assert_array_equal(first.numpy(), second.numpy())
+    np.testing.assert_allclose(first.numpy(), np.exp(x.numpy()))
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        anb.grad(total, x)
+
+
+def test_in_place_change_of_a_saved_input_raises_as_eager():
+    fn, x, unused = _compiled_pair()
+    y = fn(x, unused)["y"]
+    with anb.no_grad():
+        x += 1.0
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        anb.grad(anb.sum(y), x)
+
+
+def test_batched_and_second_order_gradients():
+    fn, x, unused = _compiled_pair()
+    y = fn(x, unused)["y"]
+    eager_y = anb.sin(x) * x
+    vs = anb.tensor(np.eye(5))
+    (jac,) = anb.grad(y, x, grad_outputs=vs, is_grads_batched=True, retain_graph=True)
+    (want,) = anb.grad(eager_y, x, grad_outputs=vs, is_grads_batched=True, retain_graph=True)
+    np.testing.assert_array_equal(jac.numpy(), want.numpy())
+    (g,) = anb.grad(anb.sum(y), x, create_graph=True)
+    (gg,) = anb.grad(anb.sum(g), x)
+    (eg,) = anb.grad(anb.sum(eager_y), x, create_graph=True)
+    (egg,) = anb.grad(anb.sum(eg), x)
+    np.testing.assert_allclose(gg.numpy(), egg.numpy(), rtol=1e-12, atol=1e-12)
+    assert g.grad_fn is not None
+
+
+# -- guards ------------------------------------------------------------------------------------
+
+SCALE = anb.tensor(np.full(4, 2.0))
+
+
+def _scaled(x):
+    return anb.sum(x * SCALE)
+
+
+def test_each_guard_records_again():
+    compiled = anb.compile(lambda x, k: anb.sum(x * k))
+    x = anb.tensor(np.ones(4), requires_grad=True)
+    compiled(x, 2.0)
+    compiled(x, 2.0)
+    assert compiled.cache_info().traces == 1
+    calls = [
+        (anb.tensor(np.ones(5), requires_grad=True), 2.0),  # shape
+        (anb.tensor(np.ones(4, dtype=np.float32), requires_grad=True), 2.0),  # dtype
+        (anb.tensor(np.ones(4)), 2.0),  # requires_grad
+        (x, 3.0),  # a non-tensor argument's value
+    ]
+    for i, args in enumerate(calls):
+        assert compiled(*args).item() == pytest.approx(float(np.sum(args[0].numpy()) * args[1]))
+        assert compiled.cache_info().traces == 2 + i
+    with anb.no_grad():
+        out = compiled(x, 2.0)
+    assert out.grad_fn is None and compiled.cache_info().traces == 6
+    with pytest.raises(TypeError, match="not hashable"):
+        compiled(x, np.ones(4))
+
+
+def test_captured_globals_and_closures_are_read_at_every_call():
+    global SCALE
+    compiled = anb.compile(_scaled)
+    x = anb.tensor(np.ones(4), requires_grad=True)
+    compiled(x)
+    assert compiled(x).item() == 8.0
+    with anb.no_grad():
+        SCALE *= 2.0  # updated in place: seen without recording again
+    assert compiled(x).item() == 16.0 and compiled.cache_info().traces == 1
+    old = SCALE
+    try:
+        SCALE = anb.tensor(np.full(4, -1.0))  # rebound: a guard records again
+        assert compiled(x).item() == -4.0 and compiled.cache_info().traces == 2
+    finally:
+        SCALE = old
+
+    w = anb.tensor(np.full(4, 3.0), requires_grad=True)
+    closure = anb.compile(lambda x: anb.sum(x * w))
+    closure(x)
+    assert closure(x).item() == 12.0
+    w = anb.tensor(np.full(4, 5.0), requires_grad=True)  # the cell now holds another tensor
+    assert closure(x).item() == 20.0 and closure.cache_info().traces == 2
+
+
+def test_value_dependent_python_warns_once_or_raises_under_strict():
+    def fn(x):
+        if float(anb.sum(x)) > 0:  # a branch on a traced value
+            return x * 2.0
+        return x * 3.0
+
+    x = anb.tensor(np.ones(3), requires_grad=True)
+    compiled = anb.compile(fn)
+    with pytest.warns(CompileWarning, match=r"float\(tensor\).*test_compile.py:\d+"):
+        compiled(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        negative = anb.tensor(-np.ones(3), requires_grad=True)  # the same signature
+        np.testing.assert_array_equal(compiled(negative).numpy(), fn(negative).numpy())
+        np.testing.assert_array_equal(compiled(x).numpy(), fn(x).numpy())
+    assert compiled.cache_info().eager == 1
+    strict = anb.compile(fn, strict=True)
+    with pytest.raises(RuntimeError, match=r"strict=True.*float\(tensor\).*test_compile.py"):
+        strict(x)
+    # Python ints and slices index without reading values.
+    indexed = anb.compile(lambda x: x[1:] * x[0], strict=True)
+    indexed(x)
+    np.testing.assert_array_equal(indexed(x).numpy(), (x[1:] * x[0]).numpy())
+
+
+def test_ops_without_a_driver_fall_back_with_one_warning():
+    class Double(anb.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2.0
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2.0
+
+    def fn(x):
+        return anb.sum(Double.apply(anb.sin(x)))
+
+    x = anb.tensor(np.linspace(0, 1, 4), requires_grad=True)
+    compiled = anb.compile(fn)
+    with pytest.warns(CompileWarning, match="runs eagerly"):
+        compiled(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (g,) = anb.grad(compiled(x), x)
+    np.testing.assert_allclose(g.numpy(), 2 * np.cos(x.numpy()))
+
+
+def test_bad_input_raises_the_eager_error():
+    compiled = anb.compile(lambda a, b: a @ b)
+    a, b = anb.ones((2, 3)), anb.ones((3, 4))
+    compiled(a, b)
+    with pytest.raises(ValueError) as eager:
+        a @ anb.ones((2, 4))
+    with pytest.raises(ValueError) as replayed:
+        compiled(a, anb.ones((2, 4)))
+    assert str(replayed.value) == str(eager.value)
+    np.testing.assert_array_equal(compiled(a, b).numpy(), np.full((2, 4), 3.0))
+
+
+# -- in-place updates, threads, memory, compilation ---------------------------------------------
+
+
+def test_in_place_updates_inside_fn_replay_in_order():
+    w = anb.tensor(np.linspace(0.0, 1.0, 4), requires_grad=True)
+    x = anb.tensor(np.ones(4))
+
+    @anb.compile
+    def update(x, lr):
+        nonlocal w  # (``-=`` on a Tensor updates it in place and rebinds the same object)
+        with anb.no_grad():
+            w -= lr * anb.cos(w) * x
+            x[1:] = x[:-1] * 2.0
+        return anb.sum(w * x)
+
+    reference_w = w.numpy().copy()
+    reference_x = x.numpy().copy()
+    for _ in range(4):
+        version = w._version_number
+        out = update(x, 0.1)
+        reference_w -= 0.1 * np.cos(reference_w) * reference_x
+        reference_x[1:] = reference_x[:-1] * 2.0
+        np.testing.assert_array_equal(w.numpy(), reference_w)
+        np.testing.assert_array_equal(x.numpy(), reference_x)
+        assert out.item() == float(np.sum(reference_w * reference_x))
+        assert w._version_number == version + 1
+    assert update.cache_info().traces == 1
+
+
+def test_replays_from_several_threads_agree():
+    w = anb.tensor(np.random.default_rng(0).standard_normal((8, 8)), requires_grad=True)
+    compiled = anb.compile(lambda x: anb.sum(anb.tanh(x @ w)))
+    inputs = [anb.tensor(np.random.default_rng(i).standard_normal((4, 8)), requires_grad=True)
+              for i in range(8)]
+    compiled(inputs[0])
+    want = [anb.grad(anb.sum(anb.tanh(x @ w)), x)[0].numpy() for x in inputs]
+    failures = []
+
+    def work(i):
+        for _ in range(50):
+            outs = [compiled(x) for x in inputs]  # several replays alive at once
+            for x, out, expected in zip(inputs, outs, want):
+                if not np.array_equal(anb.grad(out, x)[0].numpy(), expected):
+                    failures.append(i)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures
+
+
+def test_memory_stays_flat_over_many_calls():
+    x = anb.tensor(np.ones(64), requires_grad=True)
+    compiled = anb.compile(lambda x: anb.sum(anb.sin(x) * x))
+    for _ in range(50):
+        anb.grad(compiled(x), x)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        first, _ = tracemalloc.get_traced_memory()
+        for _ in range(3000):
+            anb.grad(compiled(x), x)
+        gc.collect()
+        last, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert last - first < 200_000
+
+
+def test_a_new_function_of_known_ops_compiles_nothing():
+    x = anb.tensor(np.linspace(-1, 1, 6).reshape(2, 3), requires_grad=True)
+    first = anb.compile(lambda x: anb.sum(anb.sin(x) * x + 1.0, axis=1))
+    for _ in range(2):
+        anb.grad(anb.sum(first(x)), x)
+    second = anb.compile(lambda x: anb.sum(x * anb.sin(x) + 2.0, axis=1))
+    with numba_event.install_recorder("numba:compile") as recorded:
+        for _ in range(3):
+            anb.grad(anb.sum(second(x)), x)
+    assert recorded.buffer == []
+    # (the recorder sees compilations: a fresh function compiles under it)
+    with numba_event.install_recorder("numba:compile") as check:
+        njit(lambda v: v + 1)(1)
+    assert check.buffer
+
+
+# -- gradients inside fn ------------------------------------------------------------------------
+
+
+def _energy(x):
+    d = x[1:] - x[:-1]
+    return 5.0 * anb.sum(anb.square(anb.sqrt(anb.sum(d * d, axis=1)) - 1.0))
+
+
+def _euler_step(x, v):
+    force = -anb.grad(_energy(x), x)[0]  # the inner backward is part of the program
+    v = v + 0.01 * force
+    return x + 0.01 * v, v
+
+
+def test_a_simulation_step_with_forces_from_grad_replays_the_eager_bits():
+    rng = np.random.default_rng(4)
+    x0 = anb.tensor(rng.standard_normal((8, 2)) + np.arange(8.0)[:, None], requires_grad=True)
+    v0 = anb.zeros((8, 2))
+    compiled = anb.compile(_euler_step)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CompileWarning)
+        results = []
+        for step in (_euler_step, compiled, compiled):
+            x, v = x0, v0
+            for _ in range(6):
+                x, v = step(x, v)
+            results.append((x.numpy().copy(), v.numpy().copy()))
+    for x, v in results[1:]:
+        np.testing.assert_array_equal(x, results[0][0])
+        np.testing.assert_array_equal(v, results[0][1])
+    info = compiled.cache_info()
+    assert info.eager == 0 and info.traces == 1  # (a leaf x0, then intermediates: one signature)
+
+
+def test_a_whole_training_step_replays_the_eager_bits():
+    rng = np.random.default_rng(5)
+    inputs = anb.tensor(rng.standard_normal((16, 4)))
+    labels = rng.integers(0, 3, 16)
+    start = [rng.standard_normal((4, 8)) * 0.5, np.zeros(8), rng.standard_normal((8, 3)) * 0.5]
+
+    def train(params, lr):
+        w1, b1, w2 = params
+        logits = anb.tanh(inputs @ w1 + b1) @ w2
+        loss = -anb.mean(anb.log_softmax(logits, axis=1)[np.arange(16), labels])
+        grads = anb.grad(loss, params)
+        with anb.no_grad():
+            for p, g in zip(params, grads):
+                p -= lr * g
+        return loss
+
+    eager = [anb.tensor(p, requires_grad=True) for p in start]
+    replayed = [anb.tensor(p, requires_grad=True) for p in start]
+    compiled = anb.compile(train)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CompileWarning)
+        for _ in range(4):
+            want, got = train(eager, 0.1), compiled(replayed, 0.1)
+            assert got.item() == want.item()
+            for p, q in zip(eager, replayed):
+                np.testing.assert_array_equal(q.numpy(), p.numpy())
+    assert compiled.cache_info().traces == 1
+    loss = compiled(replayed, 0.1)
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        loss.backward()  # its graph was freed by the gradient inside, as in eager
+
+
+def test_backward_inside_fn_runs_eagerly_with_a_warning():
+    def fn(x):
+        loss = anb.sum(x * x)
+        loss.backward()
+        return loss
+
+    x = anb.tensor(np.ones(3), requires_grad=True)
+    compiled = anb.compile(fn)
+    with pytest.warns(CompileWarning, match=r"backward\(\) inside"):
+        compiled(x)
+    compiled(x)
+    np.testing.assert_array_equal(x.grad.numpy(), np.full(3, 4.0))
