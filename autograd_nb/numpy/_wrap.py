@@ -87,8 +87,8 @@ def constant(qualified, theirs, grad_refused_from=None):
         if grad_refused_from is not None:
             _refuse_grad(qualified, args[grad_refused_from:], kwargs)
         devices = []
-        args = [_unwrap(a, devices) for a in args]
-        kwargs = {k: _unwrap(v, devices) for k, v in kwargs.items()}
+        args = [_unwrap(a, devices, qualified) for a in args]
+        kwargs = {k: _unwrap(v, devices, qualified) for k, v in kwargs.items()}
         result = implementation(*args, **kwargs)
         return _as_tensors(result, "cuda" if "cuda" in devices else "cpu")
 
@@ -122,13 +122,22 @@ def _refuse_grad(qualified, args, kwargs):
             )
 
 
-def _unwrap(value, devices):
+#: Functions without a gradient whose result depends on their arguments' shapes and dtypes
+#: alone (``autograd_nb.compile`` lets a recorded function call them).
+SHAPE_ONLY = frozenset(
+    f"numpy.{name}" for name in ("shape", "ndim", "size", "result_type", "iscomplexobj",
+                                 "isrealobj", "min_scalar_type", "can_cast")
+)
+
+
+def _unwrap(value, devices, qualified=None):
+    """``value``'s host data (Tensors in lists and tuples too), for NumPy's ``qualified``."""
     if isinstance(value, Tensor):
         devices.append(value.device)
         return _host(value._data)
     kind = type(value)
     if kind is list or kind is tuple:
-        return kind(_unwrap(v, devices) for v in value)
+        return kind(_unwrap(v, devices, qualified) for v in value)
     return value
 
 

@@ -73,7 +73,7 @@ class CompiledFunction:
             if type(entry) is _Eager:
                 self._hits += 1
                 return self.fn(*args, **kwargs)
-            if entry.guards_hold():
+            if entry.guards_hold(leaves):
                 self._hits += 1
                 results = entry.program.replay(leaves, args, kwargs)
                 return unflatten(entry.output_structure, results)
@@ -118,7 +118,12 @@ class CompiledFunction:
             _warn(self.fn, why, where)
             return result
         sources = _sources(self.fn, program.externals)
-        self._keep(key, _Entry(program, output_structure, sources))
+        # An argument that is also a closure's or global's tensor was read through either
+        # name as one buffer: a call passing another tensor records again.
+        arguments = [(i, place) for i, (t, place) in
+                     enumerate(zip(tensors, _sources(self.fn, tensors)))
+                     if t is not None and place[0] != "held"]
+        self._keep(key, _Entry(program, output_structure, sources, arguments))
         return result
 
     def _keep(self, key, entry):
@@ -145,23 +150,21 @@ class CompiledFunction:
 class _Entry:
     """A program and what its calls check first."""
 
-    __slots__ = ("program", "output_structure", "sources", "layouts")
+    __slots__ = ("program", "output_structure", "sources", "layouts", "arguments")
 
-    def __init__(self, program, output_structure, sources):
+    def __init__(self, program, output_structure, sources, arguments):
         self.program = program
         self.output_structure = output_structure
         self.sources = sources
         self.layouts = program.external_layouts
+        self.arguments = arguments
 
-    def guards_hold(self):
-        for (kind, holder, name), t in zip(self.sources, self.program.externals):
-            if kind == "cell":
-                try:
-                    if holder.cell_contents is not t:
-                        return False
-                except ValueError:
-                    return False
-            elif kind == "global" and holder.get(name) is not t:
+    def guards_hold(self, leaves):
+        for source, t in zip(self.sources, self.program.externals):
+            if not _holds(source, t):
+                return False
+        for i, source in self.arguments:
+            if not _holds(source, leaves[i]):
                 return False
         for (shape, dtype), t in zip(self.layouts, self.program.externals):
             data = t._data
@@ -169,6 +172,19 @@ class _Entry:
                     or not data.flags.c_contiguous):
                 return False
         return True
+
+
+def _holds(source, t):
+    """Whether the closure cell or global ``source`` still holds the tensor ``t``."""
+    kind, holder, name = source
+    if kind == "cell":
+        try:
+            return holder.cell_contents is t
+        except ValueError:
+            return False
+    if kind == "global":
+        return holder.get(name) is t
+    return True
 
 
 def _sources(fn, externals):
@@ -191,7 +207,10 @@ def _sources(fn, externals):
             value = namespace.get(name)
             if isinstance(value, Tensor):
                 places.setdefault(id(value), ("global", namespace, name))
-    return [places.get(id(t), ("held", None, None)) for t in externals]
+    return [places.get(id(t), _HELD) for t in externals]
+
+
+_HELD = ("held", None, None)
 
 
 def _global_names(code):

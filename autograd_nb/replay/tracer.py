@@ -22,6 +22,7 @@ import threading
 import numpy as np
 
 from .. import tape
+from ..numpy import _wrap
 from ..ops import registry
 from ..tensor import Tensor
 
@@ -437,6 +438,30 @@ def _traced_copy_data(data):
     return copy
 
 
+def _traced_no_grad_result(ufunc, *args):
+    trace = current()
+    if trace is not None and not trace.depth:
+        for arg in args:
+            if isinstance(arg, Tensor):
+                trace.read_value(arg, f"a comparison or bitwise operator ({ufunc.__name__})")
+    return _saved["_no_grad_result"](ufunc, *args)
+
+
+def _traced_unwrap(value, devices, qualified=None):
+    trace = current()
+    if (trace is not None and not trace.depth and isinstance(value, Tensor)
+            and qualified not in _wrap.SHAPE_ONLY):
+        trace.read_value(value, f"{qualified}, which has no gradient")
+    return _saved["_unwrap"](value, devices, qualified)
+
+
+def _traced_grad_getter(tensor):
+    trace = current()
+    if trace is not None and not trace.depth:
+        trace.refuse("a tensor's .grad read inside (pass it as an argument)")
+    return _saved["grad"].fget(tensor)
+
+
 def _value_wrapper(name, method):
     def wrapper(self, *args, **kwargs):
         trace = current()
@@ -466,6 +491,13 @@ def _install():
     tensor_module._inplace = _traced_inplace
     tensor_module._copy_data = _traced_copy_data
     registry.set_dispatch(_traced_apply, _traced_apply_view)
+    _saved["_no_grad_result"] = tensor_module._no_grad_result
+    tensor_module._no_grad_result = _traced_no_grad_result
+    _saved["_unwrap"] = _wrap._unwrap
+    _wrap._unwrap = _traced_unwrap
+    _saved["grad"] = Tensor.__dict__["grad"]
+    Tensor.grad = property(_traced_grad_getter, _saved["grad"].fset, _saved["grad"].fdel,
+                           _saved["grad"].__doc__)
     for name in VALUE_METHODS:
         method = Tensor.__dict__[name]
         _saved["method:" + name] = method
@@ -479,6 +511,9 @@ def _uninstall():
     tensor_module._inplace = _saved["_inplace"]
     tensor_module._copy_data = _saved["_copy_data"]
     registry.set_dispatch(_saved["apply"], _saved["_apply_view"])
+    tensor_module._no_grad_result = _saved["_no_grad_result"]
+    _wrap._unwrap = _saved["_unwrap"]
+    Tensor.grad = _saved["grad"]
     for name in VALUE_METHODS:
         setattr(Tensor, name, _saved["method:" + name])
 

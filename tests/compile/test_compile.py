@@ -462,3 +462,42 @@ def test_backward_inside_fn_runs_eagerly_with_a_warning():
         compiled(x)
     compiled(x)
     np.testing.assert_array_equal(x.grad.numpy(), np.full(3, 4.0))
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: anb.where(x > 0, x, 2.0 * x),  # a comparison's mask
+        lambda x: anb.where(anb.numpy.isfinite(x), x, 0.0),  # a function without a gradient
+        lambda x: x[anb.numpy.argmax(x)] * x,  # an index worked out from values
+    ],
+    ids=["comparison", "isfinite", "argmax"],
+)
+def test_values_read_outside_the_ops_are_never_frozen(fn):
+    x = anb.tensor(np.array([0.5, -1.0, 2.0]), requires_grad=True)
+    compiled = anb.compile(fn)
+    with pytest.warns(CompileWarning):
+        compiled(x)
+    other = anb.tensor(np.array([-3.0, 1.5, 0.25]), requires_grad=True)  # same signature
+    np.testing.assert_array_equal(compiled(other).numpy(), fn(other).numpy())
+
+
+def test_reading_grad_inside_runs_eagerly():
+    w = anb.tensor(np.ones(3), requires_grad=True)
+    anb.sum(w * w).backward()
+    compiled = anb.compile(lambda x: x * w.grad)
+    x = anb.ones(3)
+    with pytest.warns(CompileWarning, match=r"\.grad read inside"):
+        compiled(x)
+    w.grad = anb.tensor(np.full(3, 7.0))
+    np.testing.assert_array_equal(compiled(x).numpy(), np.full(3, 7.0))
+
+
+def test_an_argument_that_is_also_captured_records_again_when_they_part():
+    w = anb.tensor(np.full(3, 2.0), requires_grad=True)
+    compiled = anb.compile(lambda x: anb.sum(x * w))
+    compiled(w)  # the argument is the closure's tensor: one buffer, read twice
+    assert compiled(w).item() == 12.0
+    other = anb.tensor(np.full(3, 5.0), requires_grad=True)
+    assert compiled(other).item() == 30.0
+    assert compiled.cache_info().traces == 2
