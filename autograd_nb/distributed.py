@@ -12,8 +12,10 @@ it only ``client=None`` works. See ``docs/distributed.rst`` ("Beyond one machine
 """
 
 import asyncio
+import hashlib
 import math
 import pickle
+import threading
 import uuid
 from collections import namedtuple
 
@@ -419,8 +421,26 @@ class _PickledFunction:
 
     def __call__(self, *args):
         if self._fn is None:
-            try:
-                self._fn = pickle.loads(self.payload)
-            except Exception as error:
-                raise RuntimeError(NOT_UNPICKLABLE.format(what=self.what, error=error)) from error
+            # One unpickled function per worker process for every task of a call (each task
+            # carries its own copy of this object): an ``anb.compile`` function then records
+            # once per signature on each worker, not once per task.
+            key = hashlib.sha1(self.payload).hexdigest()
+            self._fn = _unpickled.get(key)
+            if self._fn is None:
+                try:
+                    self._fn = pickle.loads(self.payload)
+                except Exception as error:
+                    raise RuntimeError(
+                        NOT_UNPICKLABLE.format(what=self.what, error=error)
+                    ) from error
+                with _unpickled_lock:
+                    if len(_unpickled) >= _UNPICKLED_KEPT:
+                        _unpickled.pop(next(iter(_unpickled)))
+                    _unpickled[key] = self._fn
         return self._fn(*args)
+
+
+#: Functions unpickled in this process, by their payload's digest (the most recent kept).
+_unpickled = {}
+_unpickled_lock = threading.Lock()
+_UNPICKLED_KEPT = 16

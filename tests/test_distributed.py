@@ -39,6 +39,17 @@ def energy(x, k):
     return anb.sum(k * anb.tanh(x) * x)
 
 
+compiled_energy = anb.compile(energy)
+
+
+def compile_traces():
+    """Per compiled function this worker unpickled for tasks: its recordings so far."""
+    from autograd_nb import distributed
+
+    return [fn.cache_info().traces for fn in distributed._unpickled.values()
+            if isinstance(fn, anb.CompiledFunction)]
+
+
 def wide(x):
     """R^3 -> R^(3 x 40): enough rows for several tasks."""
     return anb.sin(anb.outer(x, anb.linspace(0.0, 2.0, 40)) * anb.sum(x))
@@ -129,6 +140,16 @@ def test_map_grad_serially_is_grad_per_input():
     assert np.array_equal(unused.grad[1], np.zeros(3))
 
 
+def test_map_grad_of_a_compiled_function_records_once_per_signature():
+    inputs = inputs_of_mixed_shapes()
+    compiled = anb.compile(energy)
+    assert_same(map_grad(compiled, inputs, wrt=(0, 1)), map_grad(energy, inputs, wrt=(0, 1)))
+    shapes = {x.shape for x, _ in inputs}
+    assert compiled.cache_info().traces == len(shapes) < len(inputs)
+    copy = pickle.loads(pickle.dumps(compiled))  # fn and options travel, programs do not
+    assert copy.fn is energy and copy.cache_info().programs == 0
+
+
 def test_jacobian_serially_is_the_functional_jacobian():
     x = np.array([0.3, -0.7, 1.1])
     expected = functional_jacobian(wide, anb.tensor(x), vectorize=True).numpy()
@@ -188,6 +209,19 @@ def test_map_grad_on_the_cluster_is_the_serial_result(client):
     # A Tensor computed from others is differentiated from where it stands (detached).
     computed = [(anb.tensor(x, requires_grad=True) * 1.0, k) for x, k in inputs]
     assert_same(bounded(map_grad, energy, computed, client=client), map_grad(energy, inputs))
+
+
+@pytest.mark.slow  # a LocalCluster
+def test_a_compiled_function_records_once_per_signature_on_each_worker(client):
+    inputs = inputs_of_mixed_shapes(16)
+    serial = map_grad(energy, inputs, wrt=(0, 1))
+    got = bounded(map_grad, compiled_energy, inputs, wrt=(0, 1), client=client, batch_size=1)
+    assert_same(got, serial)
+    shapes = len({x.shape for x, _ in inputs})
+    per_worker = list(client.run(compile_traces).values())
+    assert sum(map(len, per_worker)) >= 1  # the tasks' function is kept per worker
+    for traces in per_worker:
+        assert all(t <= shapes for t in traces)  # 16 tasks, at most 4 recordings a worker
 
 
 @pytest.mark.slow  # a LocalCluster

@@ -60,6 +60,11 @@ class CompiledFunction:
         self._misses = 0
         self._traces = 0
 
+    def __reduce__(self):
+        # fn and the options: programs hold this process's addresses, so another process
+        # (a Dask worker) records its own, once per signature.
+        return CompiledFunction, (self.fn, self.strict, self.max_programs)
+
     def __get__(self, instance, owner):  # a compiled method binds as a function does
         if instance is None:
             return self
