@@ -179,50 +179,24 @@ class Trace:
 
     # -- events ----------------------------------------------------------------------------
 
-    def record_op(self, op, args, attrs, result):
-        """Note ``op``, applied to ``args`` with ``attrs``, which gave ``result``."""
+    def record_op(self, op, tensors, arrays, attrs, output, node):
+        """Note ``op``, run on ``arrays`` (prepared from the arguments, with ``tensors`` the
+        Tensor each came from, or None) with the prepared ``attrs``, which gave ``output``
+        (and the ``node`` recorded, or None)."""
         if self.unsupported is not None:
             return
-        output = result._data
-        if type(output) is not np.ndarray:
-            self.refuse("a tensor on a GPU")
-            return
-        tensors = []
-        values = []
-        for arg in args:
-            if isinstance(arg, Tensor):
-                tensors.append(arg)
-                values.append(arg._data)
-            else:
-                tensors.append(None)
-                values.append(np.asarray(arg) if type(arg) in (list, tuple) else arg)
-        by_id = self.by_id
-        for arg in tensors:
-            if (arg is not None and id(arg._data) not in by_id and type(arg._data) is np.ndarray
-                    and self.find(arg._data) is None):
-                self.external(arg)
-        try:
-            arrays, prepared_attrs = op.prepare(list(values), dict(attrs))
-        except Exception:  # noqa: BLE001 (the eager call accepted them: anything is a surprise)
-            self.refuse(f"{op.name}: its arguments could not be prepared again")
-            return
-        arrays = list(arrays)
-        node = result._node
-        saved = [None] * len(arrays)
-        if node is not None and node.saved_inputs is not None:
-            saved = list(node.saved_inputs) + [None] * (len(arrays) - len(node.saved_inputs))
+        saved = node.saved_inputs if node is not None else None
         operands = []
-        for k, (array, tensor) in enumerate(zip(arrays, tensors)):
-            own = saved[k]
-            if (
-                tensor is None and own is not None and type(own) is np.ndarray
-                and own.shape == array.shape and own.dtype == array.dtype
-                and np.array_equal(own, array, equal_nan=True)
-            ):
-                # The very array the node saved (a constant's 0-d array is made per prepare),
-                # so that the backward's saved operands are found too.
-                array = arrays[k] = own
-            found = self.located(array, tensor, own is array)
+        for k, array in enumerate(arrays):
+            tensor = tensors[k]
+            if tensor is not None and id(tensor._data) not in self.by_id:
+                if type(tensor._data) is not np.ndarray:
+                    self.refuse("a tensor on a GPU")
+                    return
+                if self.find(tensor._data) is None:
+                    self.external(tensor)
+            own = saved is not None and k < len(saved) and saved[k] is array
+            found = self.located(array, tensor, own)
             if found is None:
                 return
             operands.append(found)
@@ -233,7 +207,7 @@ class Trace:
             if not output.flags.c_contiguous:
                 self.refuse(f"{op.name}: a non-contiguous view")
             return
-        spec = op.forward_spec(arrays, prepared_attrs, output)
+        spec = op.forward_spec(arrays, attrs, output)
         if spec is None:
             self.refuse(f"{op.name} (no forward driver for this case)")
             return
@@ -384,17 +358,60 @@ def _caller():
 
 
 def _traced_apply(op, args, attrs):
+    """``tensor.apply`` while recording: the same steps, keeping what the op's ``run`` took
+    and gave for :meth:`Trace.record_op`."""
     trace = current()
     if trace is None or trace.depth:
         return _saved["apply"](op, args, attrs)
+    if tensor_module._cuda_used:
+        trace.refuse("CUDA tensors")
+        return _saved["apply"](op, args, attrs)
     if any(type(a) in (list, tuple) and tensor_module._holds_tensor(a) for a in args):
         args = tensor_module._stack_sequences(args)  # (records the stacks)
+    values, edges, boxes, tensors = [], [], [], []
+    requires_grad = False
+    only_tensors = True
+    for arg in args:
+        if isinstance(arg, Tensor):
+            values.append(arg._data)
+            boxes.append(arg._version)
+            edge = arg._node
+            if edge is None and arg._requires_grad:
+                edge = arg
+            if edge is not None:
+                requires_grad = True
+            edges.append(edge)
+            tensors.append(arg)
+        else:
+            only_tensors = False
+            if type(arg) in (list, tuple):
+                arg = np.asarray(arg)
+            values.append(arg)
+            boxes.append(None)
+            edges.append(None)
+            tensors.append(None)
     trace.depth += 1
     try:
-        result = _saved["apply"](op, args, attrs)
+        if not only_tensors:
+            # (as ``apply``, but a tensor's own buffer is read where it is, not copied)
+            constants = [v for v, t in zip(values, tensors) if t is None]
+            tensor_module._constants(constants, requires_grad)
+            constants = iter(constants)
+            values = [v if t is not None else next(constants) for v, t in zip(values, tensors)]
+            arrays, attrs, output = op.run_with_constants(values, attrs)
+        else:
+            arrays, attrs, output = op.run(values, attrs)
     finally:
         trace.depth -= 1
-    trace.record_op(op, args, attrs, result)
+    result = Tensor._make(output)
+    if requires_grad and tape._state.enabled:
+        differentiable = op.differentiable
+        if differentiable is not None and False in differentiable:
+            edges = [e if d else None for e, d in zip(edges, differentiable)]
+            requires_grad = any([e is not None for e in edges])
+        if requires_grad:
+            result._node = tape.record(op, edges, arrays, boxes, output, result._version, attrs)
+    trace.record_op(op, tensors, list(arrays), attrs, output, result._node)
     return result
 
 
