@@ -99,6 +99,8 @@ class ReplayOutput(Op):
     differentiable = (True, False, False)
     saves = (0, 1, 2)
 
+    stale = False
+
     def __init__(self, name, program, index, table, floats, ints):
         self.name = name
         self.program = program
@@ -272,10 +274,12 @@ class Program:
             try:
                 tables = self._backward_tables(out[4]._node, edges, target_ids,
                                                trace.start_seq, dtype)
-            except RuntimeError:
+            except RuntimeError as error:
                 # Its graph was freed inside fn (by a gradient taken there, as a training
-                # step does): a backward through it raises torch's freed-graph error.
+                # step does), or a saved tensor was changed in place there: a backward
+                # through it raises torch's error, freed graph or in-place change.
                 op = ReplayOutput("replay_output", self, n, None, None, ())
+                op.stale = str(error).startswith("one of the variables needed")
                 self.backward_outputs[n] = (op, {}, set(), [], ReplayInputs(
                     "replay_inputs", [], []), _Like((1,), dtype), 0, 0)
                 continue
@@ -520,7 +524,10 @@ class Program:
             out._node = node = new_node(op, (inputs_node, None, None), attrs, saved, None,
                                         tuple(versions), out._data)
             if op.table is None:
-                node.free()
+                if op.stale:
+                    node.versions = (_STALE, 0)
+                else:
+                    node.free()
 
     # -- create_graph ----------------------------------------------------------------------
 
@@ -559,6 +566,7 @@ class tape_enabled:
 
 
 _NO_ATTRS = {}
+_STALE = {0: 1}  # (a version box one past the version a stale output's node expects)
 _GRADIENT = -1
 _BUFFER = -2
 

@@ -501,3 +501,19 @@ def test_an_argument_that_is_also_captured_records_again_when_they_part():
     other = anb.tensor(np.full(3, 5.0), requires_grad=True)
     assert compiled(other).item() == 30.0
     assert compiled.cache_info().traces == 2
+
+
+def test_an_in_place_change_inside_fn_of_a_saved_value_raises_as_eager():
+    def fn(x):
+        y = x * 2.0
+        z = y * y
+        y += 1.0  # z saved y: its backward must refuse
+        return anb.sum(z)
+
+    x = anb.tensor(np.ones(3), requires_grad=True)
+    compiled = anb.compile(fn)
+    for _ in range(3):
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            compiled(x).backward()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        fn(x).backward()
