@@ -26,9 +26,7 @@ import operator
 import numpy as np
 
 from .. import config, tape
-from ..ops.elementwise import ElementwiseOp
 from ..ops.registry import Saved
-from ..ops.shape import Reshape
 from ..tensor import Tensor
 from . import fusion
 
@@ -185,7 +183,7 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch
             op = node.op
             movable = (
                 not create_graph and type(grad) is np.ndarray and key not in targets
-                and not node.retained and isinstance(op, (ElementwiseOp, Reshape))
+                and not node.retained and op.has_identity_vjp
             )
             for k, edge in enumerate(node.edges):
                 if not _edge_wanted(edge, plan, targets, all_leaves):
@@ -199,8 +197,7 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch
                 buffer = slots.get(id(edge))
                 if (
                     buffer is None and movable and grad.dtype == edge.dtype
-                    and (isinstance(op, Reshape)
-                         or (op.vjp_formulas.get(k) == "g" and edge.shape == node.shape))
+                    and op.identity_vjp(k, node)
                 ):
                     slots[id(edge)] = grad.reshape(lead + edge.shape)
                     movable = False

@@ -40,8 +40,6 @@ from .. import tape
 from ..ops import _pointers, _strided
 from ..ops._blas import hold_blas_threads, release_blas_threads
 from ..ops._parallel import parallel_allowed
-from ..ops.elementwise import ElementwiseOp
-from ..ops.shape import Reshape
 from . import fusion
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -520,7 +518,7 @@ def _build(tables, plan, seeds, targets, all_leaves, slot_of, results, leaves):
         # An identity VJP (reshape, or an elementwise formula ``g`` into an input of the
         # node's shape) into an intermediate with no slot yet hands the node's arena slot on
         # instead of zeroing another and copying: no instruction, once per node.
-        passable = slot_offsets[slot] >= 0 and isinstance(op, _PASSING)
+        passable = slot_offsets[slot] >= 0 and op.has_identity_vjp
         passed = False
         k = -1
         for edge in node.edges:
@@ -534,8 +532,7 @@ def _build(tables, plan, seeds, targets, all_leaves, slot_of, results, leaves):
                 if (
                     passable and key not in slot_of and key not in targets
                     and not edge.retained and edge.dtype == dtype
-                    and (isinstance(op, Reshape)
-                         or (op.vjp_formulas.get(k) == "g" and edge.shape == node.shape))
+                    and op.identity_vjp(k, node)
                 ):
                     slot_of[key] = slot
                     passable = False
@@ -567,9 +564,6 @@ def _build(tables, plan, seeds, targets, all_leaves, slot_of, results, leaves):
             else:
                 reusable.append(slot)
     return ran
-
-
-_PASSING = (ElementwiseOp, Reshape)
 
 
 class _Unsupported(Exception):

@@ -198,6 +198,12 @@ class ElementwiseOp(Op):
         if dtype.kind in "iu" and self.integer_check is not None:
             self.integer_check(arrays)
 
+    has_identity_vjp = True
+
+    def identity_vjp(self, k, node):
+        # (a derivative formula ``g`` into an input of the result's shape)
+        return self.vjp_formulas.get(k) == "g" and node.edges[k].shape == node.shape
+
     def forward(self, arrays, attrs):
         shape = attrs["shape"]
         out = np.empty(shape, dtype=arrays[-1].dtype)

@@ -258,6 +258,17 @@ class Op:
         """
         return None
 
+    #: Whether some VJP of this op may be the identity (:meth:`identity_vjp`): the engine asks
+    #: only then.
+    has_identity_vjp = False
+
+    def identity_vjp(self, k, node):
+        """Whether VJP ``k`` of the recorded ``node`` is the identity: input ``k``'s gradient
+        is the node's gradient, reshaped (no arithmetic, no broadcast). The backward then
+        hands the node's gradient buffer on to that input instead of adding it into a new
+        one."""
+        return False
+
     def forward_spec(self, arrays, attrs, output):
         """How a compiled program (:func:`autograd_nb.compile`) replays this op's forward, or
         None (the default): then a program that uses the op runs eagerly.
