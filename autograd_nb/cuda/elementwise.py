@@ -114,7 +114,7 @@ class Elementwise:
     def run_vjp(op, k, grad_output, saved, attrs, grad_input, batch):
         """Accumulate VJP ``k`` for ``batch`` rows of grad_output (row-major, one after the
         other in ``grad_output`` and ``grad_input``)."""
-        used, reads_g, reads_y = op._vjp_args[k]
+        used, reads_g, reads_y = op.vjp_reads(k)
         shape, shapes = attrs["shape"], attrs["shapes"]
         size = _count(shape)
         if size == 0 or grad_input.size == 0 or batch == 0:

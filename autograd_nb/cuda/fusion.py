@@ -85,7 +85,7 @@ def operands(group):
     """The saved arrays the chain's formulas read, flat, in the kernel's argument order."""
     arrays = []
     for node, position in zip(group.nodes, group.positions):
-        used, _, reads_y = node.op._vjp_args[position]
+        used, _, reads_y = node.op.vjp_reads(position)
         arrays += [flat(node.saved_inputs[i]) for i in used]
         if reads_y:
             arrays.append(flat(node.saved_output))
@@ -108,7 +108,7 @@ def fused_source(chain):
     body = []  # per element: operand loads and one derivative formula per stage
     n_params = 0
     for stage, (op, position, kinds) in enumerate(chain):
-        used, _, reads_y = op._vjp_args[position]
+        used, _, reads_y = op.vjp_reads(position)
         names = {name: f"{name}_{stage}" for name in op.input_names + op.params}
         names["g"] = f"g_{stage}"
         names["y"] = f"y_{stage}"

@@ -68,7 +68,7 @@ class Group:
         operands = []
         floats = []
         for node, k in zip(self.nodes, self.positions, strict=True):
-            used, _, reads_y = node.op._vjp_args[k]
+            used, _, reads_y = node.op.vjp_reads(k)
             operands += [node.saved_inputs[i] for i in used]
             if reads_y:
                 operands.append(node.saved_output)
@@ -138,7 +138,7 @@ def _link(node, needed, targets, all_leaves):
             position = k
     if position is None or attrs["shapes"][position] != shape:
         return None
-    used, _, _ = op._vjp_args[position]
+    used, _, _ = op.vjp_reads(position)
     kinds = []
     for i in used:
         operand_shape = attrs["shapes"][i]
@@ -210,7 +210,7 @@ def groups(plan, targets, all_leaves, roots, minimum=None):
 
 def _operand_count(node, position):
     """How many arrays VJP ``position`` of ``node`` reads in a fused loop (besides ``g``)."""
-    used, _, reads_y = node.op._vjp_args[position]
+    used, _, reads_y = node.op.vjp_reads(position)
     return len(used) + bool(reads_y)
 
 
@@ -231,7 +231,7 @@ def fused_source(stages):
     trig = set()  # arrays passed to sin/cos (checked, for the reduced-range loop)
     all_small = True
     for stage, (op, position, kinds) in enumerate(stages):
-        used, _, reads_y = op._vjp_args[position]
+        used, _, reads_y = op.vjp_reads(position)
         rename = {name: f"{name}_{stage}" for name in op.input_names + op.params}
         rename["g"] = "g_"
         rename["y"] = f"y_{stage}"

@@ -565,7 +565,7 @@ def _group_operands(group):
     """``(node, saved index)`` of each operand of a fused group's driver, in the order of
     :meth:`autograd_nb.engine.fusion.Group.spec`."""
     for node, k in zip(group.nodes, group.positions, strict=True):
-        used, _, reads_y = node.op._vjp_args[k]
+        used, _, reads_y = node.op.vjp_reads(k)
         for i in used:
             yield node, i
         if reads_y:

@@ -200,6 +200,11 @@ class ElementwiseOp(Op):
 
     has_identity_vjp = True
 
+    def vjp_reads(self, k):
+        """What VJP ``k``'s formula reads: ``(input positions, reads g, reads y)`` (the
+        operands of its kernels and drivers, in that order; fused loops gather them)."""
+        return self._vjp_args[k]
+
     def identity_vjp(self, k, node):
         # (a derivative formula ``g`` into an input of the result's shape)
         return self.vjp_formulas.get(k) == "g" and node.edges[k].shape == node.shape
