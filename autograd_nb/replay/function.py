@@ -3,7 +3,8 @@
 A call's *signature* is the structure of its arguments (nested tuples, lists and dicts), per
 tensor its shape, dtype, device, ``requires_grad`` and contiguity, every other argument by
 value, which tensor arguments are the same object, and the grad mode. The first call of a
-signature runs fn eagerly while :mod:`.tracer` records it, and its result is the eager one.
+signature runs fn eagerly while :mod:`.tracer` records it, then replays the program for its
+results (the eager results where fn wrote its arguments in place: a replay would write again).
 Later calls check the guards of the program (the tensors fn reached from its closure or
 globals are still those objects, of the same shape and dtype) and replay it
 (:mod:`.program`); a failed guard records the signature again.
@@ -129,7 +130,12 @@ class CompiledFunction:
                      enumerate(zip(tensors, _sources(self.fn, tensors)))
                      if t is not None and place[0] != "held"]
         self._keep(key, _Entry(program, output_structure, sources, arguments))
-        return result
+        if program.written:
+            return result  # (a replay would write the arguments a second time)
+        # The first call's results come from a replay too: their backward is the program's
+        # (one compiled call), not a first eager backward that plans the whole graph.
+        del result, trace, outputs
+        return unflatten(output_structure, program.replay(leaves, args, kwargs))
 
     def _keep(self, key, entry):
         with self._lock:
