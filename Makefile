@@ -8,7 +8,7 @@ PIP_INSTALL := $(PY) -m pip install --quiet --disable-pip-version-check
 # `make bench ASV_ARGS=` for a full (slower, statistically meaningful) asv run.
 ASV_ARGS ?= --quick
 
-.PHONY: help demo test test-fast test-gpu bench bench-report docs lint clean-cache
+.PHONY: help demo test test-fast test-gpu bench bench-report docs lint clean-cache warmup
 
 help:
 	@echo "make demo          create $(VENV), install the package, run the grad_outputs tour"
@@ -20,7 +20,10 @@ help:
 	@echo "make bench-report  turn the asv results into HTML (asv_bench/html)"
 	@echo "make docs          build the Sphinx site (warnings are errors) into docs/_build/html"
 	@echo "make lint          ruff check"
-	@echo "make clean-cache   delete the on-disk caches of compiled kernels (after editing one)"
+	@echo "make clean-cache   delete the on-disk caches of compiled kernels (never needed: an"
+	@echo "                   edit or an upgrade starts a new cache generation)"
+	@echo "make warmup        compile every public function's kernels into the cache (optional;"
+	@echo "                   WARMUP_ARGS=\"--ops tanh,matmul --dtypes float32\" for a subset)"
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -38,13 +41,19 @@ test-fast: $(PY)
 	$(PIP_INSTALL) -e ".[test,docs,cuda]"
 	$(PY) -m pytest -m "not slow"
 
-# numba invalidates a cached function when its own file changes, not when a function it calls
-# in another file does: after editing a kernel (ops/_gemm.py, say), the cached callers in other
-# files would keep linking the old one (seen here: segfaults). Clears the package's caches and
-# the generated kernels (config.KERNEL_DIR), which call ops/_scalar.py and ops/_fastmath.py.
+# For convenience only: the kernel cache is keyed by the package's sources and the numba,
+# llvmlite, NumPy and Python versions (autograd_nb/cache.py), so an edit or an upgrade starts a
+# new generation and old ones are pruned. Removes every generation, and numba's in-tree caches
+# of the package (__pycache__/*.nbi, *.nbc: an older layout).
 clean-cache: $(PY)
 	find autograd_nb -name '*.nbi' -delete -o -name '*.nbc' -delete
-	rm -rf "$$($(PY) -c 'from autograd_nb import config; print(config.KERNEL_DIR)')"
+	$(PY) -c 'from autograd_nb import cache; cache.clear()'
+
+# Compiles the public functions' kernels into the cache with a progress bar; nobody needs it.
+WARMUP_ARGS ?=
+warmup: $(PY)
+	$(PIP_INSTALL) -e .
+	$(PY) -m autograd_nb warmup $(WARMUP_ARGS)
 
 # The same CUDA tests as `make test` runs on the simulator, on the GPU (tests/conftest.py leaves
 # NUMBA_ENABLE_CUDASIM alone when AUTOGRAD_NB_TEST_GPU=1).

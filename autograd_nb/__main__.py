@@ -1,9 +1,11 @@
 """A short tour of autograd_nb: what ``grad_outputs`` means.
 
 Run it with ``python -m autograd_nb`` (or ``make demo``). Every number it prints is computed
-live by the engine, next to the closed form it should equal.
+live by the engine, next to the closed form it should equal. ``python -m autograd_nb warmup``
+precompiles kernels instead (:mod:`autograd_nb.warmup`).
 """
 
+import sys
 import textwrap
 
 import numpy as np
@@ -126,4 +128,8 @@ def main():
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 1:  # a command (``warmup``): autograd_nb/warmup.py
+        from autograd_nb.warmup import command_line
+
+        sys.exit(command_line(sys.argv[1:]))
     main()

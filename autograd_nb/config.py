@@ -7,12 +7,22 @@ the attribute when it needs it.
 import logging
 import os
 
-#: Folder where generated kernel modules (and, beside them, numba's on-disk cache) are written.
-#: Override with the ``AUTOGRAD_NB_CACHE_DIR`` environment variable.
+#: Root of the kernel cache (:mod:`autograd_nb.cache`): each generation of the code (package
+#: version and sources, numba, llvmlite, NumPy and Python versions) has its own folder in it,
+#: holding the generated kernel modules and numba's cache of autograd_nb's functions (which
+#: goes under ``$NUMBA_CACHE_DIR/autograd_nb`` instead where that is set). Override with the
+#: ``AUTOGRAD_NB_CACHE_DIR`` environment variable, before the import: numba places the cache
+#: of the package's own functions when they are made.
 KERNEL_DIR = os.environ.get(
     "AUTOGRAD_NB_CACHE_DIR",
     os.path.join(os.path.expanduser("~"), ".cache", "autograd_nb", "kernels"),
 )
+#: Generations of the kernel cache that no process used for this many seconds are removed
+#: (the current one never): a process of another version may still run on its own.
+CACHE_PRUNE_AFTER = 24 * 3600
+#: A compilation of one of autograd_nb's functions that takes longer than this many seconds
+#: is logged, once per function and dtypes, at INFO on the ``autograd_nb`` logger.
+COMPILE_LOG_SECONDS = 1.0
 
 #: Untrack Tensors and recorded nodes from Python's cyclic garbage collector at the start of
 #: each collection (:mod:`autograd_nb.collector`): a long graph then no longer makes the
@@ -67,3 +77,33 @@ def _set_omp_defaults():
 
 
 _set_omp_defaults()
+
+
+def cache_info():
+    """The kernel cache's folders, their size, and the compilations of this process so far.
+
+    Returns
+    -------
+    autograd_nb.cache.CacheInfo
+        ``generation``, ``folder`` (the generated kernel modules), ``numba_folder``,
+        ``size_bytes`` and ``files`` (of both folders), ``other_generations`` (older ones
+        not pruned yet), ``compiled`` and ``compile_seconds`` (autograd_nb's functions numba
+        compiled in this process), ``loaded`` (those it loaded from its cache),
+        ``in_memory`` (kernel modules run from memory because the cache could not hold
+        them) and ``problems`` (the cache problems met; the first one was a warning).
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> info = anb.config.cache_info()
+    >>> info.compiled >= 0 and info.folder.startswith(anb.config.KERNEL_DIR)
+    True
+    """
+    from . import cache
+
+    return cache.cache_info()
+
+
+# Last: numba must use autograd_nb's cache locator before the package's first ``cache=True``
+# function is made, and this module is the package's first import.
+from . import cache as _cache  # noqa: E402,F401

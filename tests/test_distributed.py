@@ -329,7 +329,7 @@ def test_workers_filling_one_empty_cache_at_once(tmp_path):
             for result, kernel_dir, cache_dir in client.gather(futures):
                 assert (kernel_dir, cache_dir) == (kernels, numba_cache)
                 assert_same([result], [expected])
-    written = os.listdir(kernels)
+    written = [name for _, _, names in os.walk(kernels) for name in names]
     assert any(name.endswith(".py") for name in written)
     assert not [name for name in written if name.endswith(".tmp")]
     cached = [name for _, _, files in os.walk(numba_cache) for name in files]

@@ -3,9 +3,10 @@
 numba caches a compiled function on disk only when it is a module-level function of a real
 source file: closures and functions passed as arguments are recompiled in every process (we
 measured both: no cache hits, and ~4 us of dispatch per call for the latter). So the loop kernels
-of an elementwise op are written out as Python source, into ``config.KERNEL_DIR``, under a name
-that hashes the source, and imported from there. numba's cache sits beside that file, and an
-edited formula gives a new file rather than a stale cache.
+of an elementwise op are written out as Python source, into the kernel cache
+(:mod:`autograd_nb.cache`: a folder per generation of the package), under a name that hashes
+the source, and imported from there. An edited formula gives a new file rather than a stale
+cache.
 
 Layouts (kept few, so numba compiles few specialisations):
 
@@ -17,14 +18,10 @@ Layouts (kept few, so numba compiles few specialisations):
 """
 
 import hashlib
-import importlib.util
 import itertools
-import os
-import sys
-import tempfile
 import threading
 
-from .. import config
+from .. import cache
 from . import _fastmath, _scalar
 
 _GENERATOR_VERSION = "5"
@@ -70,28 +67,10 @@ def load_module(tag, source):
 
 
 def _import(module_name, source):
-    """Write the module's file (unless it exists) and execute it; the caller holds
-    ``_loading``."""
-    folder = config.KERNEL_DIR
-    os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, module_name + ".py")
-    if not os.path.exists(path):
-        # Atomic: parallel processes may generate the same module at once. Never rewrite an
-        # existing file: its mtime keys numba's on-disk cache.
-        handle, temporary = tempfile.mkstemp(dir=folder, suffix=".tmp")
-        with os.fdopen(handle, "w") as stream:
-            stream.write(source)
-        os.replace(temporary, path)
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:  # (a KeyboardInterrupt too) no half-executed module stays behind
-        if sys.modules.get(module_name) is module:
-            del sys.modules[module_name]
-        raise
-    return module
+    """Execute the module from its file in the kernel cache, written once and atomically, or
+    from memory where the cache cannot hold it (:func:`autograd_nb.cache.import_module`);
+    the caller holds ``_loading``."""
+    return cache.import_module(module_name, source)
 
 
 def _used_names(formula):
