@@ -10,7 +10,14 @@ compiling or loading its cached kernels, XLA compiling), check its gradients aga
 autograd_nb's (and autograd_nb's against the closed form, where the workload has one), then
 time it with ``timeit``: ``repeat`` rounds of as many calls as fill ~0.2 s, and report the
 median time per call. The ratio is the engine's median over autograd_nb's (above 1:
-autograd_nb is faster). ``--quick`` takes 3 rounds of ~0.05 s.
+autograd_nb is faster). ``--quick`` takes 3 rounds of ~0.05 s. A variant's gradients are
+checked at its first call and at its second: a compiled step (``autograd_nb:compile``) records
+at its first call, which runs eagerly, and replays from its second.
+
+The compiled variants get a table of their own: their median against eager autograd_nb's,
+torch's and JAX's, and the first two calls of a fresh compiled step once the kernels are loaded
+(the first records the program, the second is its first replay; each the median over
+``FIRST_CALL_ROUNDS`` fresh steps, the backward templates cleared before each).
 
 Each step is timed twice: with Python's cyclic garbage collector off, as ``timeit`` (and asv)
 time by default, and with it on, as a program runs. The two differ where a step leaves many
@@ -31,6 +38,7 @@ between one process and the next, and a single pair of runs is at its mercy.
 """
 
 import argparse
+import contextlib
 import datetime
 import gc
 import json
@@ -40,6 +48,7 @@ import statistics
 import subprocess
 import sys
 import timeit
+import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -56,6 +65,9 @@ WAIT_VARIABLES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
 
 #: The largest gradient difference from autograd_nb's accepted, relative to its largest entry.
 TOLERANCE = {"float64": 1e-8, "float32": 1e-4}
+
+#: Fresh compiled steps whose first two calls are timed (the median is reported).
+FIRST_CALL_ROUNDS = 3
 
 
 def limit_threads(threads):
@@ -184,25 +196,26 @@ def relative_difference(grads, reference):
 def run_case(workload, params, variants, repeat, seconds):
     """One row per engine variant: dicts with the timings and the gradient check."""
     import numpy as np
-    from benchmarks.workloads import WORKLOADS, make_step
+    from benchmarks.workloads import make_step
 
-    spec = WORKLOADS[workload]
     label = case_label(workload, params)
-    tolerance = TOLERANCE[params.get("dtype", spec.dtype)]
     rows = []
-    grads_of = {}
+    grads_of, second_grads_of = {}, {}
     for variant in variants:
         row = {"case": label, "workload": workload, "engine": variant}
         rows.append(row)
         start = timeit.default_timer()
         try:
-            step = make_step(workload, variant, **params)
-            grads_of[variant] = [np.array(g) for g in step()]
+            with fallbacks_noted(row):
+                step = make_step(workload, variant, **params)
+                grads_of[variant] = [np.array(g) for g in step()]
+                row["first_call"] = timeit.default_timer() - start
+                # A compiled step's first call runs eagerly; its second is the first replay.
+                second_grads_of[variant] = [np.array(g) for g in step()]
         except NotImplementedError as error:
             row["skipped"] = str(error)
             print(f"  {label} / {variant}: skipped ({error})", file=sys.stderr, flush=True)
             continue
-        row["first_call"] = timeit.default_timer() - start
         row["median"] = time_step(step, repeat, seconds)
         row["median_gc"] = time_step(step, repeat, seconds, collector=True)
         print(
@@ -212,32 +225,95 @@ def run_case(workload, params, variants, repeat, seconds):
             file=sys.stderr,
             flush=True,
         )
-    # autograd_nb's gradient against the closed form, or else torch's; every other engine's
-    # against autograd_nb's.
+    # After every variant is timed: clearing the backward templates slows no timed call.
+    for row in rows:
+        if is_compiled(row["engine"]) and "skipped" not in row:
+            row["trace"], row["first_replay"] = compiled_first_calls(
+                workload, row["engine"], params
+            )
+    check_gradients(rows, workload, params, grads_of, second_grads_of)
+    add_ratios(rows)
+    return rows
+
+
+@contextlib.contextmanager
+def fallbacks_noted(row):
+    """Note in ``row["fallback"]`` why a compiled function ran eagerly (its
+    ``CompileWarning``), so that its row says so; every warning is still shown."""
+    caught = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("default")
+            yield
+    finally:
+        for warning in caught:
+            if warning.category.__name__ == "CompileWarning":
+                row.setdefault("fallback", str(warning.message))
+            warnings.showwarning(
+                warning.message, warning.category, warning.filename, warning.lineno
+            )
+
+
+def is_compiled(variant):
+    """Whether ``variant`` runs through ``anb.compile`` (``autograd_nb:compile...``)."""
+    return variant.startswith("autograd_nb:compile")
+
+
+def compiled_first_calls(workload, variant, params, rounds=FIRST_CALL_ROUNDS):
+    """A fresh compiled step's first call (it records) and second (its first replay), each the
+    median over ``rounds`` fresh steps (``workloads.compiled_first_calls``)."""
+    from benchmarks import workloads
+
+    times = [workloads.compiled_first_calls(workload, variant, **params) for _ in range(rounds)]
+    trace, replay = (statistics.median(column) for column in zip(*times))
+    print(
+        f"  {case_label(workload, params)} / {variant}: first call (records)"
+        f" {format_seconds(trace)}, second (first replay) {format_seconds(replay)}",
+        file=sys.stderr,
+        flush=True,
+    )
+    return trace, replay
+
+
+def check_gradients(rows, workload, params, grads_of, second_grads_of):
+    """autograd_nb's gradient against the closed form, or else torch's; every other variant's
+    against autograd_nb's, at its first call and at its second (a compiled step's first
+    replay)."""
+    from benchmarks.workloads import WORKLOADS
+
+    spec = WORKLOADS[workload]
+    tolerance = TOLERANCE[params.get("dtype", spec.dtype)]
     for row in rows:
         if row["engine"] not in grads_of:
             continue
         if row["engine"] == "autograd_nb":
             if spec.closed_form is not None:
-                against, reference = "closed form", spec.closed_form(**params)
+                against, references = "closed form", [spec.closed_form(**params)]
             else:
-                against, reference = "torch", grads_of.get("torch")
+                against, references = "torch", [grads_of.get("torch")]
+            calls = [grads_of[row["engine"]]]
         else:
-            against, reference = "autograd_nb", grads_of.get("autograd_nb")
-        if reference is None:
+            against = "autograd_nb"
+            references = [grads_of.get("autograd_nb"), second_grads_of.get("autograd_nb")]
+            calls = [grads_of[row["engine"]], second_grads_of[row["engine"]]]
+        if references[0] is None:
             row["check_against"] = f"unchecked: no {against} gradient"
             continue
-        row["check"] = relative_difference(grads_of[row["engine"]], reference)
+        row["check"] = max(
+            relative_difference(grads, reference)
+            for grads, reference in zip(calls, references)
+            if reference is not None
+        )
         row["check_against"] = against
         row["check_ok"] = row["check"] <= tolerance
+
+
+def add_ratios(rows):
     for key, ratio in (("median", "ratio"), ("median_gc", "ratio_gc")):
-        baseline = next(
-            (r[key] for r in rows if r["engine"] == "autograd_nb" and key in r), None
-        )
+        baseline = next((r[key] for r in rows if r["engine"] == "autograd_nb" and key in r), None)
         for row in rows:
             if baseline and key in row:
                 row[ratio] = row[key] / baseline
-    return rows
 
 
 def compare(workloads, engines, repeat, seconds):
@@ -283,6 +359,45 @@ def print_table(rows, with_threads=False):
     )
     for row in rows:
         print(format_row(row, with_threads))
+
+
+def print_compiled(rows, with_threads=False):
+    """The ``anb.compile`` variants: their median against eager autograd_nb's, torch's and
+    JAX's in the same case (above 1: the compiled step is faster), and a fresh compiled step's
+    first two calls."""
+    compiled = [r for r in rows if is_compiled(r["engine"]) and "median" in r]
+    if not compiled:
+        return
+    peers = ("autograd_nb", "torch", "jax")
+    medians = {(r["case"], r["threads"], r["engine"]): r["median"] for r in rows if "median" in r}
+    print()
+    print(
+        "anb.compile: median, the eager engines' and JAX jit's medians over it, and the first "
+        "two calls of a fresh compiled step (kernels loaded, backward templates cleared):"
+    )
+    print()
+    threads = " threads |" if with_threads else ""
+    print(
+        f"| workload | engine |{threads} median | "
+        + " | ".join(f"{peer} / compiled" for peer in peers)
+        + " | first call (records) | second call (first replay) | both |"
+    )
+    print("| --- | --- |" + (" ---: |" if with_threads else "") + " ---: |" * (len(peers) + 4))
+    for row in compiled:
+        cells = [f"`{row['case']}`", row["engine"]]
+        if with_threads:
+            cells.append(str(row["threads"]))
+        cells.append(format_seconds(row["median"]))
+        for peer in peers:
+            median = medians.get((row["case"], row["threads"], peer))
+            cells.append(f"{median / row['median']:.3g}" if median else "n/a")
+        first_calls = [row.get("trace"), row.get("first_replay")]
+        if None not in first_calls:
+            first_calls.append(sum(first_calls))
+        cells += [format_seconds(t) if t is not None else "n/a" for t in first_calls]
+        if "fallback" in row:
+            cells[1] += f" (**ran eagerly**: {row['fallback']})"
+        print("| " + " | ".join(cells) + " |")
 
 
 def print_scaling(rows, counts, runs=None):
@@ -409,6 +524,7 @@ def main(argv=None):
     print(f"Command: {command_line(argv)}")
     print()
     print_table(rows)
+    print_compiled(rows)
     print_descriptions(workloads)
     return 0 if all(r.get("check_ok", True) for r in rows) else 1
 
@@ -457,6 +573,7 @@ def run_per_thread_count(args, counts, command):
               "processes taking turns.")
     print()
     print_table(rows, with_threads=True)
+    print_compiled(rows, with_threads=True)
     print_scaling(rows, counts, runs if args.alternate > 1 else None)
     print_descriptions(args.workloads or list(dict.fromkeys(r["workload"] for r in rows)))
     return 0 if all(r.get("check_ok", True) for r in rows) else 1
@@ -464,7 +581,8 @@ def run_per_thread_count(args, counts, command):
 
 def merge_runs(runs):
     """One row per workload, engine and thread count: the medians over the runs that timed it
-    (times and ratios), its first run's first call, and its worst gradient check."""
+    (times, ratios and a compiled step's first calls), its first run's first call, and its
+    worst gradient check."""
     merged = {}
     for rows in runs:
         for row in rows:
@@ -473,7 +591,7 @@ def merge_runs(runs):
     result = []
     for same in merged.values():
         row = dict(same[0])
-        for name in ("median", "median_gc", "ratio", "ratio_gc"):
+        for name in ("median", "median_gc", "ratio", "ratio_gc", "trace", "first_replay"):
             values = [r[name] for r in same if name in r]
             if values:
                 row[name] = statistics.median(values)

@@ -1,10 +1,14 @@
 """``asv_bench/compare.py``'s merging of alternated runs (``--alternate``): medians over the
-runs, the worst gradient check, and each turn's own speed-up."""
+runs, the worst gradient check, and each turn's own speed-up; and its table of the
+``anb.compile`` variants."""
 
 import importlib.util
 import os
+import warnings
 
 import pytest
+
+from autograd_nb.replay import CompileWarning
 
 _PATH = os.path.join(os.path.dirname(__file__), os.pardir, "asv_bench", "compare.py")
 
@@ -52,3 +56,34 @@ def test_alternate_without_a_list_of_thread_counts_is_refused(compare, argv, cap
         compare.main(argv)
     assert refused.value.code == 2
     assert "--alternate K needs" in capsys.readouterr().err
+
+
+def test_the_compiled_table_sets_each_compiled_variant_against_its_case(compare, capsys):
+    rows = [
+        _row("default", 5e-3),
+        _row("default", 0.5e-3, engine="autograd_nb:compile")
+        | {"trace": 40e-3, "first_replay": 2e-3},
+        _row("default", 7e-3, engine="torch"),
+        _row("default", 0.25e-3, engine="jax"),
+    ]
+    compare.print_compiled(rows)
+    table = capsys.readouterr().out
+    assert (
+        "| `jacobian_batched` | autograd_nb:compile | 500 µs | 10 | 14 | 0.5 | 40 ms | 2 ms "
+        "| 42 ms |" in table
+    )
+    assert table.count("| `jacobian_batched` |") == 1
+
+
+def test_without_compiled_variants_there_is_no_compiled_table(compare, capsys):
+    compare.print_compiled([_row("default", 5e-3)])
+    assert capsys.readouterr().out == ""
+
+
+def test_a_compiled_variant_that_ran_eagerly_says_so(compare, capsys):
+    row = _row("default", 5e-3, engine="autograd_nb:compile")
+    with pytest.warns(UserWarning, match="runs eagerly"):
+        with compare.fallbacks_noted(row):
+            warnings.warn("fn runs eagerly for this signature", CompileWarning, stacklevel=1)
+    compare.print_compiled([row])
+    assert "autograd_nb:compile (**ran eagerly**: fn runs eagerly" in capsys.readouterr().out

@@ -6,15 +6,16 @@ for ``mlp_train_step`` also the SGD update). ``setup`` builds the seeded inputs 
 iteration until its time settles (``warmup.warm_up``), so compilation (numba kernels, XLA),
 autograd_nb's template of the graph and its first use happen there and are never timed;
 measure compilation with ``compile_latency.py`` or read the "first call" column of
-``compare.py``. An engine that is not installed, or cannot express a
-workload, is skipped (``NotImplementedError`` in ``setup``).
+``compare.py``; ``CompiledFirstCalls`` tracks the first calls of an ``anb.compile`` step
+(recording, first replay) once the kernels are loaded. An engine that is not installed, or
+cannot express a workload, is skipped (``NotImplementedError`` in ``setup``).
 """
 
 import gc
 import os
 
 from .warmup import warm_up
-from .workloads import WORKLOADS, make_step, set_threads
+from .workloads import WORKLOADS, compiled_first_calls, make_step, set_threads
 
 # XLA compiles the 1,000-op scalar graph of fastest_autograd for ~30 s, and asv runs each
 # benchmark in a fresh process: keep the compiled programs on disk, so it compiles once.
@@ -162,3 +163,46 @@ class Linalg(_WorkloadSuite):
     __doc__ = WORKLOADS["linalg"].description
     workload = "linalg"
     params, param_names = _params_of(workload)
+
+
+def _compiled_cases():
+    """Every ``autograd_nb:compile`` variant at the sizes ``compare.py`` runs, by a label."""
+    cases = {}
+    for workload, spec in WORKLOADS.items():
+        for variant in spec.variants:
+            if not variant.startswith("autograd_nb:compile"):
+                continue
+            for params in spec.compare:
+                sizes = [f"{name}={value}" for name, value in params.items()]
+                cases[" ".join([workload, variant, *sizes])] = (workload, variant, params)
+    return cases
+
+
+COMPILED_CASES = _compiled_cases()
+
+
+class CompiledFirstCalls:
+    """The first two calls of a fresh ``anb.compile`` step, in seconds, once a step of the
+    same ops has loaded the kernels: the first records the program (eagerly), the second is
+    its first replay (issue 19: at most 50 ms for both on ``fastest_autograd`` with 1,000 ops,
+    0.5 s with 10,000)."""
+
+    params = [list(COMPILED_CASES)]
+    param_names = ["case"]
+    timeout = 300
+
+    def setup(self, case):
+        workload, variant, params = COMPILED_CASES[case]
+        warm_up(make_step(workload, variant, **params))
+
+    def track_first_call(self, case):
+        workload, variant, params = COMPILED_CASES[case]
+        return compiled_first_calls(workload, variant, **params)[0]
+
+    track_first_call.unit = "seconds"
+
+    def track_first_replay(self, case):
+        workload, variant, params = COMPILED_CASES[case]
+        return compiled_first_calls(workload, variant, **params)[1]
+
+    track_first_replay.unit = "seconds"

@@ -5,7 +5,9 @@ set of parameters (sizes, dtype). For each engine that can express it, a *maker*
 engine's module and the parameters, builds the seeded data and returns ``step``: a function
 of no arguments that runs one iteration (forward and backward; for ``mlp_train_step`` also the
 SGD update) and returns the gradients as NumPy arrays. A workload may have several variants
-per engine, named ``engine:how`` (``torch:jacrev``). The asv suite (``bench_engines.py``) and
+per engine, named ``engine:how`` (``torch:jacrev``); ``autograd_nb:compile`` runs the forward
+part of autograd_nb's step through ``anb.compile`` (:meth:`Workload.eager_and_compiled`), the
+rest of the step as the eager one. The asv suite (``bench_engines.py``) and
 ``compare.py`` both get their work from :func:`make_step`, so they time the same thing.
 
 ``make_step`` raises ``NotImplementedError`` when the engine is not installed or cannot
@@ -63,9 +65,27 @@ class Workload:
         self.closed_form = function
         return function
 
+    def eager_and_compiled(self, maker):
+        """Decorator: register ``maker(anb, trace, **params)`` as the ``autograd_nb`` variant,
+        with ``trace`` the identity, and as ``autograd_nb:compile``, with ``trace`` being
+        ``anb.compile``.
+
+        The maker passes the forward part of its step through ``trace``, so both variants do
+        the same work around it (the backward, reading the gradients, an update). A compiled
+        step's first call records (eagerly) and its second is the first replay: warm it up
+        with at least two calls.
+        """
+        self.makers["autograd_nb"] = lambda anb, **params: maker(anb, _eager, **params)
+        self.makers["autograd_nb:compile"] = lambda anb, **params: maker(anb, anb.compile, **params)
+        return maker
+
     @property
     def variants(self):
         return list(self.makers)
+
+
+def _eager(forward):
+    return forward
 
 
 def engine_of(variant):
@@ -82,6 +102,27 @@ def make_step(workload, variant, **params):
         raise NotImplementedError(f"{workload} has no {variant} variant")
     module = _import(engine_of(variant))
     return spec.makers[variant](module, **params)
+
+
+def compiled_first_calls(workload, variant, **params):
+    """Seconds taken by the first two calls of a fresh compiled step (``autograd_nb:compile``):
+    the first records the program (eagerly), the second is its first replay.
+
+    Call it once a step of the same ops has run, so that the kernels are loaded (issue 19's
+    "warm kernel cache"). The backward templates (``autograd_nb/engine/plan_cache.py``) are
+    cleared first: that earlier run made the graph's template, and a new function has none.
+    """
+    import time
+
+    from autograd_nb.engine import plan_cache
+
+    step = make_step(workload, variant, **params)
+    plan_cache.clear()
+    start = time.perf_counter()
+    step()
+    middle = time.perf_counter()
+    step()
+    return middle - start, time.perf_counter() - middle
 
 
 def seeded(shape, seed=0, scale=1.0, dtype="float64"):
@@ -189,14 +230,15 @@ def _(n, dtype):
     return [np.full(n, 2 * x.astype(np.float64).sum())]
 
 
-@seed_outer.variant("autograd_nb")
-def _(anb, n, dtype):
+@seed_outer.eager_and_compiled
+def _(anb, trace, n, dtype):
     data, ones = _outer_data(n, dtype)
     x = anb.tensor(data, requires_grad=True)
     ones = anb.tensor(ones)
+    outer = trace(lambda x: anb.outer(x, x))
 
     def step():
-        return [anb.grad(anb.outer(x, x), x, grad_outputs=ones)[0].numpy()]
+        return [anb.grad(outer(x), x, grad_outputs=ones)[0].numpy()]
 
     return step
 
@@ -298,13 +340,14 @@ def _chain20_data(size, dtype):
     return seeded(size, seed=11, dtype=dtype)
 
 
-@elementwise_chain.variant("autograd_nb")
-def _(anb, size, dtype):
+@elementwise_chain.eager_and_compiled
+def _(anb, trace, size, dtype):
     x = anb.tensor(_chain20_data(size, dtype), requires_grad=True)
     unary = {name: getattr(anb, name) for name in ("sin", "cos", "tanh", "sigmoid", "square")}
+    loss = trace(lambda x: anb.sum(_run_chain(unary, x)))
 
     def step():
-        return [anb.grad(anb.sum(_run_chain(unary, x)), x)[0].numpy()]
+        return [anb.grad(loss(x), x)[0].numpy()]
 
     return step
 
@@ -412,8 +455,8 @@ def _run_fastest(graph, variables, softplus, softmax4):
     return variables[-1]
 
 
-@fastest_autograd.variant("autograd_nb")
-def _(anb, n_ops):
+@fastest_autograd.eager_and_compiled
+def _(anb, trace, n_ops):
     graph = fastest_graph(n_ops)
     inputs = [anb.tensor(value, requires_grad=True) for value in _fastest_inputs()]
 
@@ -421,10 +464,12 @@ def _(anb, n_ops):
         s = anb.softmax(anb.stack(scalars))
         return [s[k] for k in range(4)]
 
+    build = trace(lambda *inputs: _run_fastest(graph, inputs, anb.softplus, softmax4))
+
     def step():
         for x in inputs:
             x.grad = None
-        _run_fastest(graph, inputs, anb.softplus, softmax4).backward()
+        build(*inputs).backward()
         return [np.array([0.0 if x.grad is None else x.grad.item() for x in inputs])]
 
     return step
@@ -538,14 +583,15 @@ def _():
     return [((1 - y**2)[:, None] * d["W2"]) @ ((1 - h**2)[:, None] * d["W1"])]
 
 
-@jacobian_batched.variant("autograd_nb")
-def _(anb, **_):
+@jacobian_batched.eager_and_compiled
+def _(anb, trace, **_):
     data = {name: anb.tensor(value) for name, value in _jacobian_data().items()}
     x = anb.tensor(data.pop("x").numpy(), requires_grad=True)
     identity = anb.eye(JACOBIAN_OUT, dtype="float64")
+    forward = trace(lambda x: _mlp2(anb.tanh, x, **data))
 
     def step():
-        y = _mlp2(anb.tanh, x, **data)
+        y = forward(x)
         return [anb.grad(y, x, grad_outputs=identity, is_grads_batched=True)[0].numpy()]
 
     return step
@@ -658,8 +704,8 @@ def _mlp_loss(tanh, log_softmax, inputs, labels, rows, params):
     return -log_softmax(logits)[rows, labels].mean()
 
 
-@mlp_train_step.variant("autograd_nb")
-def _(anb, **_):
+def _anb_mlp(anb):
+    """autograd_nb's inputs, label rows and labels, parameters and loss (of the parameters)."""
     inputs, labels, params = _mlp_data()
     inputs, rows = anb.tensor(inputs), np.arange(MLP_BATCH)
     params = [anb.tensor(p, requires_grad=True) for p in params]
@@ -667,14 +713,44 @@ def _(anb, **_):
     def log_softmax(logits):
         return anb.log_softmax(logits, axis=-1)
 
+    def loss(*params):
+        return _mlp_loss(anb.tanh, log_softmax, inputs, labels, rows, params)
+
+    return params, loss
+
+
+@mlp_train_step.eager_and_compiled
+def _(anb, trace, **_):
+    params, loss = _anb_mlp(anb)
+    loss = trace(loss)
+
     def step():
         for p in params:
             p.grad = None
-        _mlp_loss(anb.tanh, log_softmax, inputs, labels, rows, params).backward()
+        loss(*params).backward()
         with anb.no_grad():
             for p in params:
                 p -= MLP_LEARNING_RATE * p.grad
         return [p.grad.numpy() for p in params]
+
+    return step
+
+
+@mlp_train_step.variant("autograd_nb:compile_step")
+def _(anb, **_):
+    params, loss = _anb_mlp(anb)
+
+    @anb.compile
+    def train_step(*params):
+        # The whole step in one program: forward, gradients, and the in-place update.
+        grads = anb.grad(loss(*params), params)
+        with anb.no_grad():
+            for p, g in zip(params, grads):
+                p -= MLP_LEARNING_RATE * g
+        return grads
+
+    def step():
+        return [g.numpy() for g in train_step(*params)]
 
     return step
 
@@ -803,14 +879,15 @@ def _ode_rollout(ns, x, v, zero_row):
     return _ode_energy(ns, x, v)
 
 
-@ode_rollout.variant("autograd_nb")
-def _(anb, **_):
+@ode_rollout.eager_and_compiled
+def _(anb, trace, **_):
     positions, velocities, zero_row = _ode_data()
     x = anb.tensor(positions, requires_grad=True)
     v, zero_row = anb.tensor(velocities), anb.tensor(zero_row)
+    rollout = trace(lambda x: _ode_rollout(anb, x, v, zero_row))
 
     def step():
-        return [anb.grad(_ode_rollout(anb, x, v, zero_row), x)[0].numpy()]
+        return [anb.grad(rollout(x), x)[0].numpy()]
 
     return step
 
@@ -896,12 +973,13 @@ def _namespace_workload(name, description, make_arrays, loss):
     """A workload whose loss is written once over a NumPy-like namespace."""
     spec = Workload(name, description, params={}, compare=[{}])
 
-    @spec.variant("autograd_nb")
-    def _(anb):
+    @spec.eager_and_compiled
+    def _(anb, trace):
         inputs = [anb.tensor(a, requires_grad=True) for a in make_arrays()]
+        forward = trace(lambda *inputs: loss(anb, *inputs))
 
         def step():
-            return [g.numpy() for g in anb.grad(loss(anb, *inputs), inputs)]
+            return [g.numpy() for g in anb.grad(forward(*inputs), inputs)]
 
         return step
 
