@@ -87,6 +87,10 @@ class CompiledFunction:
         return self._record(key, leaves, args, kwargs)
 
     def _record(self, key, leaves, args, kwargs):
+        with tracer.gc_paused():
+            return self._record_paused(key, leaves, args, kwargs)
+
+    def _record_paused(self, key, leaves, args, kwargs):
         tensors = [leaf if isinstance(leaf, Tensor) else None for leaf in leaves]
         for t in tensors:
             if t is not None and type(t._data) is not np.ndarray:

@@ -172,9 +172,19 @@ class Program:
     def _forward(self, trace):
         builder = interpreter.Builder()
         values = {}
+        location = self.location
 
         def value(buffer, offset):
-            where = self.location(buffer, offset)
+            if not offset:  # (the usual case: a whole buffer, named by the buffer)
+                index = values.get(buffer)
+                if index is None:
+                    where = location(buffer, 0)
+                    index = values.get(where)
+                    if index is None:
+                        index = values[where] = builder.value(*where)
+                    values[buffer] = index
+                return index
+            where = location(buffer, offset)
             index = values.get(where)
             if index is None:
                 index = values[where] = builder.value(*where)
