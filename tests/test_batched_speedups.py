@@ -100,6 +100,10 @@ def test_split_gemm_reads_rows_with_a_stride():
 
 def test_small_products_stay_on_one_block():
     x, y, out = _operands(np.float64, 8, 8, 8, False)
+    assert _blas.split_blocks(out.shape[1], 8 * 8 * 8) == 1
+    # (and a product past the threshold does split, so the check above can fail)
+    wide = 4 * _blas.SPLIT_WIDTH
+    assert _blas.split_blocks(wide, _blas.SPLIT_MIN_WORK * 4) > 1
     expected = out + x @ y
     _blas.gemm_add_split(*_blas.product_kernel(np.float64), x, y, False, out, True)
     np.testing.assert_allclose(out, expected, rtol=1e-13)
