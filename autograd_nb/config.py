@@ -107,3 +107,11 @@ def cache_info():
 # Last: numba must use autograd_nb's cache locator before the package's first ``cache=True``
 # function is made, and this module is the package's first import.
 from . import cache as _cache  # noqa: E402,F401
+
+
+def capabilities():
+    """Which fast paths that read memory by address run here, and why not where they do not
+    (:func:`autograd_nb._cpython.capabilities`)."""
+    from . import _cpython
+
+    return _cpython.capabilities()

@@ -32,6 +32,7 @@ from numba import config as numba_config
 from numba import njit, types
 from numba.extending import intrinsic
 
+from . import _cpython
 from .ops._pointers import load_address
 
 TYPE_OFFSET = 8
@@ -147,7 +148,12 @@ def objects_at(addresses):
     return (ctypes.py_object * len(addresses)).from_buffer(addresses)[:]
 
 
-#: Whether compiled code may read objects here at all.
+#: Whether compiled code may read objects here at all (:mod:`autograd_nb._cpython` allows it,
+#: and the layouts are as expected).
 SUPPORTED = (
-    not numba_config.DISABLE_JIT and lists_as_expected() and tuples_as_expected()
+    _cpython.ALLOWED and not numba_config.DISABLE_JIT and lists_as_expected()
+    and tuples_as_expected()
 )
+if _cpython.ALLOWED and not numba_config.DISABLE_JIT and not SUPPORTED:
+    _cpython.unavailable("reading graphs from compiled code (cached backward checks, the "
+                         "garbage-collector hook)", "CPython's list or tuple layout differs")

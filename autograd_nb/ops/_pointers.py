@@ -27,6 +27,7 @@ from llvmlite import ir
 from numba import carray, njit, types
 from numba.extending import intrinsic
 
+from .. import _cpython
 from . import _kernels
 
 #: Offset of the data pointer in NumPy's array object (after the refcount and type pointer).
@@ -43,8 +44,11 @@ def _check_layout():
     return found == probe.ctypes.data
 
 
-#: False on a NumPy whose array struct differs: the engine then keeps the Python walk.
-SUPPORTED = _check_layout()
+#: False on a NumPy whose array struct differs, or where :mod:`autograd_nb._cpython` turns the
+#: address-reading paths off: the engine then keeps the Python walk.
+SUPPORTED = _cpython.ALLOWED and _check_layout()
+if _cpython.ALLOWED and not SUPPORTED:
+    _cpython.unavailable("the compiled backward executor", "NumPy's array struct differs")
 
 
 @intrinsic

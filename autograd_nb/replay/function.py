@@ -18,6 +18,7 @@ import warnings
 import numpy as np
 
 from .. import tape
+from ..ops import _pointers
 from ..tensor import Tensor
 from . import program as program_module
 from . import tracer
@@ -92,6 +93,11 @@ class CompiledFunction:
 
     def _record_paused(self, key, leaves, args, kwargs):
         tensors = [leaf if isinstance(leaf, Tensor) else None for leaf in leaves]
+        if not _pointers.SUPPORTED:  # (the interpreter reads arrays by address)
+            why = "reading arrays by address is off here (autograd_nb.config.capabilities())"
+            self._keep(key, _Eager(why))
+            _warn(self.fn, why, None)
+            return self.fn(*args, **kwargs)
         for t in tensors:
             if t is not None and type(t._data) is not np.ndarray:
                 self._keep(key, _Eager("CUDA tensors run eagerly for now"))
