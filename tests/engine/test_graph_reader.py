@@ -184,14 +184,18 @@ def test_threads_backward_from_one_template_at_once():
 
 def test_layout_facts_hold_here():
     assert layout.lists_as_expected() and layout.tuples_as_expected()
-    assert layout.ints_as_expected()
+    # CPython 3.12 replaced an int's size field (``lv_tag``): the probe says so, and the
+    # readers then take the seq numbers in Python.
+    assert layout.ints_as_expected() == (sys.version_info < (3, 12))
+    if not layout.ints_as_expected():
+        return
     for n in (0, 1, 2**30 - 1, 2**30, 2**59 + 17):
         assert layout.read_int(id(n)) == n
     assert layout.read_int(id(-5)) == -1 and layout.read_int(id(2**62)) == -1
 
 
 def test_objects_at_gives_new_references():
-    things = [object(), [1], "text"]
+    things = [object(), [1], "".join(["te", "xt"])]  # (not an interned, immortal string)
     before = [sys.getrefcount(t) for t in things]
     back = layout.objects_at(np.array([id(t) for t in things], dtype=np.int64))
     assert all(a is b for a, b in zip(back, things))
