@@ -370,9 +370,6 @@ def _traced_apply(op, args, attrs):
     trace = current()
     if trace is None or trace.depth:
         return _saved["apply"](op, args, attrs)
-    if tensor_module._cuda_used:
-        trace.refuse("CUDA tensors")
-        return _saved["apply"](op, args, attrs)
     values, edges, boxes, tensors = [], [], [], []
     requires_grad = False
     only_tensors = True
@@ -399,6 +396,9 @@ def _traced_apply(op, args, attrs):
         boxes.append(None)
         edges.append(None)
         tensors.append(None)
+    if tensor_module._cuda_used and tensor_module._cuda_device.any_device_array(values):
+        trace.refuse("CUDA tensors")
+        return _saved["apply"](op, args, attrs)
     trace.depth += 1
     try:
         if not only_tensors:

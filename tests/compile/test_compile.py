@@ -517,3 +517,17 @@ def test_an_in_place_change_inside_fn_of_a_saved_value_raises_as_eager():
             compiled(x).backward()
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         fn(x).backward()
+
+
+def test_cpu_programs_still_compile_once_the_process_has_used_cuda(monkeypatch):
+    import importlib
+
+    tensor_module = importlib.import_module("autograd_nb.tensor")
+    monkeypatch.setattr(tensor_module, "_cuda_used", True)  # (a CUDA tensor existed)
+    x = anb.tensor(np.linspace(-1.0, 1.0, 4), requires_grad=True)
+    compiled = anb.compile(lambda x: anb.sum(anb.sin(x) * x))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CompileWarning)
+        compiled(x)
+        compiled(x)
+    assert compiled.cache_info().programs == 1
