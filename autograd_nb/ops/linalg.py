@@ -75,7 +75,10 @@ def _bmm_vjp_a(g, b, grad_a, scratch, tiles):
             own_gemm_add(g[i], False, b[i], True, grad_a[i], tiles)
         else:
             np.dot(g[i], b[i].T, scratch)
-            grad_a[i] += scratch
+            # (a view's ``+=``, not ``grad_a[i] += ...``: numba compiles an assignment into a
+            # slice with its error-message machinery, about 2 s of a cold first gradient)
+            target = grad_a[i]
+            target += scratch
 
 
 @njit(cache=True, nogil=True)
@@ -86,7 +89,8 @@ def _bmm_vjp_b(g, a, grad_b, scratch, tiles):
             own_gemm_add(a[i], True, g[i], False, grad_b[i], tiles)
         else:
             np.dot(a[i].T, g[i], scratch)
-            grad_b[i] += scratch
+            target = grad_b[i]
+            target += scratch
 
 
 @njit(cache=True, nogil=True)
