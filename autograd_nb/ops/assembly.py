@@ -490,7 +490,7 @@ def roll(a, shift, axis=None):
         raise ValueError("'shift' and 'axis' should be scalars or 1D sequences")
     totals = [0] * len(shape)
     for s, ax in zip(shifts.reshape(-1), axes.reshape(-1)):
-        totals[_axis(int(ax), len(shape))] += int(s)
+        totals[_axis(operator.index(ax), len(shape))] += operator.index(s)
     result = a
     for ax, total in enumerate(totals):
         n = shape[ax]

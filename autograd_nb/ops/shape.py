@@ -415,8 +415,9 @@ class Join(Op):
             arrays = [np.asarray(a, dtype=dtype, order="C") for a in arrays]
         shapes = tuple(a.shape for a in arrays)
         axis = attrs.get("axis", 0)
-        key = (shapes, axis)
-        cached = self._attrs.get(key)
+        # Only an int or None keys the layout: ``axis=1.0`` equals ``1`` but is an error.
+        key = (shapes, axis) if axis is None or type(axis) is int else None
+        cached = None if key is None else self._attrs.get(key)
         if cached is None:
             shape, outer, widths, index = self.layout(shapes, axis)
             starts = np.concatenate([[0], np.cumsum(widths)]).astype(np.int64)
@@ -429,7 +430,8 @@ class Join(Op):
                 "input_shapes": shapes,
                 "index": tuple(index),
             }
-            registry.remember(self._attrs, key, cached)
+            if key is not None:
+                registry.remember(self._attrs, key, cached)
         # A program repeats its joins: the attributes are worked out once per layout (and
         # shared, read-only, by the nodes of that layout).
         return arrays, cached

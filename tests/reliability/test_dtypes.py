@@ -154,6 +154,29 @@ def test_non_integer_axis_raises_in_other_ops():
     assert anb.sum(x, axis=np.int64(1)).shape == (2,)
 
 
+@pytest.mark.parametrize(
+    "join", [anb.concatenate, anb.stack], ids=["concatenate", "stack"]
+)
+def test_float_axis_raises_after_the_int_axis_ran(join):
+    # The layout cached for ``axis=1`` must not answer for ``axis=1.0`` (they compare equal).
+    x = anb.tensor([[1.0, 2.0], [3.0, 4.0]])
+    join([x, x], axis=1)
+    for bad in (1.0, np.float64(1.0)):
+        with pytest.raises(TypeError):
+            join([x, x], axis=bad)
+
+
+def test_roll_refuses_float_axis_and_shift():
+    x = anb.tensor([[1.0, 2.0], [3.0, 4.0]])
+    with pytest.raises(TypeError):
+        anb.roll(x, 1, axis=1.0)
+    with pytest.raises(TypeError):
+        anb.roll(x, 1.0, axis=0)
+    np.testing.assert_array_equal(
+        anb.roll(x, np.int64(1), axis=np.int32(1)).numpy(), np.roll(x.numpy(), 1, axis=1)
+    )
+
+
 def test_dtypes_module_names_supported():
     assert [d.name for d in dtypes.SUPPORTED] == ["float32", "float64", "int64", "int32", "bool"]
 
