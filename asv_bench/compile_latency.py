@@ -1,6 +1,7 @@
 """How long a new process waits for its first gradient: cold and warm kernel caches.
 
     python asv_bench/compile_latency.py [--warm-runs 3] [--cold-runs 1] [--breakdown 30]
+                                        [--no-tiering]
 
 Each measurement is a fresh Python process that imports autograd_nb, then computes the first
 gradient of each benchmark workload (``benchmarks/workloads.py``, in that order, at the first
@@ -14,6 +15,12 @@ it reuse that folder, so they load the compiled kernels from disk (a warm cache,
 sees from the second run on). The table counts numba's compilations in each process: a warm
 process that compiles much found no cache of this package version (an edited source file starts
 a new generation of the cache).
+
+A cold process serves its first calls from tier 0 (NumPy forwards and a walk of the
+differentiable rules, ``autograd_nb/tiering.py``) while a background process compiles the
+kernels: the column "specialised kernels ready" is when that process had finished, counted
+from the start of the measuring process. ``--no-tiering`` measures without tier 0 (every
+kernel compiles in the process before its first use).
 
 ``--breakdown N`` also lists, for the first cold process of each kind, the N functions numba
 spent most time compiling (exclusive of the functions they compiled in turn) and the totals
@@ -37,6 +44,8 @@ sys.path.insert(0, HERE)
 from compare import load_line, machine_lines  # noqa: E402
 
 SMALL_MLP = "small MLP step (32x64-32-10, float32)"
+#: ``--no-tiering``: the processes compile every kernel before its first use (as before tier 0).
+TIERING_OFF = False
 
 CHILD = r"""
 import json, sys, time
@@ -103,12 +112,20 @@ for name, step in steps.items():
     timings[name + ", second"] = time.perf_counter() - start
 # A warm process that compiles much measured a cold cache (an edited package: a new generation).
 timings["numba compilations"] = len(compiles)
+# Tier 0 (autograd_nb/tiering.py): when the background process had compiled the kernels these
+# steps use (0: none ran, the cache had them or tiering is off).
+from autograd_nb import tiering
+ran = tiering.status()["worker"] or tiering.ready_after is not None
+tiering.wait(900)
+timings["specialised kernels ready"] = time.perf_counter() - start if ran else 0.0
 print(json.dumps({"timings": timings, "compiles": compiles if sys.argv[3] == "1" else []}))
 """.replace("__SMALL_MLP__", repr(SMALL_MLP))
 
 
 def run_child(cache_dir, what, breakdown=False):
     env = dict(os.environ)
+    if TIERING_OFF:
+        env["AUTOGRAD_NB_TIERED"] = "0"
     env["AUTOGRAD_NB_CACHE_DIR"] = os.path.join(cache_dir, "kernels")
     env["NUMBA_CACHE_DIR"] = os.path.join(cache_dir, "numba")
     done = subprocess.run(
@@ -191,7 +208,14 @@ def main(argv=None):
         metavar="N",
         help="list the N slowest compilations of the first cold processes",
     )
+    parser.add_argument(
+        "--no-tiering",
+        action="store_true",
+        help="AUTOGRAD_NB_TIERED=0: no NumPy tier, every kernel compiles before its first use",
+    )
     args = parser.parse_args(argv)
+    global TIERING_OFF
+    TIERING_OFF = args.no_tiering
     load = load_line()
     results = {
         what: measure(args.cold_runs, args.warm_runs, what, args.breakdown > 0)
@@ -199,7 +223,8 @@ def main(argv=None):
     }
     print("\n".join(machine_lines()))
     print(load)
-    print(f"Medians over {args.cold_runs} cold-cache and {args.warm_runs} warm-cache processes.")
+    print(f"Medians over {args.cold_runs} cold-cache and {args.warm_runs} warm-cache processes"
+          f"{', tiering off' if TIERING_OFF else ''}.")
     print()
     print("| step (seconds, in a fresh process) | cold cache | warm cache |")
     print("| --- | ---: | ---: |")

@@ -42,11 +42,15 @@ from .autograd import (  # noqa: E402,F401
 __version__ = "0.1.0"
 
 __all__ = (
-    ["Tensor", "autograd", "backward", "compile", "CompiledFunction", "CompileWarning", "grad", "no_grad", "enable_grad", "set_grad_enabled",
-     "is_grad_enabled"]
+    ["Tensor", "autograd", "backward", "compile", "CompiledFunction", "CompileWarning", "grad",
+     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled"]
     + list(_tensor_module.CREATION)
     # (``linalg.solve`` and ``special.erf`` live in their namespaces, not at the top level)
     + sorted(name for name in _FUNCTIONS if not name.startswith("_") and "." not in name)
 )
 from . import linalg, special, viz  # noqa: E402,F401
+from . import tiering as _tiering  # noqa: E402
+from .ops.registry import REGISTRY as _REGISTRY  # noqa: E402
 from .replay import CompiledFunction, CompileWarning, compile  # noqa: E402,F401,A004
+
+_tiering.start(_REGISTRY)  # NumPy serves ops whose kernels are not cached yet (tiering.py)

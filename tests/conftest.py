@@ -7,6 +7,10 @@ import os
 # AUTOGRAD_NB_TEST_GPU=1 (``make test-gpu``) the real GPU is left in place.
 if os.environ.get("AUTOGRAD_NB_TEST_GPU") != "1":
     os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
+# Tier 0 (autograd_nb/tiering.py) would run an op's first calls in NumPy and start background
+# compiling processes: the suite tests the compiled kernels, and tests/test_tiering.py tests
+# tier 0 (in place, and in fresh processes with it on).
+os.environ.setdefault("AUTOGRAD_NB_TIERED", "0")
 
 from autograd_nb.ops.registry import FUNCTIONS, REGISTRY  # noqa: E402
 from tests.checks import COVERED  # noqa: E402

@@ -1,6 +1,6 @@
 """The backward compiler: tape -> plan -> run (one compiled call, or the Python walk)."""
 
-from .. import tape
+from .. import tape, tiering
 from . import backward, executor, plan_cache
 from .backward import Plan, make_plan
 
@@ -21,6 +21,18 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch
     (:func:`.backward.run_plan`, also for ``create_graph``). Returns the gradients by ``id``
     of node or leaf, and the leaves met. ``remember`` is :func:`.executor.run`'s (the plan
     cache's template maker)."""
+    if (
+        tiering.backward_pending and not create_graph and batch is None
+        and not backward._touches_device(plan, seeds)
+    ):
+        # Tier 0 (:mod:`autograd_nb.tiering`): the compiled backward is not cached yet, so the
+        # walk evaluates the differentiable rules, compiling nothing, and a background
+        # process compiles the kernels.
+        with tiering.rules_walk():
+            done = backward.run_plan(plan, seeds, targets, all_leaves, retain_graph, False,
+                                     rules=True)
+        tiering.after_backward()
+        return done
     if COMPILED and not create_graph:
         done = executor.run(plan, seeds, targets, all_leaves, retain_graph, remember, batch)
         if done is not None:
@@ -42,7 +54,7 @@ def plan_and_run(root_edges, seeds, targets, all_leaves, retain_graph, create_gr
         return trace.inner_backward(root_edges, seeds, targets, all_leaves, retain_graph,
                                     create_graph, allow_unused, batch)
     key = None
-    if CACHED and COMPILED and not create_graph:
+    if CACHED and COMPILED and not create_graph and not tiering.backward_pending:
         key = plan_cache.key_of(root_edges, targets, all_leaves, batch)
         if key is not None:
             done = plan_cache.run(key, root_edges, seeds, targets, retain_graph, allow_unused)

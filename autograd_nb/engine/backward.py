@@ -139,8 +139,13 @@ def _leaf_view(leaf, array):
     return call("astype", leaf, dtype=array.dtype)
 
 
-def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch=None):
+def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch=None,
+             rules=False):
     """Run ``plan``; return the gradient slots by ``id`` of node/leaf and the leaves met.
+
+    With ``rules`` (tier 0, :mod:`autograd_nb.tiering`; ``create_graph`` false, no batch)
+    the VJPs are the ops' differentiable rules, evaluated without recording, as for
+    ``create_graph``; the gradients come back as arrays.
 
     ``seeds`` is a list of ``(edge, grad)`` pairs: the output's node or leaf, and its
     grad_output (an array, or a Tensor when ``create_graph``). With ``batch``, every
@@ -158,11 +163,14 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch
     leaves = {}
     captured = {}
     lead = () if batch is None else (batch,)
+    walk_rules = create_graph or rules
     for edge, grad in seeds:
-        _add_into(slots, edge, grad, create_graph, lead)
+        if rules:
+            grad = Tensor._make(grad)
+        _add_into(slots, edge, grad, walk_rules, lead)
         if not isinstance(edge, tape.Node):
             leaves[id(edge)] = edge
-    groups = {} if create_graph else _device_groups(plan, seeds, targets, all_leaves)
+    groups = {} if walk_rules else _device_groups(plan, seeds, targets, all_leaves)
     previous_mode = tape.set_grad_enabled_flag(create_graph)
     try:
         for node in plan.nodes:
@@ -178,11 +186,11 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch
                     for member in group.nodes:
                         member.free()
                 continue
-            if create_graph:
+            if walk_rules:
                 inputs, output = _unpack_inputs(node)
             op = node.op
             movable = (
-                not create_graph and type(grad) is np.ndarray and key not in targets
+                not walk_rules and type(grad) is np.ndarray and key not in targets
                 and not node.retained and op.has_identity_vjp
             )
             for k, edge in enumerate(node.edges):
@@ -190,7 +198,7 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch
                     continue
                 if not isinstance(edge, tape.Node):
                     leaves[id(edge)] = edge
-                if create_graph:
+                if walk_rules:
                     contribution = node.op.rule(k, grad, inputs, output, node.attrs)
                     _add_into(slots, edge, contribution, True)
                     continue
@@ -217,6 +225,8 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch
     finally:
         tape.set_grad_enabled_flag(previous_mode)
     captured.update(slots)
+    if rules:  # fresh arrays, as the kernels' walk gives (a rule may pass a seed through)
+        captured = {key: np.array(value._data, copy=True) for key, value in captured.items()}
     return captured, leaves
 
 

@@ -25,6 +25,25 @@ _NO_PARAMS = np.empty(0, dtype=np.float64)
 _FORMULA_FUNCTIONS = _scalar.MATH_NAMES + _scalar.SCALAR_NAMES
 
 
+def _numpy_sigmoid(x):
+    # The kernels' two branches, each where it cannot overflow.
+    z = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0 / (1.0 + z), z / (1.0 + z))
+
+
+def _numpy_sign(x):
+    return np.where(x > 0, 1.0, np.where(x < 0, -1.0, x * 0.0))  # keeps 0.0 and NaN
+
+
+#: The formulas' names over NumPy arrays (tier 0's forward, ``ElementwiseOp.forward_numpy``);
+#: the special functions have none here, so those ops compile from their first call.
+_NUMPY_NAMESPACE = {name: getattr(np, name) for name in _scalar.MATH_NAMES}
+_NUMPY_NAMESPACE.update(
+    where=np.where, maximum=np.maximum, minimum=np.minimum, sign=_numpy_sign,
+    sigmoid=_numpy_sigmoid, rint=np.rint, floor=np.floor, abs=np.abs, __builtins__={},
+)
+
+
 def _tensor_namespace():
     def bind(name):
         return lambda *args: call(name, *args)
@@ -91,6 +110,7 @@ class ElementwiseOp(Op):
             for k, formula in self.vjp_formulas.items()
         }
         self._module = None
+        self._numpy_formula = None
         self._attrs_cache = {}
         self._exec_cache = {}
         # What ``run`` needs per (shapes, strides, dtypes): kernel, result shape and dtype, attrs.
@@ -208,6 +228,23 @@ class ElementwiseOp(Op):
     def identity_vjp(self, k, node):
         # (a derivative formula ``g`` into an input of the result's shape)
         return self.vjp_formulas.get(k) == "g" and node.edges[k].shape == node.shape
+
+    def forward_numpy(self, arrays, attrs):
+        # The formula over the arrays (floats only: integer arithmetic and its errors stay
+        # the kernels'), written into a result of the kernel's shape and dtype.
+        dtype = arrays[-1].dtype
+        kinds = self.input_kinds or ("like",) * len(arrays)
+        if any(a.dtype.kind != "f" for a, kind in zip(arrays, kinds) if kind != "bool"):
+            return None
+        if self._numpy_formula is None:
+            self._numpy_formula = compile(self.formula, f"<{self.name} numpy>", "eval")
+        names = dict(zip(self.input_names, arrays, strict=True))
+        names.update(zip(self.params, (float(p) for p in attrs["params"])))
+        with np.errstate(all="ignore"):
+            value = eval(self._numpy_formula, _NUMPY_NAMESPACE, names)  # noqa: S307
+        out = np.empty(attrs["shape"], dtype=dtype)
+        out[...] = value
+        return out
 
     def forward(self, arrays, attrs):
         shape = attrs["shape"]

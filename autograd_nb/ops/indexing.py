@@ -303,6 +303,8 @@ class GetItem(Op):
     def forward(self, arrays, attrs):
         return attrs["selection"].gather(arrays[0])
 
+    forward_numpy = forward  # NumPy already (tier 0 records it)
+
     def run(self, arrays, attrs):
         key = None
         if len(arrays) == 1 and len(attrs) == 1:
@@ -368,6 +370,12 @@ class IndexScatter(Op):
         selection = attrs["selection"]
         out = np.zeros(selection.input_shape, dtype=arrays[0].dtype)
         selection.scatter_add(arrays[0], out)
+        return out
+
+    def forward_numpy(self, arrays, attrs):
+        selection = attrs["selection"]
+        out = np.zeros(selection.input_shape, dtype=arrays[0].dtype)
+        np.add.at(out.reshape(-1), selection.flat_map(), arrays[0].reshape(-1))
         return out
 
     def forward_spec(self, arrays, attrs, output):
@@ -467,6 +475,8 @@ class SetItem(Op):
         out = x.copy()
         out[attrs["selection"].index] = v  # NumPy checks the index and the broadcast
         return out
+
+    forward_numpy = forward  # NumPy already (tier 0 records it)
 
     def forward_spec(self, arrays, attrs, output):
         x, v = arrays

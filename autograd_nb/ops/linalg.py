@@ -643,6 +643,14 @@ class BatchedMatmul(Op):
             out = out.reshape(views[2])
         return out if out.dtype == attrs["dtype"] else out.astype(attrs["dtype"])
 
+    def forward_numpy(self, arrays, attrs):
+        a, b = arrays
+        if a.dtype.kind != "f":
+            return None
+        out = np.matmul(a, b)
+        views = attrs.get("views")
+        return out if views is None else out.reshape(views[2])
+
     def forward_spec(self, arrays, attrs, output):
         # (The drivers read flat buffers: the views need nothing of them.)
         a, b = arrays

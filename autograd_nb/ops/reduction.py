@@ -137,6 +137,23 @@ class AxisOp(Op):
     def run_forward(self, x3, out, attrs):
         self.forward_kernel(x3, out)
 
+    #: ``f(x3)`` of the canonical ``(outer, n, inner)`` input in NumPy (reducing axis 1, or
+    #: along it), for :meth:`forward_numpy`; None: no NumPy tier.
+    numpy_function = None
+
+    def forward_numpy(self, arrays, attrs):
+        layout = attrs["layout"]
+        x = arrays[0]
+        if self.numpy_function is None or layout.permuted is not None or x.dtype.kind != "f":
+            return None
+        if layout.n == 0:
+            return None  # (empty reductions: the kernels' zeros, or their error)
+        with np.errstate(all="ignore"):
+            value = self.numpy_function(x.reshape(layout.canonical))
+        out = np.empty(attrs["shape"], dtype=x.dtype)
+        out[...] = value.reshape(attrs["shape"])
+        return out
+
     def vjp(self, k, grad_output, saved, attrs, grad_input):
         layout = attrs["layout"]
         x3 = layout.to_canonical(saved[0]) if saved[0] is not None else None
@@ -412,6 +429,8 @@ def _sum_vjp(g, x, y, gx):
 class Sum(AxisOp):
     """``sum(x, axis=None, keepdims=False)``."""
 
+    numpy_function = staticmethod(lambda x3: x3.sum(axis=1))
+
     name = "sum"
     forward_kernel = staticmethod(_sum_forward)
     vjp_kernel = staticmethod(_sum_vjp)
@@ -516,6 +535,7 @@ def _product_of_others(x, attrs):
 
 class Prod(AxisOp):
     """``prod(x, axis=None, keepdims=False)``."""
+    numpy_function = staticmethod(lambda x3: x3.prod(axis=1))
 
     name = "prod"
     saves = (0,)
@@ -660,6 +680,7 @@ class Extremum(AxisOp):
 
 class Max(Extremum):
     """``max(x, axis=None, keepdims=False)``."""
+    numpy_function = staticmethod(lambda x3: x3.max(axis=1))
 
     name = "max"
     ufunc_name = "maximum"
@@ -668,6 +689,7 @@ class Max(Extremum):
 
 class Min(Extremum):
     """``min(x, axis=None, keepdims=False)``."""
+    numpy_function = staticmethod(lambda x3: x3.min(axis=1))
 
     name = "min"
     ufunc_name = "minimum"
@@ -898,8 +920,19 @@ def _log_softmax_vjp(g, x, y, gx):
                 gx[o, j, k] += g[o, j, k] - exp(y[o, j, k]) * total
 
 
+def _numpy_softmax(x3, log):
+    # The kernels' steps along axis 1: the lane's maximum, then a float64 sum of exponentials.
+    top = x3.max(axis=1, keepdims=True)
+    e = np.exp(x3 - top)
+    total = e.sum(axis=1, keepdims=True, dtype=np.float64)
+    if log:
+        return x3 - (top + np.log(total))
+    return e * (1.0 / total)
+
+
 class Softmax(AxisOp):
     """``softmax(x, axis=-1)``."""
+    numpy_function = staticmethod(lambda x3: _numpy_softmax(x3, log=False))
 
     name = "softmax"
     reduces = False
@@ -915,6 +948,7 @@ class Softmax(AxisOp):
 
 class LogSoftmax(AxisOp):
     """``log_softmax(x, axis=-1)``."""
+    numpy_function = staticmethod(lambda x3: _numpy_softmax(x3, log=True))
 
     name = "log_softmax"
     reduces = False
@@ -986,6 +1020,7 @@ def _cumsum_vjp(g, x, y, gx):
 
 class Cumsum(AxisOp):
     """``cumsum(x, axis=None)``: NumPy's, so ``axis=None`` scans the flattened input."""
+    numpy_function = staticmethod(lambda x3: np.cumsum(x3, axis=1, dtype=x3.dtype))
 
     name = "cumsum"
     reduces = False

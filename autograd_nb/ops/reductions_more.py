@@ -46,6 +46,7 @@ def _cumprod_vjp(g, x, y, gx):
 
 class Cumprod(Cumsum):
     """``cumprod(x, axis=None)``: NumPy's, so ``axis=None`` scans the flattened input."""
+    numpy_function = staticmethod(lambda x3: np.cumprod(x3, axis=1, dtype=x3.dtype))
 
     name = "cumprod"
     saves = (0,)

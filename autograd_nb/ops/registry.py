@@ -204,6 +204,14 @@ class Op:
     def forward(self, arrays, attrs):
         raise NotImplementedError
 
+    def forward_numpy(self, arrays, attrs):
+        """``forward`` in NumPy alone, for the first calls of a process whose kernel cache
+        lacks this op's kernels (:mod:`autograd_nb.tiering`), or None where it has none for
+        these arrays (then ``forward`` runs). The same values as ``forward``: bit for bit
+        where NumPy does the same arithmetic, to a few ulp where its math library or its
+        order of summation differs. Ops that define it enter tier 0 at import."""
+        return None
+
     def run(self, arrays, attrs):
         """``prepare`` then ``forward``, for arguments that are all NumPy arrays (the eager
         forward's common case: every argument a CPU Tensor). Returns ``(arrays, attrs,

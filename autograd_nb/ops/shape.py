@@ -122,6 +122,8 @@ class Reshape(ShapeOp):
         out = arrays[0].reshape(attrs["shape"])
         return out if attrs.get("view") is True else out.copy()
 
+    forward_numpy = forward  # NumPy already (tier 0 records it)
+
     def forward_spec(self, arrays, attrs, output):
         # A copy into the program's buffer, also where ``view=True`` made ``output`` a view.
         return _strided.copy_driver, (_size(attrs["shape"]),), ()
@@ -190,6 +192,9 @@ class Transpose(ShapeOp):
         out_shape, strides = self._layout(attrs)
         return _strided.strided_copy(arrays[0], out_shape, strides)
 
+    def forward_numpy(self, arrays, attrs):
+        return np.ascontiguousarray(arrays[0].transpose(attrs["axes"]))
+
     def forward_spec(self, arrays, attrs, output):
         return _gather_spec(attrs["input_shape"], *self._layout(attrs))
 
@@ -231,6 +236,9 @@ class BroadcastTo(ShapeOp):
         strides = _broadcast.broadcast_strides(attrs["input_shape"], attrs["shape"])
         return _strided.strided_copy(arrays[0], attrs["shape"], strides)
 
+    def forward_numpy(self, arrays, attrs):
+        return np.ascontiguousarray(np.broadcast_to(arrays[0], attrs["shape"]))
+
     def forward_spec(self, arrays, attrs, output):
         strides = _broadcast.broadcast_strides(attrs["input_shape"], attrs["shape"])
         return _gather_spec(attrs["input_shape"], attrs["shape"], strides)
@@ -268,6 +276,8 @@ class AsType(ShapeOp):
 
     def forward(self, arrays, attrs):
         return arrays[0].astype(attrs["dtype"])
+
+    forward_numpy = forward  # NumPy already (tier 0 records it)
 
     def forward_spec(self, arrays, attrs, output):
         source, target = arrays[0].dtype, output.dtype
@@ -463,6 +473,11 @@ class Join(Op):
             if found is not None:
                 return arrays, found, self.forward(arrays, found)
         return self.run_and_remember(key, arrays, attrs)
+
+    def forward_numpy(self, arrays, attrs):
+        outer = attrs["outer"]
+        blocks = [a.reshape(outer, w) for a, w in zip(arrays, attrs["widths"], strict=True)]
+        return np.concatenate(blocks, axis=1).reshape(attrs["shape"])
 
     def forward(self, arrays, attrs):
         out = np.empty(attrs["shape"], dtype=arrays[0].dtype)

@@ -14,7 +14,7 @@ methods.
 """
 
 from .elementwise import ElementwiseOp
-from .registry import call, publish
+from .registry import Op, call, publish
 
 _TWO_OVER_SQRT_PI = "1.1283791670955126"
 _INV_SQRT_2PI = "0.3989422804014327"
@@ -25,6 +25,8 @@ class SpecialOp(ElementwiseOp):
 
     family = "special"
     method = False
+    #: No NumPy tier: NumPy has no erf, gammaln... (these compile from their first call).
+    forward_numpy = Op.forward_numpy
 
     def __init__(self, name, inputs, forward, vjps, domain=(-3, 3), doc=None):
         self.doc = doc

@@ -1,0 +1,327 @@
+"""Tier 0 (autograd_nb/tiering.py): NumPy forwards and a walk of the differentiable rules serve
+a process until a background worker has compiled its kernels into the cache.
+
+In place: every op's ``forward_numpy`` against its compiled ``forward`` (from the registry, with
+hypothesis over shapes, broadcasting and axes), and gradients through tier 0 against the
+compiled ones and finite differences. In fresh processes with an empty cache and tiering on
+(the suite runs with ``AUTOGRAD_NB_TIERED=0``): the first gradient compiles nothing, the worker
+compiles the kernels, the swap keeps the results, a later process starts compiled, and a worker
+that cannot run leaves the process compiling as without tiering.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import autograd_nb as anb
+from autograd_nb import tiering
+from autograd_nb.ops.elementwise import ElementwiseOp
+from autograd_nb.ops.registry import REGISTRY, Op
+from tests.checks import check_gradients
+
+TIERED = sorted(
+    name for name, op in REGISTRY.items() if type(op).forward_numpy is not Op.forward_numpy
+)
+ELEMENTWISE = [n for n in TIERED if isinstance(REGISTRY[n], ElementwiseOp)]
+REDUCTIONS = [n for n in TIERED if getattr(REGISTRY[n], "numpy_function", None) is not None]
+TOLERANCE = {np.float32: dict(rtol=2e-6, atol=1e-6), np.float64: dict(rtol=1e-13, atol=1e-14)}
+
+
+def both(op, values, attrs):
+    """``forward`` and ``forward_numpy`` of ``op`` on the prepared ``values``."""
+    arrays, prepared = op.prepare(values, attrs)
+    compiled = op.forward(arrays, prepared)
+    numpy = op.forward_numpy(arrays, prepared)
+    return compiled, numpy
+
+
+def assert_same(compiled, numpy, dtype):
+    assert numpy is not None
+    assert numpy.shape == compiled.shape and numpy.dtype == compiled.dtype
+    assert numpy.flags.c_contiguous
+    np.testing.assert_allclose(numpy, compiled, **TOLERANCE[dtype])
+
+
+def test_the_tiered_ops_cover_the_common_ones():
+    # The ops of an MLP step, a simulation step and the shape and index functions.
+    expected = {"add", "multiply", "divide", "tanh", "exp", "log", "_bmm", "sum", "max",
+                "log_softmax", "softmax", "getitem", "_index_scatter", "reshape", "transpose",
+                "broadcast_to", "concatenate", "stack", "cumsum", "where"}
+    assert expected <= set(TIERED)
+    assert "erf" not in TIERED  # NumPy has no erf: it compiles from its first call
+
+
+@pytest.mark.parametrize("name", ELEMENTWISE)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@settings(max_examples=6, deadline=None)
+@given(data=st.data())
+def test_elementwise_forward_numpy_matches_the_kernels(name, dtype, data):
+    op = REGISTRY[name]
+    shapes = data.draw(
+        hnp.mutually_broadcastable_shapes(num_shapes=op.n_inputs, max_dims=3, max_side=4)
+    ).input_shapes
+    low, high = op.domain
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    values = [rng.uniform(low, high, size=s).astype(dtype) for s in shapes]
+    attrs = {}
+    if name == "where":
+        values[0] = values[0] > (low + high) / 2
+    if op.params:
+        attrs = {op.params[0]: low / 2, op.params[1]: high / 2}
+    compiled, numpy = both(op, values, attrs)
+    assert_same(compiled, numpy, dtype)
+
+
+@pytest.mark.parametrize("name", REDUCTIONS)
+@settings(max_examples=10, deadline=None)
+@given(data=st.data())
+def test_reduction_forward_numpy_matches_the_kernels(name, data):
+    op = REGISTRY[name]
+    dtype = data.draw(st.sampled_from([np.float32, np.float64]))
+    shape = data.draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=5))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    x = rng.uniform(0.5, 1.5, size=shape).astype(dtype)
+    if op.single_axis:
+        attrs = {"axis": data.draw(st.integers(-len(shape), len(shape) - 1))}
+    elif name in ("cumsum", "cumprod"):
+        attrs = {"axis": data.draw(st.sampled_from([None, *range(len(shape))]))}
+    else:
+        axes = data.draw(st.lists(st.integers(0, len(shape) - 1), unique=True, max_size=3))
+        attrs = {"axis": tuple(axes) or None, "keepdims": data.draw(st.booleans())}
+    compiled, numpy = both(op, [x], attrs)
+    if numpy is None:  # non-adjacent axes: the kernels' permuted layout serves them
+        assert REGISTRY[name].prepare([x], attrs)[1]["layout"].permuted is not None
+        return
+    assert_same(compiled, numpy, dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_product_shape_and_index_forwards_match(dtype):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((3, 4, 5)).astype(dtype)
+    b = rng.standard_normal((3, 5, 2)).astype(dtype)
+    assert_same(*both(REGISTRY["_bmm"], [a, b], {}), dtype)
+    assert_same(*both(REGISTRY["_bmm"], [a.reshape(12, 5), b[0]],
+                      {"views": ((1, 12, 5), (1, 5, 2), (12, 2))}), dtype)
+    assert_same(*both(REGISTRY["transpose"], [a], {"axes": (2, 0, 1)}), dtype)
+    assert_same(*both(REGISTRY["broadcast_to"], [a[:, :1]], {"shape": (2, 3, 4, 5)}), dtype)
+    for name in ("concatenate", "stack"):
+        for axis in (0, 1, -1):
+            assert_same(*both(REGISTRY[name], [a, a * 2], {"axis": axis}), dtype)
+    assert_same(*both(REGISTRY["concatenate"], [a, b.reshape(3, 2, 5)], {"axis": 1}), dtype)
+    index = (np.array([0, 2, 2]), slice(None), np.array([1, 1, 4]))
+    compiled, numpy = both(REGISTRY["getitem"], [a], {"index": index})
+    assert_same(compiled, numpy, dtype)
+    source = REGISTRY["getitem"].prepare([a], {"index": index})[1]
+    assert_same(*both(REGISTRY["_index_scatter"], [compiled], {"source": source}), dtype)
+
+
+def test_integer_and_special_layouts_keep_the_kernels():
+    ints = np.arange(6).reshape(2, 3)
+    assert both(REGISTRY["add"], [ints, ints], {})[1] is None
+    assert both(REGISTRY["_bmm"], [ints.reshape(1, 2, 3), ints.reshape(1, 3, 2)], {})[1] is None
+    assert REGISTRY["erf"].forward_numpy([np.ones(2)], {}) is None
+
+
+@pytest.fixture
+def tier0(monkeypatch):
+    """Tier 0 in this process, with no worker: the tiered ops run NumPy, backward walks rules."""
+    monkeypatch.setattr(tiering, "ENABLED", True)
+    monkeypatch.setattr(tiering, "launch", lambda backward: None)
+    monkeypatch.setattr(tiering, "backward_pending", True)
+    for name in TIERED:
+        tiering._enter(REGISTRY[name])
+    try:
+        yield
+    finally:
+        for name in TIERED:
+            tiering._leave(REGISTRY[name])
+        tiering._calls.clear()
+        tiering._produced.clear()
+        tiering._recorded_bytes = 0
+
+
+def mlp_step(dtype):
+    rng = np.random.default_rng(0)
+    x = anb.tensor(rng.standard_normal((8, 6)).astype(dtype))
+    w1 = anb.tensor(rng.standard_normal((6, 5)).astype(dtype) / 3, requires_grad=True)
+    b1 = anb.tensor(rng.standard_normal(5).astype(dtype), requires_grad=True)
+    w2 = anb.tensor(rng.standard_normal((5, 3)).astype(dtype) / 3, requires_grad=True)
+    rows, labels = np.arange(8), rng.integers(0, 3, size=8)
+
+    def loss():
+        h = anb.tanh(x @ w1 + b1)
+        return -anb.log_softmax(h @ w2, axis=1)[rows, labels].mean()
+
+    return loss, [w1, b1, w2]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_tier0_gradients_equal_the_compiled_ones(tier0, dtype):
+    loss, params = mlp_step(dtype)
+    assert all(tiering.in_tier0(REGISTRY[n]) for n in ("tanh", "_bmm", "log_softmax"))
+    value = loss()
+    grads = anb.grad(value, params)
+    assert tiering._calls  # what the worker would replay
+    for name in TIERED:
+        tiering._leave(REGISTRY[name])
+    tiering.backward_pending = False
+    compiled_value = loss()
+    compiled = anb.grad(compiled_value, params)
+    np.testing.assert_allclose(value.numpy(), compiled_value.numpy(), **TOLERANCE[dtype])
+    for g, c in zip(grads, compiled, strict=True):
+        assert type(g._data) is np.ndarray and g.dtype == c.dtype and g.shape == c.shape
+        np.testing.assert_allclose(g.numpy(), c.numpy(), **TOLERANCE[dtype])
+
+
+def test_tier0_gradients_against_finite_differences(tier0):
+    rng = np.random.default_rng(1)
+    check_gradients(
+        lambda a, b: anb.sum(anb.softmax(a @ b, axis=0) * anb.exp(a[:, :1])),
+        [rng.standard_normal((3, 4)), rng.standard_normal((4, 2))],
+        second_order=False,
+    )
+
+
+def test_tier0_backward_keeps_the_engine_rules(tier0):
+    # .backward() into .grad, retain_graph, freed graphs and a grad_output of the wrong shape.
+    x = anb.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    y = anb.outer(x, x)
+    (g,) = anb.grad(y, x, grad_outputs=anb.ones_like(y), retain_graph=True)
+    np.testing.assert_array_equal(g.numpy(), [20.0, 20.0, 20.0, 20.0])
+    with pytest.raises(RuntimeError, match=r"\[4, 4\].*\[3\]|shape"):
+        anb.grad(y, x, grad_outputs=anb.ones(3))
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [20.0, 20.0, 20.0, 20.0])
+    with pytest.raises(RuntimeError, match="second time"):
+        y.sum().backward()
+    z = anb.tanh(x)
+    (h,) = anb.grad(z.sum(), x, create_graph=True)  # create_graph: the rules, recorded
+    (h2,) = anb.grad(h.sum(), x)
+    t = np.tanh(x.numpy())
+    np.testing.assert_allclose(h2.numpy(), -2 * t * (1 - t * t), rtol=1e-12)
+
+
+def test_tier0_seeds_are_not_returned_as_gradients(tier0):
+    x = anb.tensor([1.0, 2.0], requires_grad=True)
+    seed = anb.tensor([5.0, 6.0])
+    (g,) = anb.grad(x + 0.0, x, grad_outputs=seed)
+    g.numpy()[0] = 0.0  # the result is the caller's own buffer, never the seed's
+    np.testing.assert_array_equal(seed.numpy(), [5.0, 6.0])
+
+
+CHILD = textwrap.dedent(
+    """
+    import json, sys, time
+    from numba.core import event
+    compiles = []
+
+    class Listener(event.Listener):
+        def on_start(self, ev):
+            pass
+
+        def on_end(self, ev):
+            function = ev.data["dispatcher"].py_func
+            compiles.append(function.__module__ + "." + function.__qualname__)
+
+    event.register("numba:compile", Listener())
+    import numpy as np
+    import autograd_nb as anb
+    from autograd_nb import tiering
+    from autograd_nb.ops.registry import REGISTRY
+    if sys.argv[1] == "broken":
+        tiering._WORKER = "raise SystemExit(3)"
+    rng = np.random.default_rng(0)
+    x = anb.tensor(rng.standard_normal((16, 8)).astype(np.float32))
+    w = anb.tensor(rng.standard_normal((8, 4)).astype(np.float32), requires_grad=True)
+    b = anb.tensor(np.zeros(4, np.float32), requires_grad=True)
+    labels = rng.integers(0, 4, size=16)
+
+    def step():
+        loss = -anb.log_softmax(anb.tanh(x @ w + b), axis=1)[np.arange(16), labels].mean()
+        return [g.numpy().tolist() for g in anb.grad(loss, [w, b])]
+
+    before = len(compiles)
+    tier0 = tiering.in_tier0(REGISTRY["tanh"]), tiering.backward_pending
+    first = step()
+    during = compiles[before:]
+    finished = tiering.wait(timeout=240)
+    after_wait = tiering.in_tier0(REGISTRY["tanh"]), tiering.backward_pending
+    before = len(compiles)
+    second = step()
+    print(json.dumps({"tier0": tier0, "during": during, "finished": finished,
+                      "after_wait": after_wait, "after_compiles": compiles[before:],
+                      "first": first, "second": second}))
+    """
+)
+
+
+def run_child(cache, mode="normal"):
+    env = dict(os.environ, AUTOGRAD_NB_TIERED="1", AUTOGRAD_NB_CACHE_DIR=str(cache / "k"),
+               NUMBA_CACHE_DIR=str(cache / "n"))
+    done = subprocess.run([sys.executable, "-c", CHILD, mode], env=env, capture_output=True,
+                          text=True, timeout=400, check=False)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def ours(compiles):
+    """The compilations of autograd_nb's kernels (not numba's or the layout probe's)."""
+    return [c for c in compiles if c.startswith(("anb_", "autograd_nb.ops", "autograd_nb.engine"))]
+
+
+@pytest.mark.slow
+def test_cold_process_compiles_nothing_first_then_swaps(tmp_path):
+    cold = run_child(tmp_path)
+    assert cold["tier0"] == [True, True]
+    assert ours(cold["during"]) == []  # the first gradient: NumPy and the rules only
+    assert cold["finished"] and cold["after_wait"] == [False, False]
+    assert ours(cold["after_compiles"]) == []  # the worker's kernels, loaded from the cache
+    np.testing.assert_allclose(cold["first"][0], cold["second"][0], rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(cold["first"][1], cold["second"][1], rtol=1e-5, atol=1e-7)
+    (ready,) = list((tmp_path / "k").glob(f"*/{tiering.READY_FILE}"))
+    assert {"tanh", "_bmm", "log_softmax", "getitem", tiering.BACKWARD} <= set(
+        ready.read_text().split()
+    )
+    warm = run_child(tmp_path)  # a later process starts on the compiled tier
+    assert warm["tier0"] == [False, False]
+    assert ours(warm["during"]) == [] and ours(warm["after_compiles"]) == []
+    assert warm["first"] == cold["second"]
+
+
+@pytest.mark.slow
+def test_a_worker_that_fails_leaves_the_process_compiling(tmp_path):
+    result = run_child(tmp_path, "broken")
+    assert result["tier0"] == [True, True]
+    assert result["finished"] and result["after_wait"] == [False, False]
+    assert ours(result["after_compiles"])  # compiled here, as without tiering
+    np.testing.assert_allclose(result["first"][0], result["second"][0], rtol=1e-5, atol=1e-7)
+    assert not list((tmp_path / "k").glob(f"*/{tiering.READY_FILE}"))
+
+
+@pytest.mark.slow
+def test_warmup_lists_what_it_compiled(tmp_path):
+    env = dict(os.environ, AUTOGRAD_NB_TIERED="1", AUTOGRAD_NB_CACHE_DIR=str(tmp_path / "k"),
+               NUMBA_CACHE_DIR=str(tmp_path / "n"))
+    done = subprocess.run(
+        [sys.executable, "-m", "autograd_nb", "warmup", "--ops", "tanh", "--dtypes", "float32",
+         "--no-progress"],
+        env=env, capture_output=True, text=True, timeout=600, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    (ready,) = list((tmp_path / "k").glob(f"*/{tiering.READY_FILE}"))
+    assert {"tanh", "sum", tiering.BACKWARD} <= set(ready.read_text().split())
+    probe = "from autograd_nb import tiering, ops; import autograd_nb as anb; " \
+        "print(tiering.in_tier0(ops.registry.REGISTRY['tanh']), " \
+        "tiering.in_tier0(ops.registry.REGISTRY['cos']), tiering.backward_pending)"
+    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.stdout.split() == ["False", "True", "False"], done.stderr
