@@ -1,28 +1,30 @@
-"""Tiered first use: NumPy serves an op until its compiled kernels are in the cache.
+"""Tiered first use: NumPy serves a call until its compiled kernels are in the cache.
 
 A fresh process with an empty kernel cache would compile every kernel it meets, about a
-second of numba and LLVM per function (docs/benchmarking.rst, "Cold start"). Instead, while an
-op's kernels are not known to be cached, its eager forward runs NumPy code that gives the
-same values (``Op.forward_numpy``; to a few ulp where NumPy's math library or summation order
-differs from the kernels'), and a backward walks the ops' differentiable rules in Python. Both
-compile nothing.
+second of numba and LLVM per function (docs/benchmarking.rst, "Compile latency"). Instead, a
+call whose kernels are not known to be cached runs *tier 0*: the op's forward is NumPy code
+that gives the same values (``Op.forward_numpy``; to a few ulp where NumPy's math library or
+summation order differs from the kernels'), and a backward walks the ops' differentiable rules
+in Python. Both compile nothing.
 
 Meanwhile a **background process** (a niced ``python``, outside this process's GIL) replays
 the calls this process made, on the same shapes and dtypes, and runs a backward over them,
-which compiles exactly those kernels into the shared cache. When it finishes, the ops it
-compiled leave tier 0 here (their ``run`` overrides are removed: no check remains on the hot
-path) and the backward returns to the compiled executor. A list of the ops a worker compiled
-(``tiered-ready.txt`` in the cache generation's folder) lets later processes start on the
-compiled tier.
+which compiles exactly those kernels into the shared cache. When it finishes, those calls run
+compiled and the backward returns to the compiled executor. A call is known by its key
+(:func:`_key`: the op, and per argument the dtype and which dimensions are 1); the keys a
+worker compiled are listed in ``tiered-ready.txt`` in the cache generation's folder, so later
+processes run them compiled from the start. Tier 0 is an override of the op's ``run``; after
+``LEAVE_AFTER`` calls in a row on cached kernels it is removed, and no check remains on the
+hot path.
 
 Rules: at most one worker per process at a time and one per cache generation on the machine
-(a lock file); a worker starts at the first backward that walked rules, or after ``RECORD_LIMIT``
-tier-0 calls; it outlives this process if need be, to finish filling the cache. Ops that
-NumPy cannot serve (special functions, linear algebra, integer layouts) compile as before;
-so do backward passes on a GPU or over a batch (``is_grads_batched``). Should a worker fail
-to start or to finish, the process leaves tier 0 and compiles as without it.
-``AUTOGRAD_NB_TIERED=0`` turns tiering off (the test suite does, except the tests of this
-module); it is also off where numba's JIT is disabled.
+(a lock file); a worker starts at the first backward that walked rules, or after
+``RECORD_LIMIT`` tier-0 calls; it outlives this process if need be, to finish filling the
+cache. Ops that NumPy cannot serve (special functions, linear algebra, integer layouts)
+compile as before, and so does a backward on a GPU. Should a worker fail to start or to
+finish, the process leaves tier 0 and compiles as without it; a call a worker could not
+replay compiles in the process. ``AUTOGRAD_NB_TIERED=0`` turns tiering off (the test suite
+does, except the tests of this module); it is also off where numba's JIT is disabled.
 """
 
 import json
@@ -53,10 +55,19 @@ BACKWARD = "<backward>"
 #: Whether a backward walks the differentiable rules instead of the compiled executor.
 backward_pending = False
 
-_ops = {}  # name -> op, of the ops in tier 0
-_warming = None  # the names of the ops run while ``warming()`` is on
+#: Consecutive calls on cached kernels after which an op leaves tier 0 for good (its ``run``
+#: override removed: no check left on the hot path).
+LEAVE_AFTER = 256
+
+_ops = {}  # name -> op, of the ops whose ``run`` tier 0 overrides
+_hits = {}  # name -> consecutive calls of the op on cached kernels
+_ready = set()  # "name key" of the calls whose kernels are cached (see ``_key``)
+_pending = set()  # "name key" served by tier 0, recorded, not cached yet
+_failed = set()  # "name key" a worker could not run: they compile in this process
+_backward_ready = False
+_warming = None  # the keys run while ``warming()`` is on
 _lock = threading.Lock()
-_calls = []  # recorded tier-0 calls: (op name, argument specs, attrs)
+_calls = []  # recorded tier-0 calls: (op name, key, argument specs, attrs)
 _produced = {}  # id(output array) -> (call index, array)
 _recorded_bytes = 0
 _in_rules = threading.local()
@@ -80,57 +91,85 @@ def _read_ready():
         return set()
 
 
-def start(registry):
-    """Put every op with a NumPy forward whose kernels no worker has cached yet in tier 0
-    (called once, at import, after every op is registered)."""
+def _key(op, values):
+    """What selects an op's kernels, as text: its name, and per argument the dtype and which
+    dimensions are 1 (the broadcast pattern; sizes are left out), or a scalar's type."""
+    parts = [op.name]
+    for value in values:
+        if type(value) is np.ndarray:
+            parts.append(value.dtype.str + ":" + "".join(["1" if d == 1 else "n"
+                                                          for d in value.shape]))
+        else:
+            parts.append(type(value).__name__)
+    return " ".join(parts)
+
+
+def _update_backward():
     global backward_pending
+    backward_pending = bool(_ops) and (not _backward_ready or bool(_pending))
+
+
+def start(registry):
+    """Put every op with a NumPy forward in tier 0 (called once, at import, after every op
+    is registered); the calls whose kernels a worker has cached run them at once."""
+    global _backward_ready
     if not ENABLED:
         return
     from .ops.registry import Op
 
-    ready = _read_ready()
-    backward_pending = BACKWARD not in ready
-    for name, op in registry.items():
-        if name in ready or type(op).forward_numpy is Op.forward_numpy:
-            continue
-        _enter(op)
+    _ready.update(_read_ready())
+    _backward_ready = BACKWARD in _ready
+    for op in registry.values():
+        if type(op).forward_numpy is not Op.forward_numpy:
+            _enter(op)
+    _update_backward()
 
 
 def _enter(op):
+    if in_tier0(op):
+        return
     _ops[op.name] = op
+    run, with_constants = op.run, op.run_with_constants  # the class's (compiled) methods
 
-    def run(values, attrs, op=op):
-        return _run(op, values, attrs)
-
-    op.run = run
-    op.run_with_constants = run
+    op.run = lambda values, attrs: _run(op, run, values, attrs)
+    op.run_with_constants = lambda values, attrs: _run(op, with_constants, values, attrs)
 
 
 def _leave(op):
     for name in ("run", "run_with_constants"):
         op.__dict__.pop(name, None)
     _ops.pop(op.name, None)
+    _hits.pop(op.name, None)
 
 
 def in_tier0(op):
-    """Whether ``op``'s eager forward runs NumPy now."""
+    """Whether ``op``'s eager forward may run NumPy now (its calls whose kernels are cached
+    already run them)."""
     return "run" in op.__dict__
 
 
-def _run(op, values, attrs):
+def _run(op, compiled, values, attrs):
+    key = _key(op, values)
+    if _warming is not None:  # ``warming()``: compile, and list the call as cached
+        _warming.add(key)
+        return compiled(values, attrs)
+    if key in _ready or key in _failed:
+        hits = _hits.get(op.name, 0) + 1
+        _hits[op.name] = hits
+        if hits >= LEAVE_AFTER:
+            _leave(op)
+        return compiled(values, attrs)
+    _hits[op.name] = 0
     arrays, prepared = op.prepare(values, attrs)
-    if _warming is not None:  # ``warming()``: compile, and list the op as cached
-        _warming.add(op.name)
-        return arrays, prepared, op.forward(arrays, prepared)
     output = op.forward_numpy(arrays, prepared)
     if output is None:
-        output = op.forward(arrays, prepared)
+        output = op.forward(arrays, prepared)  # (compiles; recorded all the same, for the VJPs)
     if not getattr(_in_rules, "active", False):
-        _record(op, values, attrs, output)
+        _record(op, key, values, attrs, output)
     return arrays, prepared, output
 
 
-def _record(op, values, attrs, output):
+def _record(op, key, values, attrs, output):
     global _recorded_bytes
     specs = []
     with _lock:
@@ -147,7 +186,9 @@ def _record(op, values, attrs, output):
             return  # (the calls so far are enough to warm these ops)
         _recorded_bytes += getattr(output, "nbytes", 0)
         _produced[id(output)] = (len(_calls), output)
-        _calls.append((op.name, specs, dict(attrs)))
+        _calls.append((op.name, key, specs, dict(attrs)))
+        _pending.add(key)
+        _update_backward()
         full = len(_calls) >= RECORD_LIMIT
     if full:
         launch(backward=False)
@@ -177,7 +218,7 @@ def launch(backward):
     with _lock:
         if _worker is not None or not _calls:
             return
-        if not any(name in _ops for name, _, _ in _calls) and not backward_pending:
+        if not any(key in _pending for _, key, _, _ in _calls):
             _calls, _produced, _recorded_bytes = [], {}, 0  # all warmed meanwhile
             return
         now = time.perf_counter()
@@ -207,34 +248,29 @@ def launch(backward):
         give_up()
         return
     _worker = worker
-    threading.Thread(target=_wait, args=(worker,), daemon=True,
+    threading.Thread(target=_wait, args=(worker, calls), daemon=True,
                      name="autograd_nb-tier-worker").start()
 
 
 class warming:
-    """Within: every op compiles (no tier 0, no worker), and the ops that ran are written to
-    the generation's list of cached ops when it ends (``python -m autograd_nb warmup``)."""
+    """Within: every op compiles (no tier 0, no worker), and the calls that ran are written to
+    the generation's list of cached calls when it ends (``python -m autograd_nb warmup``)."""
 
     def __enter__(self):
-        global _warming, backward_pending
-        self._pending = backward_pending
-        if not ENABLED:
-            return self
-        _warming, backward_pending = set(), False
+        global _warming
+        if ENABLED:
+            _warming = set()
         return self
 
     def __exit__(self, kind, *rest):
-        global _warming, backward_pending
+        global _warming, _backward_ready
         ran, _warming = _warming, None
-        if ran is None:  # (tiering off)
+        if ran is None or kind is not None:
             return
-        if kind is not None:
-            backward_pending = self._pending
-            return
-        for name in ran:
-            op = _ops.get(name)
-            if op is not None:
-                _leave(op)
+        with _lock:
+            _ready.update(ran)
+            _backward_ready = True
+            _update_backward()
         _write_ready(ran | {BACKWARD})
 
 
@@ -249,28 +285,35 @@ def _write_ready(names):
 def give_up():
     """Leave tier 0 for good in this process: every op compiles on use, as without tiering
     (a worker could not start, or failed)."""
-    global backward_pending
     for op in list(_ops.values()):
         _leave(op)
-    backward_pending = False
+    _pending.clear()
+    _update_backward()
 
 
-def _wait(worker):
-    global _worker, backward_pending, ready_after
+def _wait(worker, calls):
+    global _worker, _backward_ready, ready_after
     out, _ = worker.communicate()
     try:
-        warmed = set(json.loads(out.decode().strip().splitlines()[-1])["ready"])
-    except (ValueError, IndexError, KeyError):
-        warmed = None
-    if worker.returncode != 0 or warmed is None:
-        give_up()
-        warmed = set()
-    for name in warmed:
-        op = _ops.get(name)
-        if op is not None:
-            _leave(op)
-    if BACKWARD in warmed:
-        backward_pending = False
+        report = json.loads(out.decode().strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        report = None
+    if worker.returncode != 0 or not isinstance(report, dict) or report.get("busy"):
+        if worker.returncode != 0 or report is None:
+            give_up()
+        _worker = None
+        return
+    ran = set(report["ready"])
+    with _lock:
+        for _, key, _, _ in calls:
+            _pending.discard(key)
+            if key in ran:
+                _ready.add(key)
+            else:
+                _failed.add(key)  # (compiles here from now on)
+        if BACKWARD in ran:
+            _backward_ready = True
+        _update_backward()
     ready_after = time.perf_counter() - _started_at
     _worker = None
     if _calls:
@@ -291,12 +334,13 @@ def wait(timeout=None):
 
 
 def status():
-    """What tier 0 serves now: ``{"enabled", "tier0_ops", "backward_pending", "worker",
-    "recorded_calls", "ready_after"}`` (``ready_after``: seconds from import to the last
-    worker's finish)."""
+    """What tier 0 serves now: ``{"enabled", "tier0_ops", "pending_calls",
+    "backward_pending", "worker", "recorded_calls", "ready_after"}`` (``ready_after``:
+    seconds from import to the last worker's finish)."""
     return {
         "enabled": ENABLED,
         "tier0_ops": len(_ops),
+        "pending_calls": len(_pending),
         "backward_pending": backward_pending,
         "worker": _worker is not None,
         "recorded_calls": len(_calls),
@@ -341,7 +385,7 @@ def replay(calls, backward):
     """Run the recorded ``calls`` on Tensors (float inputs requiring grad) and, with
     ``backward``, a gradient of the sum of the final results; three times, as a training
     loop would (the compiled executor, then the backward template made from it and its
-    check on a new graph). Returns the names of the ops that ran, and ``BACKWARD`` when the
+    check on a new graph). Returns the keys of the calls that ran, and ``BACKWARD`` when the
     backward did."""
     ran, made = set(), {}
     for _ in range(3 if backward else 1):
@@ -359,7 +403,7 @@ def _replay_once(calls, backward, ran, made):
     from .tensor import apply
 
     results, leaves, used = [], [], set()
-    for position, (name, specs, attrs) in enumerate(calls):
+    for position, (name, key, specs, attrs) in enumerate(calls):
         args = []
         for k, (kind, value) in enumerate(specs):
             if kind == "out":
@@ -380,7 +424,7 @@ def _replay_once(calls, backward, ran, made):
             continue
         try:
             results.append(apply(REGISTRY[name], args, dict(attrs)))
-            ran.add(name)
+            ran.add(key)
         except Exception:
             results.append(None)
     if not backward or not leaves:
@@ -411,8 +455,8 @@ def _worker_main(path):
         program = pickle.load(stream)
     os.remove(path)
     held = _lock_generation()
-    if held is None:  # another worker fills this generation: nothing marked ready here
-        print(json.dumps({"ready": []}))
+    if held is None:  # another worker fills this generation: this one is asked again later
+        print(json.dumps({"busy": True}))
         return
     ran = replay(program["calls"], program["backward"])
     _write_ready(ran)

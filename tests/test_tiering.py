@@ -146,6 +146,7 @@ def tier0(monkeypatch):
             tiering._leave(REGISTRY[name])
         tiering._calls.clear()
         tiering._produced.clear()
+        tiering._pending.clear()
         tiering._recorded_bytes = 0
 
 
@@ -250,16 +251,19 @@ CHILD = textwrap.dedent(
         return [g.numpy().tolist() for g in anb.grad(loss, [w, b])]
 
     before = len(compiles)
-    tier0 = tiering.in_tier0(REGISTRY["tanh"]), tiering.backward_pending
     first = step()
     during = compiles[before:]
+    tier0 = tiering.status()["pending_calls"] > 0, tiering.backward_pending
     finished = tiering.wait(timeout=240)
-    after_wait = tiering.in_tier0(REGISTRY["tanh"]), tiering.backward_pending
+    after_wait = tiering.status()["pending_calls"] > 0, tiering.backward_pending
     before = len(compiles)
     second = step()
+    pending = tiering.status()["pending_calls"]
+    anb.tanh(anb.tensor(np.ones((16, 4), np.float64)))  # a new dtype: tier 0 again
+    new_call = tiering.status()["pending_calls"] - pending
     print(json.dumps({"tier0": tier0, "during": during, "finished": finished,
                       "after_wait": after_wait, "after_compiles": compiles[before:],
-                      "first": first, "second": second}))
+                      "first": first, "second": second, "new_call": new_call}))
     """
 )
 
@@ -287,10 +291,13 @@ def test_cold_process_compiles_nothing_first_then_swaps(tmp_path):
     assert ours(cold["after_compiles"]) == []  # the worker's kernels, loaded from the cache
     np.testing.assert_allclose(cold["first"][0], cold["second"][0], rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(cold["first"][1], cold["second"][1], rtol=1e-5, atol=1e-7)
+    assert cold["new_call"] == 1
     (ready,) = list((tmp_path / "k").glob(f"*/{tiering.READY_FILE}"))
-    assert {"tanh", "_bmm", "log_softmax", "getitem", tiering.BACKWARD} <= set(
-        ready.read_text().split()
-    )
+    lines = ready.read_text().splitlines()
+    assert {"tanh", "_bmm", "log_softmax", "getitem", tiering.BACKWARD} <= {
+        line.split()[0] for line in lines
+    }
+    assert "tanh <f4:nn" in lines  # the call's dtype and broadcast pattern
     warm = run_child(tmp_path)  # a later process starts on the compiled tier
     assert warm["tier0"] == [False, False]
     assert ours(warm["during"]) == [] and ours(warm["after_compiles"]) == []
@@ -301,6 +308,7 @@ def test_cold_process_compiles_nothing_first_then_swaps(tmp_path):
 def test_a_worker_that_fails_leaves_the_process_compiling(tmp_path):
     result = run_child(tmp_path, "broken")
     assert result["tier0"] == [True, True]
+    assert result["new_call"] == 0  # (tier 0 left for good)
     assert result["finished"] and result["after_wait"] == [False, False]
     assert ours(result["after_compiles"])  # compiled here, as without tiering
     np.testing.assert_allclose(result["first"][0], result["second"][0], rtol=1e-5, atol=1e-7)
@@ -318,10 +326,20 @@ def test_warmup_lists_what_it_compiled(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     (ready,) = list((tmp_path / "k").glob(f"*/{tiering.READY_FILE}"))
-    assert {"tanh", "sum", tiering.BACKWARD} <= set(ready.read_text().split())
-    probe = "from autograd_nb import tiering, ops; import autograd_nb as anb; " \
-        "print(tiering.in_tier0(ops.registry.REGISTRY['tanh']), " \
-        "tiering.in_tier0(ops.registry.REGISTRY['cos']), tiering.backward_pending)"
+    lines = ready.read_text().splitlines()
+    assert {"tanh <f4:nn", "sum <f4:nn", tiering.BACKWARD} <= set(lines)
+    probe = textwrap.dedent(
+        """
+        import numpy as np
+        import autograd_nb as anb
+        from autograd_nb import tiering
+        x = anb.tensor(np.ones((5, 7), np.float32), requires_grad=True)
+        anb.grad(anb.sum(anb.tanh(x)), x)  # warmed: compiled, nothing pending
+        ready = tiering.status()["pending_calls"], tiering.backward_pending
+        anb.cos(x)  # not warmed: tier 0
+        print(*ready, tiering.status()["pending_calls"])
+        """
+    )
     done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
                           text=True, timeout=120, check=False)
-    assert done.stdout.split() == ["False", "True", "False"], done.stderr
+    assert done.stdout.split() == ["0", "False", "1"], done.stderr

@@ -1,5 +1,7 @@
 """The backward compiler: tape -> plan -> run (one compiled call, or the Python walk)."""
 
+import numpy as np
+
 from .. import tape, tiering
 from . import backward, executor, plan_cache
 from .backward import Plan, make_plan
@@ -22,15 +24,18 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch
     of node or leaf, and the leaves met. ``remember`` is :func:`.executor.run`'s (the plan
     cache's template maker)."""
     if (
-        tiering.backward_pending and not create_graph and batch is None
+        tiering.backward_pending and not create_graph and batch != 0
         and not backward._touches_device(plan, seeds)
     ):
         # Tier 0 (:mod:`autograd_nb.tiering`): the compiled backward is not cached yet, so the
-        # walk evaluates the differentiable rules, compiling nothing, and a background
-        # process compiles the kernels.
+        # walk evaluates the differentiable rules (a batch row by row), compiling nothing,
+        # and a background process compiles the kernels.
         with tiering.rules_walk():
-            done = backward.run_plan(plan, seeds, targets, all_leaves, retain_graph, False,
-                                     rules=True)
+            if batch is None:
+                done = backward.run_plan(plan, seeds, targets, all_leaves, retain_graph,
+                                         False, rules=True)
+            else:
+                done = _rules_by_row(plan, seeds, targets, all_leaves, retain_graph, batch)
         tiering.after_backward()
         return done
     if COMPILED and not create_graph:
@@ -38,6 +43,21 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch
         if done is not None:
             return done
     return backward.run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch)
+
+
+def _rules_by_row(plan, seeds, targets, all_leaves, retain_graph, batch):
+    """Tier 0's batched backward: the rules' walk once per row of the seeds, stacked."""
+    rows = []
+    for b in range(batch):
+        keep = retain_graph or b < batch - 1
+        results, leaves = backward.run_plan(
+            plan, [(edge, grad[b]) for edge, grad in seeds], targets, all_leaves, keep, False,
+            rules=True,
+        )
+        rows.append(results)
+    stacked = {key: np.stack([row[key] for row in rows]) for key in rows[0]
+               if all(key in row for row in rows)}
+    return stacked, leaves
 
 
 def plan_and_run(root_edges, seeds, targets, all_leaves, retain_graph, create_graph,
