@@ -27,7 +27,7 @@ from ..engine import executor
 from ..ops import _pointers
 from ..ops.registry import Op, call
 from ..tensor import Tensor
-from . import interpreter
+from . import fusion, interpreter
 
 _ALIGN = 64
 #: Arenas of recent calls a program keeps to reuse once their outputs are gone.
@@ -142,10 +142,12 @@ class Program:
         self._arena(trace)
         self._arenas = []  # recent calls' arenas (see ``_take_arena``)
         self._arena_lock = threading.Lock()
-        self.forward_table, self.forward_floats = self._forward(trace)
         self.written = self._written(trace)
         self.outputs = self._outputs(trace, outputs)
         self._backward(trace, outputs)
+        # (after the backward: a fused forward writes to the arena only what is read later)
+        self.forward_table, self.forward_floats = self._forward(trace)
+        del self._output_buffers
         self._finish()
 
     # -- layout ----------------------------------------------------------------------------
@@ -191,7 +193,15 @@ class Program:
             return index
 
         copy_entry = _pointers.entry_address(interpreter.copy_driver, np.dtype(np.float64))
-        for event in trace.events:
+        items, readers = fusion.plan(trace.events)
+        kept = self._kept(trace) if len(items) < len(trace.events) else set()
+        scratch_at = -(-self.arena_bytes // _ALIGN) * _ALIGN
+        scratch_bytes = 0
+        for event in items:
+            if type(event) is fusion.Group:
+                n_bytes = _group_row(builder, value, event, kept, readers, scratch_at)
+                scratch_bytes = max(scratch_bytes, n_bytes)
+                continue
             if event.op == "block":  # a backward run inside fn (``Trace.record_backward``)
                 zeros, rows, ints, floats = event.operands
                 for (buffer, offset), n_bytes in zeros:
@@ -215,7 +225,20 @@ class Program:
             driver, ints, floats = event.spec
             operands.append(value(event.output, 0))
             builder.call(_pointers.entry_address(driver, event.dtype), operands, ints, floats)
+        if scratch_bytes:
+            self.arena_bytes = scratch_at + scratch_bytes
         return builder.tables()
+
+    def _kept(self, trace):
+        """The arena buffers read from outside the forward table: by a backward table, or
+        handed out as (part of) an output."""
+        kept = set()
+        for entry in self.backward_outputs.values():
+            for kind, index in entry[2]:
+                if kind == "arena":
+                    kept.add(trace.arena_buffers[index])
+        kept.update(self._output_buffers)
+        return kept
 
     def _written(self, trace):
         """The argument and outside tensors written in place: their versions move per call."""
@@ -228,6 +251,7 @@ class Program:
     def _outputs(self, trace, outputs):
         """Per output leaf, how a replay makes it."""
         made = []
+        self._output_buffers = []  # (read by ``_kept``, then dropped: they hold the arrays)
         for leaf in outputs:
             if not isinstance(leaf, Tensor):
                 made.append(("value", leaf))
@@ -251,6 +275,7 @@ class Program:
                     made.append(("fresh", data.copy(), leaf._requires_grad))
                     continue
                 buffer, offset = found
+                self._output_buffers.append(buffer)
                 if buffer.kind != "arena" or not data.flags.c_contiguous:
                     raise Unsupported("an output that is a view of an argument")
                 made.append(("arena", self.arena_offsets[buffer.index] + offset, data.shape,
@@ -334,65 +359,104 @@ class Program:
 
     def _translate(self, trace, tables, position, offsets, itemsize, total):
         """The executor's tables of one output's backward as an interpreter table over the
-        call's objects, the gradient (object ``n``) and the gradient buffer (``n + 1``)."""
-        builder = interpreter.Builder()
-        values = {}
-        reads = set()
+        call's objects, the gradient (object ``n``) and the gradient buffer (``n + 1``).
 
-        def value(where):
-            index = values.get(where)
-            if index is None:
-                index = values[where] = builder.value(*where)
-            return index
+        Laid out with NumPy over the executor's code rows (a 10,000-op function has tens of
+        thousands): a place ``(object, byte offset)`` per slot and per saved array, each
+        row's run of places, then one value per distinct place."""
+        slot_objects, slot_offsets = self._slot_places(tables, position, offsets, itemsize,
+                                                       total * itemsize)
+        code = _int_array(tables.code).reshape(-1, executor.ROW)
+        entry, grad, n_saved, first, target, ints_at, floats_at = code.T
+        zero = entry == executor.ZERO
+        n_saved = np.where(zero, 0, n_saved)
+        counts = np.where(zero, 1, n_saved + 2)
+        starts = np.cumsum(counts) - counts
+        n_operands = int(counts.sum())
+        place_objects = np.empty(n_operands, dtype=np.int64)
+        place_offsets = np.empty(n_operands, dtype=np.int64)
+        place_objects[starts] = slot_objects[grad]
+        place_offsets[starts] = slot_offsets[grad]
+        ends = (starts + counts - 1)[~zero]
+        place_objects[ends] = slot_objects[target[~zero]]
+        place_offsets[ends] = slot_offsets[target[~zero]]
+        # The saved arrays: row r's run of them goes after its gradient.
+        row_of = np.repeat(np.arange(len(code)), n_saved)
+        within = np.arange(row_of.size) - np.repeat(np.cumsum(n_saved) - n_saved, n_saved)
+        at = starts[row_of] + 1 + within
+        saved_objects, saved_offsets, reads = self._saved_places(
+            trace, tables, first[row_of] + within)
+        place_objects[at] = saved_objects
+        place_offsets[at] = saved_offsets
+        # One value per distinct place, numbered in order of first use.
+        keys = (place_objects + 2) * (1 << 40) + place_offsets
+        _, first_use, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        order = np.argsort(first_use, kind="stable")
+        number = np.empty(order.size, dtype=np.int64)
+        number[order] = np.arange(order.size)
+        values = np.empty((order.size, 2), dtype=np.int64)
+        values[:, 0] = place_objects[first_use[order]]
+        values[:, 1] = place_offsets[first_use[order]]
+        n_ints, n_floats = len(tables.ints), len(tables.floats)
+        # A ZERO row clears its slot: its byte count (the executor's INTS) goes after the ints.
+        rows = np.empty((len(code), interpreter.ROW), dtype=np.int64)
+        rows[:, interpreter.ENTRY] = np.where(zero, interpreter.ZERO, entry)
+        rows[:, interpreter.N_OPERANDS] = counts
+        rows[:, interpreter.FIRST] = starts
+        rows[:, interpreter.INTS] = np.where(zero, n_ints + np.cumsum(zero) - 1, ints_at)
+        rows[:, interpreter.FLOATS] = np.where(zero, n_floats, floats_at)
+        entries = np.array(tables.entries, dtype=np.int64)
+        ints = _int_array(tables.ints)
+        # (``interpreter.Builder.tables``' layout, from arrays: a header of the lengths)
+        header = np.array([len(code), len(values), n_operands, entries.size,
+                           ints.size + int(zero.sum())], dtype=np.int64)
+        table = np.concatenate([header, rows.reshape(-1), values.reshape(-1),
+                                number[inverse.reshape(-1)], entries, ints, ints_at[zero],
+                                _END])
+        floats = np.array(tables.floats + [0.0], dtype=np.float64)
+        return table, floats, reads
 
-        saved_by_nodes = {}
-        for node in tables.plan_nodes:
-            for array in (node.saved_inputs or ()):
-                if array is not None:
-                    saved_by_nodes[id(array)] = array
-            if node.saved_output is not None:
-                saved_by_nodes[id(node.saved_output)] = node.saved_output
-        scratch_base = total * itemsize
-        slot_values = []
-        for offset in tables.slot_offsets:
-            if offset >= 0:
-                slot_values.append(value((_BUFFER, scratch_base + offset * itemsize)))
-                continue
-            kind, what = tables.origins[-offset - 1]
+    def _slot_places(self, tables, position, offsets, itemsize, scratch_base):
+        """Per gradient slot of the executor's tables, its place: in the buffer's scratch,
+        the incoming gradient (a seed) or an input's part of the buffer (a result)."""
+        slot_offsets = np.array(tables.slot_offsets, dtype=np.int64)
+        slot_objects = np.full(slot_offsets.size, _BUFFER, dtype=np.int64)
+        places = slot_offsets * itemsize + scratch_base
+        for s in np.flatnonzero(slot_offsets < 0).tolist():
+            kind, what = tables.origins[-int(slot_offsets[s]) - 1]
             if kind == "seed":
-                slot_values.append(value((_GRADIENT, 0)))
+                slot_objects[s] = _GRADIENT
+                places[s] = 0
             else:
-                slot_values.append(value((_BUFFER, offsets[position[id(what)]] * itemsize)))
+                places[s] = offsets[position[id(what)]] * itemsize
+        return slot_objects, places
 
-        def saved_value(array):
+    def _saved_places(self, trace, tables, indices):
+        """The places of the saved arrays ``tables.objects[i]`` for ``i`` in ``indices`` (an
+        int array), and which buffers the trace met they read (``(kind, index)``). Each
+        distinct array is looked up once (many nodes save the same input)."""
+        reads = set()
+        arrays = [tables.objects[i] for i in indices.tolist()]
+        ids = np.fromiter(map(id, arrays), dtype=np.int64, count=len(arrays))
+        _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+        objects = np.empty(first.size, dtype=np.int64)
+        places = np.empty(first.size, dtype=np.int64)
+        # (in order of first use: the constants are numbered in that order)
+        for j in np.argsort(first, kind="stable").tolist():
+            array = arrays[first[j]]
             found = trace.find(array)
             if found is None:
-                if id(array) in saved_by_nodes:
+                if _saved_by(tables.plan_nodes, array):
                     raise Unsupported("a saved buffer the recorder did not see made")
                 # Worked out from the attributes (index maps): a constant.
                 self.consts.append(array)
-                return value((self.const_base + len(self.consts) - 1, 0))
-            buffer, offset = found
-            reads.add((buffer.kind, buffer.index))
-            return value(self.location(buffer, offset))
-
-        code = tables.code
-        builder.ints = list(tables.ints)
-        builder.floats = [float(f) for f in tables.floats]
-        for r in range(len(code) // executor.ROW):
-            row = code[r * executor.ROW:(r + 1) * executor.ROW]
-            entry, grad, n_saved, first, target, ints_at, floats_at = row
-            if entry == executor.ZERO:
-                builder.zero(slot_values[grad], ints_at)
-                continue
-            operands = [slot_values[grad]]
-            operands += [saved_value(tables.objects[first + j]) for j in range(n_saved)]
-            operands.append(slot_values[target])
-            builder.rows.extend((builder.entry(tables.entries[entry]), len(operands),
-                                 len(builder.operands), ints_at, floats_at))
-            builder.operands.extend(operands)
-        table, floats = builder.tables()
-        return table, floats, reads
+                objects[j], places[j] = self.const_base + len(self.consts) - 1, 0
+            else:
+                buffer, offset = found
+                reads.add((buffer.kind, buffer.index))
+                objects[j], places[j] = self.location(buffer, offset)
+        inverse = inverse.reshape(-1)
+        return objects[inverse], places[inverse], reads
 
     def _finish(self):
         """The call's object-id template (the constants' ids filled in), and the backward
@@ -579,6 +643,45 @@ _NO_ATTRS = {}
 _STALE = {0: 1}  # (a version box one past the version a stale output's node expects)
 _GRADIENT = -1
 _BUFFER = -2
+
+
+def _group_row(builder, value, group, kept, readers, scratch_at):
+    """Add a fused group's instruction (:mod:`.fusion`): its memory operands, then the
+    scratch at ``scratch_at`` in the arena; the scratch bytes it needs."""
+    operands = []
+    numbers = {}
+
+    def memory(buffer, offset):
+        index = value(buffer, offset)
+        number = numbers.get(index)
+        if number is None:
+            number = numbers[index] = len(operands)
+            operands.append(index)
+        return number
+
+    ints, floats, n_bytes = fusion.encode(group, kept, readers, memory)
+    ints[3] = len(operands)
+    operands.append(builder.value(0, scratch_at))
+    builder.call(_pointers.entry_address(fusion.group_driver, group.dtype), operands,
+                 tuple(ints), floats)
+    return n_bytes
+
+
+def _saved_by(nodes, array):
+    """Whether one of ``nodes`` saved ``array`` (an input or its output)."""
+    for node in nodes:
+        if node.saved_output is array or any(a is array for a in (node.saved_inputs or ())):
+            return True
+    return False
+
+
+_END = np.zeros(1, dtype=np.int64)
+
+
+def _int_array(values):
+    """An int64 array of a list of ints (``np.fromiter``: faster than ``np.array`` on long
+    lists)."""
+    return np.fromiter(values, dtype=np.int64, count=len(values))
 
 
 def _size(shape):

@@ -30,7 +30,12 @@ from ..tensor import Tensor
 # (``autograd_nb.tensor`` the attribute is the function that makes tensors)
 tensor_module = importlib.import_module("autograd_nb.tensor")
 
-_local = threading.local()
+
+class _Local(threading.local):
+    trace = None  # (a class default: every thread reads None until it records)
+
+
+_local = _Local()
 _patch_lock = threading.Lock()
 _active = [0]  # traces active in any thread (the wrappers stay installed while positive)
 _saved = {}
@@ -43,7 +48,7 @@ _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def current():
-    return getattr(_local, "trace", None)
+    return _local.trace
 
 
 class Buffer:
@@ -126,15 +131,21 @@ class Trace:
         base = array.base
         if base is None:
             return None  # owns its memory: met before it would have been found above
-        start = _address(array)
-        end = start + array.nbytes
+        start = None  # (its address, read only when needed: a view of a temporary is not)
         while isinstance(base, np.ndarray):  # a view of a buffer met (``reshape``'s)
             buffer = by_id.get(id(base))
-            if buffer is not None and buffer.start <= start and end <= buffer.end:
-                return buffer, start - buffer.start
+            if buffer is not None:
+                if start is None:
+                    start = _address(array)
+                    end = start + array.nbytes
+                if buffer.start <= start and end <= buffer.end:
+                    return buffer, start - buffer.start
             base = base.base
         if not scan:
             return None
+        if start is None:
+            start = _address(array)
+            end = start + array.nbytes
         for buffer in self.buffers:  # a view of a view: by address
             if buffer.start <= start and end <= buffer.end:
                 return buffer, start - buffer.start
@@ -183,33 +194,28 @@ class Trace:
     def record_op(self, op, tensors, arrays, attrs, output, node):
         """Note ``op``, run on ``arrays`` (prepared from the arguments, with ``tensors`` the
         Tensor each came from, or None) with the prepared ``attrs``, which gave ``output``
-        (and the ``node`` recorded, or None)."""
+        (and the ``node`` recorded, or None). This runs once per op recorded: the usual
+        case (operands that are buffers met, a result owning its memory) takes no call."""
         if self.unsupported is not None:
             return
-        saved = node.saved_inputs if node is not None else None
         operands = []
         by_id = self.by_id
-        for k, array in enumerate(arrays):
+        k = 0
+        for array in arrays:
             tensor = tensors[k]
             if tensor is not None and array is tensor._data:
                 buffer = by_id.get(id(array))
                 if buffer is not None:  # (the usual case: a buffer met, read as it is)
                     operands.append((buffer, 0))
+                    k += 1
                     continue
-            if tensor is not None and id(tensor._data) not in by_id:
-                if type(tensor._data) is not np.ndarray:
-                    self.refuse("a tensor on a GPU")
-                    return
-                if self.find(tensor._data) is None:
-                    self.external(tensor)
-            own = saved is not None and k < len(saved) and saved[k] is array
-            found = self.located(array, tensor, own)
+            found = self._operand(tensor, array, node, k)
             if found is None:
                 return
             operands.append(found)
+            k += 1
         # (A result owning its memory, or a view of a temporary of the op's, is new.)
-        here = None if output.base is None else self.find(output, scan=False)
-        if here is not None:
+        if output.base is not None and self.find(output, scan=False) is not None:
             # A view of a buffer already met (``reshape``'s view): no instruction.
             if not output.flags.c_contiguous:
                 self.refuse(f"{op.name}: a non-contiguous view")
@@ -221,9 +227,25 @@ class Trace:
         if not output.flags.c_contiguous:
             self.refuse(f"{op.name}: a non-contiguous result")
             return
-        buffer = self._add(output, "arena", len(self.arena_buffers))
-        self.arena_buffers.append(buffer)
+        arena = self.arena_buffers
+        buffer = Buffer(output, "arena", len(arena))
+        self.buffers.append(buffer)
+        by_id.setdefault(id(output), buffer)
+        arena.append(buffer)
         self.events.append(Event(op, operands, buffer, spec, output.dtype))
+
+    def _operand(self, tensor, array, node, k):
+        """``record_op``'s location of operand ``k`` outside the usual case, or None (then
+        the trace is refused)."""
+        if tensor is not None and id(tensor._data) not in self.by_id:
+            if type(tensor._data) is not np.ndarray:
+                self.refuse("a tensor on a GPU")
+                return None
+            if self.find(tensor._data) is None:
+                self.external(tensor)
+        saved = node.saved_inputs if node is not None else None
+        own = saved is not None and k < len(saved) and saved[k] is array
+        return self.located(array, tensor, own)
 
     def record_copy(self, source, target_array):
         """An in-place write: ``target_array[...] = source`` (both ndarrays)."""
@@ -367,9 +389,11 @@ def _caller():
 def _traced_apply(op, args, attrs):
     """``tensor.apply`` while recording: the same steps, keeping what the op's ``run`` took
     and gave for :meth:`Trace.record_op`."""
-    trace = current()
+    trace = _local.trace
     if trace is None or trace.depth:
         return _saved["apply"](op, args, attrs)
+    if len(args) == 1 and type(args[0]) is Tensor and not tensor_module._cuda_used:
+        return _traced_unary(trace, op, args[0], attrs)
     values, edges, boxes, tensors = [], [], [], []
     requires_grad = False
     only_tensors = True
@@ -420,14 +444,66 @@ def _traced_apply(op, args, attrs):
             requires_grad = any([e is not None for e in edges])
         if requires_grad:
             result._node = tape.record(op, edges, arrays, boxes, output, result._version, attrs)
-    trace.record_op(op, tensors, list(arrays), attrs, output, result._node)
+    trace.record_op(op, tensors, arrays, attrs, output, result._node)
+    return result
+
+
+def _traced_unary(trace, op, a, attrs):
+    """``_traced_apply`` of one CPU Tensor, as ``apply``'s short path for it."""
+    trace.depth += 1
+    try:
+        arrays, attrs, output = op.run([a._data], attrs)
+    finally:
+        trace.depth -= 1
+    result = Tensor._make(output)
+    edge = a._node
+    if edge is None and a._requires_grad:
+        edge = a
+    if edge is not None and tape._state.enabled:
+        differentiable = op.differentiable
+        if differentiable is None or differentiable[0]:
+            result._node = tape.record_one(op, edge, arrays[0], a._version, output,
+                                           result._version, attrs)
+    trace.record_op(op, (a,), arrays, attrs, output, result._node)
     return result
 
 
 def _traced_binary(op, a, b):
-    if current() is None:
+    """``_binary`` while recording: its short path (two CPU Tensors, or one and a Python
+    number, of a layout the op has run before), noted as ``_traced_apply`` notes; anything
+    else takes ``_traced_apply``."""
+    trace = _local.trace
+    if trace is None:
         return _saved["_binary"](op, a, b)
-    return _traced_apply(op, (a, b), {})
+    kind_a, kind_b = type(a), type(b)
+    done = None
+    if not tensor_module._cuda_used and not trace.depth:
+        if kind_a is Tensor and (kind_b is Tensor or kind_b is float or kind_b is int):
+            done = op.run_pair(a._data, b._data if kind_b is Tensor else b)
+        elif kind_b is Tensor and (kind_a is float or kind_a is int):
+            done = op.run_pair(a, b._data)
+    if done is None:
+        return _traced_apply(op, (a, b), {})
+    arrays, attrs, output = done
+    result = Tensor._make(output)
+    edge_a = box_a = edge_b = box_b = tensor_a = tensor_b = None
+    if kind_a is Tensor:
+        tensor_a = a
+        box_a = a._version
+        edge_a = a._node
+        if edge_a is None and a._requires_grad:
+            edge_a = a
+    if kind_b is Tensor:
+        tensor_b = b
+        box_b = b._version
+        edge_b = b._node
+        if edge_b is None and b._requires_grad:
+            edge_b = b
+    if (edge_a is not None or edge_b is not None) and tape._state.enabled:
+        result._node = tape.record_pair(op, edge_a, edge_b, arrays, box_a, box_b, output,
+                                        result._version, attrs)
+    trace.record_op(op, (tensor_a, tensor_b), arrays, attrs, output, result._node)
+    return result
 
 
 def _traced_apply_view(op, x, attrs):

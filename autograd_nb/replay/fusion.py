@@ -1,0 +1,370 @@
+"""Fusion of a replayed forward: a run of elementwise ops over one size is one instruction.
+
+In ``v = v + dt * (f1 - f2)`` the forward table would have an instruction per op, each
+writing a fresh buffer of the call's arena: on small arrays the call of each driver and the
+stream of fresh arena lines cost more than the arithmetic. A *group* is a run of consecutive
+recorded ops, each an :class:`~autograd_nb.ops.elementwise.ElementwiseOp` over ``n``
+elements of one float dtype, whose operands have the result's shape, one element (a broadcast
+scalar) or any other broadcast shape (gathered into a register first). It becomes ONE
+instruction calling :func:`group_driver`, which walks the group in blocks of at most
+``BLOCK`` elements: per block, each op's own flat driver (the same C entry points an
+unfused instruction calls, ``forward_exec`` / ``forward_s{mask}_exec``) reads and writes the
+block. A value nothing reads after the group (no later instruction, no backward table, no
+output) lives in a register (a block-sized slot of scratch memory, reused once the value is
+dead) and never reaches the arena; every other value is written to its arena place as
+before. Each element is computed by the same formula and the same loop as unfused, so the
+results are the same bits.
+
+Unlike the backward's fused loops (:mod:`autograd_nb.engine.fusion`, one generated ``@njit``
+loop per distinct chain), the group driver is compiled once per dtype and a group is data
+(its micro-program in the instruction's int attributes): recording a new function compiles
+nothing.
+"""
+
+import numpy as np
+from numba import njit
+
+from ..ops import _kernels, _pointers
+from ..ops._pointers import _OPEN, array_at, call_entry, int_view
+from ..ops.elementwise import ElementwiseOp
+
+#: Set False to replay every op as its own instruction (tests compare the two).
+ENABLED = True
+
+#: Elements per block: the registers of a group hold one block each, so a long chain over a
+#: large array stays in the cache (8 registers of 512 float64: 32 KiB).
+BLOCK = 512
+
+#: Groups without a broadcast operand fuse from this many elements: below it an op's
+#: instruction costs ~10 ns and a group's step 1-2 ns more (docs/benchmarking.rst, "Fused
+#: forward").
+MIN_ELEMENTS = 64
+
+#: A group reads and writes at most this many arena or argument buffers (the interpreter
+#: passes an instruction's operands in a 64-entry array, with the register scratch).
+MAX_OPERANDS = 48
+
+#: Broadcast operands of at most this many collapsed dimensions are gathered into a
+#: register; an op reading one of more stays unfused.
+MAX_DIMS = 8
+
+#: Step kinds of a group's micro-program, and where a step's argument lives.
+CALL, EXPAND = 0, 1
+MEMORY, SCALAR, REGISTER = 0, 1, 2
+
+#: Int64 words at the start of the scratch before the registers: a driver's argument
+#: pointers, the block length handed to it as its ``ints``, the coordinates of a gather.
+_ARGUMENTS = 8
+_HEADER_WORDS = _ARGUMENTS + 1 + MAX_DIMS
+_HEADER_BYTES = -(-_HEADER_WORDS * 8 // 64) * 64
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+# -- the driver ----------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True)
+def _gather(source, target, start, m, shape, strides, coords):
+    """``target[:m]`` = the elements ``start:start + m`` (in C order over ``shape``) of the
+    broadcast operand ``source`` read through ``strides`` (elements; 0 on broadcast axes)."""
+    nd = shape.size
+    last = nd - 1
+    rest = start
+    offset = 0
+    for d in range(last, -1, -1):
+        c = rest % shape[d]
+        rest //= shape[d]
+        coords[d] = c
+        offset += c * strides[d]
+    inner = shape[last]
+    step = strides[last]
+    i = 0
+    while i < m:
+        run = min(inner - coords[last], m - i)
+        if step == 0:
+            value = source[offset]
+            for j in range(run):
+                target[i + j] = value
+        else:
+            for j in range(run):
+                target[i + j] = source[offset + j * step]
+        i += run
+        offset += run * step
+        coords[last] += run
+        d = last
+        while d > 0 and coords[d] == shape[d]:
+            offset -= shape[d] * strides[d]
+            coords[d] = 0
+            d -= 1
+            coords[d] += 1
+            offset += strides[d]
+
+
+@njit(cache=True, nogil=True)
+def group_driver(operands, ints, floats, like):
+    """Run a group (see the module docstring) in blocks.
+
+    ``operands``: the group's memory values and its scratch (a header, then the registers).
+    ``ints``: ``[n, block, steps, scratch operand]``, then per step ``[CALL, entry, arguments,
+    float offset, (where, index) per argument]`` or ``[EXPAND, operand, register, nd,
+    shape.., strides..]``; ``floats``: the steps' parameters.
+    """
+    n = ints[0]
+    block = ints[1]
+    n_steps = ints[2]
+    itemsize = like.itemsize
+    scratch = operands[ints[3]]
+    arguments = int_view(scratch)
+    length = scratch + 8 * _ARGUMENTS
+    coords = int_view(scratch + 8 * (_ARGUMENTS + 1))
+    arguments[_ARGUMENTS] = 0
+    registers = scratch + _HEADER_BYTES
+    register_bytes = block * itemsize
+    floats_address = floats.ctypes.data
+    for start in range(0, n, block):
+        m = min(block, n - start)
+        arguments[_ARGUMENTS] = m
+        skip = start * itemsize
+        at = 4
+        for _ in range(n_steps):
+            if ints[at] == EXPAND:
+                nd = ints[at + 3]
+                _gather(array_at(operands[ints[at + 1]], _OPEN, like),
+                        array_at(registers + ints[at + 2] * register_bytes, m, like), start, m,
+                        ints[at + 4:at + 4 + nd], ints[at + 4 + nd:at + 4 + 2 * nd], coords)
+                at += 4 + 2 * nd
+                continue
+            entry = ints[at + 1]
+            count = ints[at + 2]
+            floats_at = ints[at + 3]
+            at += 4
+            for j in range(count):
+                where = ints[at + 2 * j]
+                index = ints[at + 2 * j + 1]
+                if where == MEMORY:
+                    arguments[j] = operands[index] + skip
+                elif where == SCALAR:
+                    arguments[j] = operands[index]
+                else:
+                    arguments[j] = registers + index * register_bytes
+            at += 2 * count
+            call_entry(entry, scratch, length, floats_address + 8 * floats_at)
+
+
+# -- planning --------------------------------------------------------------------------------
+
+
+class Step:
+    """One op of a group: its event, the flat driver that runs it on a block, and per input
+    its layout: "full", "scalar" or ``(shape, strides)`` (gathered into a register)."""
+
+    __slots__ = ("event", "driver", "layouts")
+
+    def __init__(self, event, driver, layouts):
+        self.event = event
+        self.driver = driver
+        self.layouts = layouts
+
+
+class Group:
+    """Consecutive steps over ``n`` elements of ``dtype``; ``last``: the index of the last
+    event in the trace."""
+
+    __slots__ = ("steps", "n", "dtype", "made", "read", "last")
+
+    def __init__(self, step, n, dtype, index):
+        self.steps = []
+        self.n = n
+        self.dtype = dtype
+        self.made = set()
+        self.read = set()  # the operands from outside the group
+        self.add(step, index)
+
+    def add(self, step, index):
+        self.steps.append(step)
+        event = step.event
+        for buffer, offset in event.operands:
+            if buffer not in self.made:
+                self.read.add((buffer, offset))
+        self.made.add(event.output)
+        self.last = index
+
+    def operand_count(self):
+        """At most how many memory operands the group's instruction has (every value it
+        makes may have to be written)."""
+        return len(self.read) + len(self.made) + 1
+
+
+def _layouts(event):
+    """``(n, flat driver, layouts)`` of an event a group can run, or None."""
+    op = event.op
+    if not isinstance(op, ElementwiseOp) or op.input_kinds is not None:
+        return None
+    if event.dtype not in _FLOATS or len(event.operands) != op.n_inputs:
+        return None
+    driver, ints, _ = event.spec
+    kernels = op.kernels
+    n = int(ints[0])
+    count = op.n_inputs
+    if driver is kernels.forward_exec:
+        return n, driver, ["full"] * count
+    if driver is kernels.forward_strided_exec:
+        return _strided_layouts(kernels, ints, count)
+    for mask in _kernels.scalar_masks(count, False):
+        if driver is getattr(kernels, f"forward_s{mask}_exec", None):
+            return n, driver, ["scalar" if mask >> i & 1 else "full" for i in range(count)]
+    return None
+
+
+def _strided_layouts(kernels, ints, count):
+    n, nd = int(ints[0]), int(ints[1])
+    if nd > MAX_DIMS or n == 0:
+        return None
+    shape = np.array(ints[2:2 + nd], dtype=np.int64)
+    contiguous = np.ones(nd, dtype=np.int64)
+    for d in range(nd - 2, -1, -1):
+        contiguous[d] = contiguous[d + 1] * shape[d + 1]
+    layouts = []
+    mask = 0
+    for i in range(count):
+        strides = np.array(ints[2 + nd * (i + 1):2 + nd * (i + 2)], dtype=np.int64)
+        if not strides.any():
+            layouts.append("scalar")
+            mask |= 1 << i
+        elif np.array_equal(strides, contiguous):
+            layouts.append("full")
+        else:
+            layouts.append((shape.tolist(), strides.tolist()))
+    if mask == (1 << count) - 1:
+        return None
+    driver = kernels.forward_exec if not mask else getattr(kernels, f"forward_s{mask}_exec")
+    return n, driver, layouts
+
+
+def plan(events):
+    """The events as they run, each an event or a :class:`Group`, and per buffer the index of
+    the last event that reads it."""
+    readers = {}  # buffer -> index of its last reading event
+    for index, event in enumerate(events):
+        for buffer in _read_buffers(event):
+            readers[buffer] = index
+    items = []
+    group = None
+    for index, event in enumerate(events):
+        found = _layouts(event) if ENABLED else None
+        if found is not None and group is not None and not _joins(group, event, *found):
+            items.append(group)
+            group = None
+        if found is None:
+            if group is not None:
+                items.append(group)
+                group = None
+            items.append(event)
+            continue
+        n, driver, layouts = found
+        step = Step(event, driver, layouts)
+        if group is None:
+            group = Group(step, n, event.dtype, index)
+        else:
+            group.add(step, index)
+    if group is not None:
+        items.append(group)
+    planned = []
+    for item in items:
+        if type(item) is Group and not _worth(item):
+            planned.extend(step.event for step in item.steps)
+        else:
+            planned.append(item)
+    return planned, readers
+
+
+def _joins(group, event, n, driver, layouts):
+    if n != group.n or event.dtype != group.dtype:
+        return False
+    for (buffer, offset), layout in zip(event.operands, layouts, strict=True):
+        # A value of the group is in the block being computed only: read whole, as it is.
+        if buffer in group.made and (offset or (layout != "full" and n != 1)):
+            return False
+    return group.operand_count() + len(event.operands) + 1 <= MAX_OPERANDS
+
+
+def _worth(group):
+    """Whether ``group`` runs fused: when it gathers a broadcast operand (the strided
+    driver is slow on short rows: ``(63, 1) * (63, 2)``), or when it chains ops over at least
+    ``MIN_ELEMENTS`` elements."""
+    for step in group.steps:
+        if any(type(layout) is not str for layout in step.layouts):
+            return True
+    return len(group.steps) > 1 and group.n >= MIN_ELEMENTS
+
+
+def _read_buffers(event):
+    if event.op == "block":
+        zeros, rows, _, _ = event.operands
+        for (buffer, _), _ in zeros:
+            yield buffer
+        for _, operands, _, _ in rows:
+            for buffer, _ in operands:
+                yield buffer
+        return
+    for buffer, _ in event.operands:
+        yield buffer
+
+
+def encode(group, kept, readers, memory):
+    """``(ints, floats, scratch bytes)`` of ``group``; ``memory(buffer, offset)`` numbers a
+    memory operand of the group's instruction (its scratch is numbered by the caller, last:
+    its index is ``ints[3]``, filled in there)."""
+    itemsize = group.dtype.itemsize
+    block = min(group.n, BLOCK)
+    last_use = {}
+    for position, step in enumerate(group.steps):
+        for buffer, _ in step.event.operands:
+            if buffer in group.made:
+                last_use[buffer] = position
+    registers = {}  # buffer -> register
+    free = []
+    count = 0
+    ints = [group.n, block, len(group.steps), -1]
+    floats = []
+
+    def take():
+        nonlocal count
+        if free:
+            return free.pop()
+        count += 1
+        return count - 1
+
+    for position, step in enumerate(group.steps):
+        event = step.event
+        arguments = []
+        gathered = []
+        for (buffer, offset), layout in zip(event.operands, step.layouts, strict=True):
+            register = registers.get(buffer)
+            if register is not None:
+                arguments += (REGISTER, register)
+            elif type(layout) is str:
+                arguments += (SCALAR if layout == "scalar" else MEMORY, memory(buffer, offset))
+            else:
+                shape, strides = layout
+                register = take()
+                gathered.append(register)
+                ints += (EXPAND, memory(buffer, offset), register, len(shape), *shape, *strides)
+                ints[2] += 1
+                arguments += (REGISTER, register)
+        output = event.output
+        if output in kept or readers.get(output, -1) > group.last:
+            arguments += (MEMORY, memory(output, 0))
+        else:
+            registers[output] = take()
+            arguments += (REGISTER, registers[output])
+        for register in gathered:
+            free.append(register)
+        for buffer, _ in event.operands:
+            if last_use.get(buffer) == position and buffer in registers:
+                free.append(registers.pop(buffer))
+        ints += (CALL, _pointers.entry_address(step.driver, group.dtype), len(arguments) // 2,
+                 len(floats), *arguments)
+        floats.extend(np.asarray(event.spec[2], dtype=np.float64).reshape(-1).tolist())
+    return ints, floats, _HEADER_BYTES + count * block * itemsize

@@ -1,0 +1,191 @@
+"""Fused replayed forwards (:mod:`autograd_nb.replay.fusion`) against eager runs.
+
+A group runs each op's own flat driver on blocks of its elements, so replays equal eager
+runs bit for bit, outputs and gradients, fused or not.
+"""
+
+import threading
+import warnings
+
+import numba.core.event as numba_event
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import autograd_nb as anb
+from autograd_nb.replay import CompileWarning, fusion
+
+UNARY = ("sin", "tanh", "exp", "square", "sigmoid", "softplus", "sqrt", "negative")
+BINARY = ("add", "subtract", "multiply", "divide", "maximum")
+#: (rows, columns): below fusion's threshold, above it, and over one block (split mid-row).
+SHAPES = ((3, 4), (16, 9), (9, 70))
+
+
+def _operand(values, k, extras, which):
+    """Operand ``k`` of a step: an earlier value, or a broadcast one (a column, a row, a
+    0-d tensor, a Python float)."""
+    if which == 0:
+        return values[k % len(values)]
+    return extras[(which - 1) % len(extras)]
+
+
+def _run(steps, xs, extras):
+    values = list(xs)
+    for name, i, j, which in steps:
+        a = values[i % len(values)]
+        b = _operand(values, j, extras, which)
+        if name in UNARY:
+            argument = anb.abs(a) + 0.5 if name == "sqrt" else a * 0.5
+            values.append(getattr(anb, name)(argument))
+        elif name == "divide":
+            values.append(a / ((b if type(b) is float else anb.abs(b)) + 1.0))
+        elif name == "swap":
+            values.append(anb.subtract(b, a))  # the broadcast operand first
+        elif name == "sum":
+            values.append(a - anb.sum(a, axis=1, keepdims=True) * 0.25)
+        else:
+            values.append(getattr(anb, name)(a, b))
+    kept = values[len(xs) + len(values[len(xs):]) // 2:]
+    return anb.sum(values[-1]) + 0.5 * anb.sum(kept[0]), values[-1], kept[0]
+
+
+STEP = st.tuples(st.sampled_from(UNARY + BINARY + ("swap", "sum")), st.integers(0, 40),
+                 st.integers(0, 40), st.integers(0, 4))
+
+
+def _inputs(shape, seed, dtype):
+    rng = np.random.default_rng(seed)
+    rows, columns = shape
+    xs = [anb.tensor(rng.uniform(-1, 1, shape).astype(dtype), requires_grad=True)
+          for _ in range(2)]
+    extras = [anb.tensor(rng.uniform(0.5, 1.5, (rows, 1)).astype(dtype), requires_grad=True),
+              anb.tensor(rng.uniform(0.5, 1.5, (1, columns)).astype(dtype)),
+              anb.tensor(np.array(1.25, dtype=dtype), requires_grad=True),
+              0.75]
+    return xs, extras
+
+
+def _check_against_eager(fn, args, differentiable):
+    compiled = anb.compile(fn)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CompileWarning)
+        compiled(*args)  # records
+        for _ in range(2):
+            got = compiled(*args)
+            want = fn(*args)
+            for g, w in zip(got, want, strict=True):
+                np.testing.assert_array_equal(g.numpy(), w.numpy())
+            got_grads = anb.grad(got[0], differentiable, allow_unused=True,
+                                 materialize_grads=True)
+            want_grads = anb.grad(want[0], differentiable, allow_unused=True,
+                                  materialize_grads=True)
+            for g, w in zip(got_grads, want_grads, strict=True):
+                np.testing.assert_array_equal(g.numpy(), w.numpy())
+    return compiled
+
+
+@settings(max_examples=10, deadline=None)
+@given(steps=st.lists(STEP, min_size=1, max_size=14), shape=st.sampled_from(SHAPES),
+       seed=st.integers(0, 2**16), dtype=st.sampled_from(["float64", "float32"]))
+def test_random_elementwise_programs_replay_the_eager_bits(steps, shape, seed, dtype):
+    xs, extras = _inputs(shape, seed, dtype)
+
+    def fn(a, b):
+        return _run(steps, (a, b), extras)
+
+    differentiable = xs + [extras[0], extras[2]]
+    _check_against_eager(fn, xs, differentiable)
+
+
+def _rows(compiled):
+    program = next(iter(compiled._programs.values())).program
+    return int(program.forward_table[0])
+
+
+def _chain(x, column, v):
+    d = x * column - v  # ``column`` (n, 1) is gathered into a register
+    force = 2.0 * (d * d) - 0.1 * x  # ``d`` is saved for the backward: written
+    v = v + 0.01 * force
+    return anb.sum(x + 0.01 * v), v
+
+
+@pytest.fixture
+def chain_inputs():
+    rng = np.random.default_rng(0)
+    x = anb.tensor(rng.standard_normal((64, 2)), requires_grad=True)
+    column = anb.tensor(rng.uniform(1, 2, (64, 1)), requires_grad=True)
+    v = anb.tensor(rng.standard_normal((64, 2)))
+    return x, column, v
+
+
+def test_a_chain_runs_as_one_instruction(chain_inputs, monkeypatch):
+    x, column, v = chain_inputs
+    fused = _check_against_eager(_chain, chain_inputs, [x, column])
+    monkeypatch.setattr(fusion, "ENABLED", False)
+    unfused = _check_against_eager(_chain, chain_inputs, [x, column])
+    # 10 elementwise ops and the sum: one group and the sum's instruction.
+    assert (_rows(unfused), _rows(fused)) == (11, 2)
+    a, b = fused(*chain_inputs), unfused(*chain_inputs)
+    for got, want in zip(a, b, strict=True):
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_values_read_after_the_group_are_written(chain_inputs):
+    x, column, v = chain_inputs
+    compiled = anb.compile(_chain)
+    compiled(*chain_inputs)
+    loss, v_next = compiled(*chain_inputs)
+    want_loss, want_v = _chain(*chain_inputs)
+    np.testing.assert_array_equal(v_next.numpy(), want_v.numpy())  # an output
+    # ``d`` (read by the VJPs of ``d * d``) comes from the arena the group wrote.
+    got = anb.grad(loss, [x, column])
+    want = anb.grad(want_loss, [x, column])
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g.numpy(), w.numpy())
+
+
+def test_small_chains_stay_unfused():
+    x = anb.tensor(np.linspace(-1, 1, 12).reshape(3, 4), requires_grad=True)
+    compiled = _check_against_eager(lambda x: (anb.sum(anb.sin(x) * x + 1.0),), [x], [x])
+    assert _rows(compiled) == 4
+
+
+def test_a_new_fused_function_of_known_ops_compiles_nothing(chain_inputs):
+    x, column, v = chain_inputs
+    first = anb.compile(_chain)
+    for _ in range(2):
+        anb.grad(first(*chain_inputs)[0], x)
+
+    def second(x, column, v):
+        d = column * x - v
+        return anb.sum(3.0 * (d * d) - 0.5 * x + v), d
+
+    with numba_event.install_recorder("numba:compile") as recorded:
+        compiled = anb.compile(second)
+        for _ in range(3):
+            anb.grad(compiled(*chain_inputs)[0], x)
+    assert recorded.buffer == []
+    assert _rows(compiled) == 2
+
+
+def test_threads_replay_fused_programs_each_on_its_own_values():
+    compiled = anb.compile(lambda x: (anb.sum(anb.tanh(x * 1.5 - 0.25) * x),))
+    rng = np.random.default_rng(3)
+    xs = [anb.tensor(rng.standard_normal(700), requires_grad=True) for _ in range(4)]
+    compiled(xs[0])
+    wrong = []
+
+    def work(x):
+        want = anb.grad(anb.sum(anb.tanh(x * 1.5 - 0.25) * x), x)[0].numpy()
+        for _ in range(50):
+            got = anb.grad(compiled(x)[0], x)[0].numpy()
+            if not np.array_equal(got, want):
+                wrong.append(got)
+
+    threads = [threading.Thread(target=work, args=(x,)) for x in xs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not wrong
