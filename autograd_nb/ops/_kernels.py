@@ -405,16 +405,24 @@ def _strided_body(inputs, ins, strided, target, expression, is_vjp, reads_g, rea
         "    rows_ *= shape[d_]",
         "if inner_ == 0:",
         "    rows_ = 0",
+    ]
+    if is_vjp and not batched:
+        body += _short_rows(inputs, ins, strided, target, expression, reads_g, reads_y)
+    body += [
         "for r_ in range(rows_):",
         "    rem_ = r_",
     ]
     body += [f"    o{n} = 0" for n in strided]
+    # What is left of the row number after the inner dimensions is the outermost index: no
+    # division for it (a 2-D layout, the usual broadcast, divides nothing; see
+    # docs/benchmarking.rst, "Fused forward").
     body += [
-        "    for d_ in range(nd_ - 2, -1, -1):",
+        "    for d_ in range(nd_ - 2, 0, -1):",
         "        c_ = rem_ % shape[d_]",
         "        rem_ //= shape[d_]",
     ]
     body += [f"        o{n} += c_ * s{n}[d_]" for n in strided]
+    body += [f"    o{n} += rem_ * s{n}[0]" for n in strided]
     body += [f"    t{n} = s{n}[nd_ - 1]" for n in strided]
     body.append("    base_ = r_ * inner_")
     loads = [f"{inputs[int(n[1:])]} = {n}[o{n} + j_ * t{n}]" for n in ins]
@@ -439,6 +447,40 @@ def _strided_body(inputs, ins, strided, target, expression, is_vjp, reads_g, rea
     body += ["            " + line for line in loads]
     body.append(f"            {target}[{t_at}] += {expression}")
     return body
+
+
+#: A VJP over a 2-D layout whose rows have at most ``SHORT_ROW`` elements, and at most
+#: ``SHORT_ROW_ELEMENTS`` in all, runs the rows innermost: faster up to there, measured per
+#: row length and size in docs/benchmarking.rst ("Fused forward").
+SHORT_ROW = 4
+SHORT_ROW_ELEMENTS = 65536
+
+
+def _short_rows(inputs, ins, strided, target, expression, reads_g, reads_y):
+    """The VJP's loop for short rows of a 2-D layout, rows innermost, ending in ``return``.
+
+    Each target element still receives its additions in the same order: no two positions of
+    one row write the same element (the target's stride along the row is not 0, and its row
+    stride is 0 or at least a whole row, as a C-contiguous target's collapsed strides always
+    are; anything else runs the general loop). A target summed along the row (stride 0)
+    keeps the general loop's register sum: swapping would change its bits. (A branch of its
+    own for that case ran 230 -> 170 ns on the same product but compiled 0.07 s more per
+    kernel.)
+    """
+    lines = [f"if nd_ == 2 and inner_ <= {SHORT_ROW} and rows_ * inner_ <= {SHORT_ROW_ELEMENTS}:"]
+    lines += [f"    r{n} = s{n}[0]" for n in strided]
+    lines += [f"    t{n} = s{n}[1]" for n in strided]
+    loads = [f"{inputs[int(n[1:])]} = {n}[r_ * r{n} + j_ * t{n}]" for n in ins]
+    if reads_g:
+        loads.append("g_ = g[r_ * inner_ + j_]")
+    if reads_y:
+        loads.append("y_ = y[r_ * inner_ + j_]")
+    lines += [f"    if t{target} != 0 and (r{target} == 0 or r{target} >= inner_ * t{target}):",
+              "        for j_ in range(inner_):", "            for r_ in range(rows_):"]
+    lines += ["                " + line for line in loads]
+    lines += [f"                {target}[r_ * r{target} + j_ * t{target}] += {expression}",
+              "        return"]
+    return lines
 
 
 #: Forward kernels of at most this many inputs get a loop per pattern of innermost strides.

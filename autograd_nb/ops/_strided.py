@@ -25,18 +25,38 @@ def gather(source, offset, shape, strides, out, add=False):
     step = strides[nd - 1]
     rows = out.size // inner if inner > 0 else 0
     for r in range(rows):
-        rem = r
-        start = offset
-        for d in range(nd - 2, -1, -1):
-            start += (rem % shape[d]) * strides[d]
-            rem //= shape[d]
+        start = _row_start(r, offset, shape, strides)
         base = r * inner
-        if add:
+        if step == 1:  # contiguous rows (a slice's): slice views, a loop that vectorises
+            row = source[start:start + inner]
+            row_out = out[base:base + inner]
+            if add:
+                for j in range(inner):
+                    row_out[j] += row[j]
+            else:
+                for j in range(inner):
+                    row_out[j] = row[j]
+        elif add:
             for j in range(inner):
                 out[base + j] += source[start + j * step]
         else:
             for j in range(inner):
                 out[base + j] = source[start + j * step]
+
+
+@njit(cache=True, nogil=True)
+def _row_start(r, offset, shape, strides):
+    """Where row ``r`` of the C-order rows of ``shape`` (its last dimension is the row)
+    starts: what is left of ``r`` after the inner dimensions is the outermost index, so a 2-D
+    layout divides nothing."""
+    nd = shape.size
+    start = offset
+    for d in range(nd - 2, 0, -1):
+        start += (r % shape[d]) * strides[d]
+        r //= shape[d]
+    if nd > 1:
+        start += r * strides[0]
+    return start
 
 
 @njit(cache=True, nogil=True)
@@ -47,14 +67,16 @@ def scatter_add(values, offset, shape, strides, target):
     step = strides[nd - 1]
     rows = values.size // inner if inner > 0 else 0
     for r in range(rows):
-        rem = r
-        start = offset
-        for d in range(nd - 2, -1, -1):
-            start += (rem % shape[d]) * strides[d]
-            rem //= shape[d]
+        start = _row_start(r, offset, shape, strides)
         base = r * inner
-        for j in range(inner):
-            target[start + j * step] += values[base + j]
+        if step == 1:
+            row = target[start:start + inner]
+            row_values = values[base:base + inner]
+            for j in range(inner):
+                row[j] += row_values[j]
+        else:
+            for j in range(inner):
+                target[start + j * step] += values[base + j]
 
 
 @njit(cache=True, nogil=True)

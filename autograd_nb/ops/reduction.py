@@ -408,7 +408,15 @@ def _sum_forward(x, out):
     for o in range(outer):
         if inner == 1:  # a contiguous row: sum in registers, not through ``out``
             out[o, 0] = 0
-            out[o, 0] = _row_sum(x, o, out[o, 0])
+            if n < 8:
+                # Short rows (``(m, 2)``): one running sum, inline (a call per row cost more
+                # than the row): the same bits, as ``_row_sum``'s eight would each stay zero.
+                total = out[o, 0]
+                for j in range(n):
+                    total += x[o, j, 0]
+                out[o, 0] = total
+            else:
+                out[o, 0] = _row_sum(x, o, out[o, 0])
             continue
         for k in range(inner):
             out[o, k] = 0
@@ -420,6 +428,12 @@ def _sum_forward(x, out):
 @njit(cache=True, nogil=True)
 def _sum_vjp(g, x, y, gx):
     outer, n, inner = gx.shape
+    if inner == 1:  # (a sum along the last axis): one read of ``g`` per row
+        for o in range(outer):
+            grad = g[o, 0]
+            for j in range(n):
+                gx[o, j, 0] += grad
+        return
     for o in range(outer):
         for j in range(n):
             for k in range(inner):
