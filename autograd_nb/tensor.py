@@ -847,7 +847,7 @@ def apply(op, args, attrs):
             boxes.append(None)
             edges.append(None)
     if not only_tensors:
-        _constants(values, requires_grad)
+        _constants(values, requires_grad, boxes)
     if _cuda_used and _cuda_device.any_device_array(values):
         from .cuda import dispatch
 
@@ -904,14 +904,17 @@ def _stacked(sequence):
     return apply(REGISTRY["stack"], items, {"axis": 0})
 
 
-def _constants(values, recording):
+def _constants(values, recording, boxes):
     """Check the operands of an op that are not Tensors, in place in ``values``: NumPy arrays
     of a dtype tensors cannot hold are converted (:mod:`autograd_nb.dtypes`: big-endian to
     native, ...) or refused, as are complex scalars; and when the op may be ``recording``,
     arrays become copies: its node may save them for the VJP, and the caller may refill an
     array after the forward (the gradient is that of the forward that ran, as torch's, which
-    copies NumPy operands)."""
+    copies NumPy operands). A Tensor's buffer (``boxes[i]`` set: its version box) is left as
+    it is: its version counter guards it."""
     for i, value in enumerate(values):
+        if boxes[i] is not None:
+            continue
         if isinstance(value, np.ndarray):
             if value.dtype not in dtypes.SUPPORTED:
                 values[i] = dtypes.convert(value)

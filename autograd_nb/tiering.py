@@ -44,7 +44,7 @@ from . import cache
 ENABLED = os.environ.get("AUTOGRAD_NB_TIERED", "1") != "0" and not numba.config.DISABLE_JIT
 
 #: Tier-0 calls recorded for the worker before it starts without waiting for a backward.
-RECORD_LIMIT = 2000
+RECORD_LIMIT = 50_000
 #: Bytes of input arrays the recording keeps at most (beyond it, calls are not recorded).
 RECORD_BYTES = 64 << 20
 #: The name of the list of warmed ops in the generation folder; ``BACKWARD`` marks the
@@ -60,6 +60,7 @@ backward_pending = False
 LEAVE_AFTER = 256
 
 _ops = {}  # name -> op, of the ops whose ``run`` tier 0 overrides
+_numpy_ops = set()  # the names of those with a NumPy forward (the others are only recorded)
 _hits = {}  # name -> consecutive calls of the op on cached kernels
 _ready = set()  # "name key" of the calls whose kernels are cached (see ``_key``)
 _pending = set()  # "name key" served by tier 0, recorded, not cached yet
@@ -68,10 +69,14 @@ _backward_ready = False
 _warming = None  # the keys run while ``warming()`` is on
 _lock = threading.Lock()
 _calls = []  # recorded tier-0 calls: (op name, key, argument specs, attrs)
+_grad_leaves = set()  # id of the arrays of leaves that took a gradient (``note_backward``)
+_backwards = []  # (roots as (op name, shape), batch) of the backwards met
 _produced = {}  # id(output array) -> (call index, array)
 _recorded_bytes = 0
 _in_rules = threading.local()
-_worker = None  # the running worker's Popen
+_roots = threading.local()  # ``arrays``: the outputs of the backward about to run
+_worker = None  # the running worker's Popen (``_STARTING`` while one is being started)
+_STARTING = object()
 _owner = os.getpid()
 _last_try = 0.0
 #: When the last worker finished, and the seconds since this module started (for reports).
@@ -121,7 +126,8 @@ def start(registry):
     _backward_ready = BACKWARD in _ready
     for op in registry.values():
         if type(op).forward_numpy is not Op.forward_numpy:
-            _enter(op)
+            _numpy_ops.add(op.name)
+        _enter(op)
     _update_backward()
 
 
@@ -133,10 +139,16 @@ def _enter(op):
 
     op.run = lambda values, attrs: _run(op, run, values, attrs)
     op.run_with_constants = lambda values, attrs: _run(op, with_constants, values, attrs)
+    if hasattr(op, "run_pair"):  # (the operators' shortcut past ``run``: off meanwhile)
+        op.run_pair = _no_pair
+
+
+def _no_pair(a, b):
+    return None
 
 
 def _leave(op):
-    for name in ("run", "run_with_constants"):
+    for name in ("run", "run_with_constants", "run_pair"):
         op.__dict__.pop(name, None)
     _ops.pop(op.name, None)
     _hits.pop(op.name, None)
@@ -158,15 +170,25 @@ def _run(op, compiled, values, attrs):
         _hits[op.name] = hits
         if hits >= LEAVE_AFTER:
             _leave(op)
-        return compiled(values, attrs)
+        done = compiled(values, attrs)
+        if (_pending or _calls) and not getattr(_in_rules, "active", False):
+            # Recorded too while others are: the worker replays a connected graph, so that
+            # the backward reaches the ops before this one.
+            _record(op, key, values, attrs, done[2])
+        return done
     _hits[op.name] = 0
-    arrays, prepared = op.prepare(values, attrs)
-    output = op.forward_numpy(arrays, prepared)
-    if output is None:
-        output = op.forward(arrays, prepared)  # (compiles; recorded all the same, for the VJPs)
+    if op.name in _numpy_ops:
+        arrays, prepared = op.prepare(values, attrs)
+        output = op.forward_numpy(arrays, prepared)
+        if output is None:
+            output = op.forward(arrays, prepared)
+        done = arrays, prepared, output
+    else:
+        done = compiled(values, attrs)  # (no NumPy forward: compiles, and is recorded all the
+        # same, so that the worker compiles its backward)
     if not getattr(_in_rules, "active", False):
-        _record(op, key, values, attrs, output)
-    return arrays, prepared, output
+        _record(op, key, values, attrs, done[2])
+    return done
 
 
 def _record(op, key, values, attrs, output):
@@ -182,16 +204,19 @@ def _record(op, key, values, attrs, output):
                 specs.append(("leaf", value))
             else:
                 specs.append(("const", value))
-        if _recorded_bytes > RECORD_BYTES or len(_calls) >= RECORD_LIMIT:
-            return  # (the calls so far are enough to warm these ops)
+        if (len(_calls) >= RECORD_LIMIT or _recorded_bytes > RECORD_BYTES) and (
+            key in _pending or key in _ready
+        ):
+            return  # (enough calls of this kind to warm it; new kinds are still recorded)
         _recorded_bytes += getattr(output, "nbytes", 0)
         _produced[id(output)] = (len(_calls), output)
         _calls.append((op.name, key, specs, dict(attrs)))
-        _pending.add(key)
-        _update_backward()
-        full = len(_calls) >= RECORD_LIMIT
+        if key not in _ready and key not in _failed:
+            _pending.add(key)
+            _update_backward()
+        full = len(_calls) == RECORD_LIMIT
     if full:
-        launch(backward=False)
+        launch(backward=True)
 
 
 class rules_walk:
@@ -202,6 +227,34 @@ class rules_walk:
 
     def __exit__(self, *exc):
         _in_rules.active = False
+
+
+def note_outputs(arrays):
+    """The arrays of the outputs the next backward of this thread differentiates (called by
+    ``grad`` and ``backward`` while the backward is in tier 0), for :func:`note_backward`."""
+    _roots.arrays = arrays
+
+
+def note_backward(plan, seeds, batch):
+    """Before a backward that walks rules: what the worker's backward should repeat (the
+    leaves that take a gradient, the outputs differentiated, the batch), so that it compiles
+    the kernels of this backward and not of another."""
+    from .tape import Node
+
+    with _lock:
+        for node in plan.nodes:
+            for edge in node.edges:
+                if edge is not None and not isinstance(edge, Node):
+                    _grad_leaves.add(id(edge._data))
+        arrays, _roots.arrays = getattr(_roots, "arrays", None) or (), None
+        roots = []
+        for array in arrays:
+            found = _produced.get(id(array))
+            if found is None or found[1] is not array:
+                return  # (an output no recorded call made: nothing the worker could repeat)
+            roots.append(found[0])
+        if roots and len(_backwards) < 64:
+            _backwards.append((roots, batch))
 
 
 def after_backward():
@@ -230,9 +283,19 @@ def launch(backward):
             return
         held.close()
         calls, _calls, _produced, _recorded_bytes = _calls, [], {}, 0
+        backwards, _backwards[:] = list(_backwards), []
+        grad_leaves = set(_grad_leaves)
+        _worker = _STARTING  # (no other launch until this one has started or failed)
+    sent = [
+        (name, key, [("leaf", v, id(v) in grad_leaves) if kind == "leaf" else (kind, v)
+                     for kind, v in specs], attrs)
+        for name, key, specs, attrs in calls
+    ]
     try:
-        payload = pickle.dumps({"calls": calls, "backward": backward})
-    except Exception:  # an attribute that does not pickle: those kernels compile on use
+        payload = pickle.dumps({"calls": sent, "backward": backward, "backwards": backwards})
+    except Exception:  # an attribute that does not pickle: those calls compile in place
+        _settle(calls, set())
+        _worker = None
         return
     try:
         handle, path = tempfile.mkstemp(prefix="anb-tier-", suffix=".pkl")
@@ -245,6 +308,7 @@ def launch(backward):
             stderr=subprocess.DEVNULL, start_new_session=True,
         )
     except OSError:  # no interpreter to start: compile here, as without tiering
+        _worker = None
         give_up()
         return
     _worker = worker
@@ -291,46 +355,64 @@ def give_up():
     _update_backward()
 
 
-def _wait(worker, calls):
-    global _worker, _backward_ready, ready_after
-    out, _ = worker.communicate()
-    try:
-        report = json.loads(out.decode().strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        report = None
-    if worker.returncode != 0 or not isinstance(report, dict) or report.get("busy"):
-        if worker.returncode != 0 or report is None:
-            give_up()
-        _worker = None
-        return
-    ran = set(report["ready"])
+def _settle(calls, ran):
+    """The keys of ``calls`` that a worker ran are cached; the others compile in place."""
+    global _backward_ready
     with _lock:
         for _, key, _, _ in calls:
             _pending.discard(key)
             if key in ran:
                 _ready.add(key)
-            else:
-                _failed.add(key)  # (compiles here from now on)
+            elif key not in _ready:
+                _failed.add(key)
         if BACKWARD in ran:
             _backward_ready = True
         _update_backward()
+
+
+def _wait(worker, calls):
+    global _worker, ready_after
+    out, _ = worker.communicate()
+    try:
+        report = json.loads(out.decode().strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        report = None
+    if worker.returncode != 0 or not isinstance(report, dict):
+        give_up()
+        _worker = None
+        return
+    if report.get("busy"):  # another process's worker came first: recorded anew when met
+        with _lock:
+            for _, key, _, _ in calls:
+                _pending.discard(key)
+            _update_backward()
+    else:
+        _settle(calls, set(report["ready"]))
     ready_after = time.perf_counter() - _started_at
     _worker = None
     if _calls:
-        launch(backward=backward_pending)
+        launch(backward=True)
 
 
 def wait(timeout=None):
-    """Wait for the running worker, if any (tests, benchmarks); True when none runs after."""
-    worker = _worker
-    if worker is None:
-        return True
+    """Wait until the calls recorded so far are compiled: for the running worker and those
+    started after it (tests, benchmarks). True when no worker runs and none is due."""
+    global _last_try
     deadline = None if timeout is None else time.perf_counter() + timeout
-    while _worker is worker:
+    while True:
+        if _worker is None:
+            with _lock:
+                due = any(key in _pending for _, key, _, _ in _calls)
+            if not due:
+                return True
+            _last_try = 0.0  # (start it now, not after launch's pause)
+            launch(backward=True)
+            if _worker is None and not ENABLED:
+                return False
+            # (None still: another process's worker holds this generation; asked again below)
         if deadline is not None and time.perf_counter() > deadline:
             return False
         time.sleep(0.01)
-    return True
 
 
 def status():
@@ -352,6 +434,8 @@ def _after_fork_in_child():
     global _worker, _calls, _produced, _recorded_bytes
     _worker = None
     _calls, _produced, _recorded_bytes = [], {}, 0
+    _backwards.clear()
+    _grad_leaves.clear()
 
 
 if hasattr(os, "register_at_fork"):
@@ -381,40 +465,46 @@ def _lock_generation():
     return stream
 
 
-def replay(calls, backward):
-    """Run the recorded ``calls`` on Tensors (float inputs requiring grad) and, with
-    ``backward``, a gradient of the sum of the final results; three times, as a training
-    loop would (the compiled executor, then the backward template made from it and its
-    check on a new graph). Returns the keys of the calls that ran, and ``BACKWARD`` when the
-    backward did."""
+def replay(calls, backward, backwards=()):
+    """Run the recorded ``calls`` on Tensors and, with ``backward``, the backwards met
+    (``backwards``: the positions of their outputs among the calls, and the batch; a
+    gradient of the sum of the final results where none is known), three times, as a training
+    loop would (the compiled executor, then the backward template made from it and its check
+    on a new graph). A leaf takes a gradient where the process's did. Returns the keys of the
+    calls that ran, and ``BACKWARD`` when a backward did."""
     ran, made = set(), {}
     for _ in range(3 if backward else 1):
-        if not _replay_once(calls, backward, ran, made):
+        if not _replay_once(calls, backward, backwards, ran, made):
             break
     return ran
 
 
-def _replay_once(calls, backward, ran, made):
-    # ``made``: the leaf Tensors, kept across the replays as a program keeps its parameters
-    # (the backward template is keyed by them).
+def _replay_once(calls, backward, backwards, ran, made):
+    # ``made``: the leaf Tensors by ``id`` of their array (kept alive beside them), kept
+    # across the replays as a program keeps its parameters (backward templates are keyed by
+    # them).
     import autograd_nb as anb
 
     from .ops.registry import REGISTRY
     from .tensor import apply
 
     results, leaves, used = [], [], set()
-    for position, (name, key, specs, attrs) in enumerate(calls):
+    for name, key, specs, attrs in calls:
         args = []
-        for k, (kind, value) in enumerate(specs):
+        for spec in specs:
+            kind, value = spec[0], spec[1]
             if kind == "out":
                 used.add(value)
                 args.append(results[value])
             elif kind == "leaf":
-                leaf = made.get((position, k))
+                leaf = made.get(id(value))  # (one Tensor per array, as in the process)
                 if leaf is None:
-                    leaf = anb.tensor(value, requires_grad=value.dtype.kind == "f")
-                    made[position, k] = leaf
-                if leaf.requires_grad:
+                    wants = spec[2] if len(spec) > 2 else value.dtype.kind == "f"
+                    leaf = anb.tensor(value, requires_grad=bool(wants) and value.dtype.kind == "f")
+                    made[id(value)] = (leaf, value)
+                else:
+                    leaf = leaf[0]
+                if leaf.requires_grad and all(leaf is not other for other in leaves):
                     leaves.append(leaf)
                 args.append(leaf)
             else:
@@ -429,19 +519,37 @@ def _replay_once(calls, backward, ran, made):
             results.append(None)
     if not backward or not leaves:
         return False
-    finals = [
-        r for i, r in enumerate(results)
-        if i not in used and r is not None and r.requires_grad and r.dtype.kind == "f"
-    ]
-    if not finals:
-        return False
-    try:
-        loss = anb.sum(finals[0])
-        for r in finals[1:]:
-            loss = loss + anb.sum(r).astype(loss.dtype)
-        anb.grad(loss, leaves, allow_unused=True)
-    except Exception:
-        return False
+    did = False
+    for roots, batch in backwards:
+        outputs = [results[i] for i in roots]
+        if any(o is None or not o.requires_grad for o in outputs):
+            continue
+        seeds = None  # (as a loss's backward: ones, no unused input)
+        if batch is not None or any(o.size != 1 for o in outputs):
+            lead = () if batch is None else (batch,)
+            seeds = [anb.ones(lead + o.shape, dtype=o.dtype) for o in outputs]
+        for unused in (False, True):
+            try:
+                anb.grad(outputs, leaves, grad_outputs=seeds, allow_unused=unused,
+                         is_grads_batched=batch is not None)
+                did = True
+                break
+            except Exception:
+                continue
+    if not did:
+        finals = [
+            r for i, r in enumerate(results)
+            if i not in used and r is not None and r.requires_grad and r.dtype.kind == "f"
+        ]
+        if not finals:
+            return False
+        try:
+            loss = anb.sum(finals[0])
+            for r in finals[1:]:
+                loss = loss + anb.sum(r).astype(loss.dtype)
+            anb.grad(loss, leaves, allow_unused=True)
+        except Exception:
+            return False
     ran.add(BACKWARD)
     return True
 
@@ -458,7 +566,7 @@ def _worker_main(path):
     if held is None:  # another worker fills this generation: this one is asked again later
         print(json.dumps({"busy": True}))
         return
-    ran = replay(program["calls"], program["backward"])
+    ran = replay(program["calls"], program["backward"], program.get("backwards", ()))
     _write_ready(ran)
     print(json.dumps({"ready": sorted(ran)}))
 

@@ -137,6 +137,7 @@ def tier0(monkeypatch):
     monkeypatch.setattr(tiering, "ENABLED", True)
     monkeypatch.setattr(tiering, "launch", lambda backward: None)
     monkeypatch.setattr(tiering, "backward_pending", True)
+    monkeypatch.setattr(tiering, "_numpy_ops", set(TIERED))
     for name in TIERED:
         tiering._enter(REGISTRY[name])
     try:
@@ -246,12 +247,23 @@ CHILD = textwrap.dedent(
     b = anb.tensor(np.zeros(4, np.float32), requires_grad=True)
     labels = rng.integers(0, 4, size=16)
 
+    z = anb.tensor(np.linspace(-1, 1, 5000), requires_grad=True)
+
     def step():
         loss = -anb.log_softmax(anb.tanh(x @ w + b), axis=1)[np.arange(16), labels].mean()
-        return [g.numpy().tolist() for g in anb.grad(loss, [w, b])]
+        grads = [g.numpy().tolist() for g in anb.grad(loss, [w, b])]
+        if sys.argv[1] == "many":  # two more programs: a fused chain, a batched Jacobian
+            h = z
+            for _ in range(4):
+                h = anb.sin(h * 0.9 + 0.1)
+            anb.grad(anb.sum(h), z)
+            y = anb.tanh(w.T @ x.T)
+            anb.grad(y, w, grad_outputs=anb.ones((2,) + y.shape), is_grads_batched=True)
+        return grads
 
     before = len(compiles)
     first = step()
+    first = step()  # (twice: a loop's steps, from which the backward templates come)
     during = compiles[before:]
     tier0 = tiering.status()["pending_calls"] > 0, tiering.backward_pending
     finished = tiering.wait(timeout=240)
@@ -286,7 +298,7 @@ def ours(compiles):
 def test_cold_process_compiles_nothing_first_then_swaps(tmp_path):
     cold = run_child(tmp_path)
     assert cold["tier0"] == [True, True]
-    assert ours(cold["during"]) == []  # the first gradient: NumPy and the rules only
+    assert ours(cold["during"]) == []  # the first gradients: NumPy and the rules only
     assert cold["finished"] and cold["after_wait"] == [False, False]
     assert ours(cold["after_compiles"]) == []  # the worker's kernels, loaded from the cache
     np.testing.assert_allclose(cold["first"][0], cold["second"][0], rtol=1e-5, atol=1e-7)
@@ -302,6 +314,17 @@ def test_cold_process_compiles_nothing_first_then_swaps(tmp_path):
     assert warm["tier0"] == [False, False]
     assert ours(warm["during"]) == [] and ours(warm["after_compiles"]) == []
     assert warm["first"] == cold["second"]
+
+
+@pytest.mark.slow
+def test_a_later_process_compiles_nothing_for_what_ran(tmp_path):
+    # Three programs (an MLP step, a chain the backward fuses, a batched Jacobian), each
+    # twice: the worker repeats them, with the same leaves, outputs and batch, so a later
+    # process finds every kernel it needs in the cache.
+    cold = run_child(tmp_path, "many")
+    assert ours(cold["during"]) == [] and cold["finished"]
+    warm = run_child(tmp_path, "many")
+    assert ours(warm["during"]) == [] and ours(warm["after_compiles"]) == []
 
 
 @pytest.mark.slow

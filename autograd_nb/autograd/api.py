@@ -10,7 +10,7 @@ import warnings
 
 import numpy as np
 
-from .. import collector, engine, tape
+from .. import collector, engine, tape, tiering
 from ..tensor import Tensor
 
 _NOT_GIVEN = object()
@@ -230,6 +230,8 @@ def _grad(seeds, inputs, targets, retain_graph, create_graph, allow_unused, mate
     """Plan, check, run; results per input. With ``batch``, the seeds carry a leading batch
     dimension and so do the results."""
     root_edges = [_edge_of(output) for output, _ in seeds]
+    if tiering.backward_pending:
+        tiering.note_outputs([output._data for output, _ in seeds])
     slots, _, _ = engine.plan_and_run(
         root_edges, [(edge, g) for edge, (_, g) in zip(root_edges, seeds)], targets, False,
         retain_graph, create_graph, allow_unused, batch,
@@ -283,6 +285,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         targets = []
     seeds = _make_seeds(tensors, grad_tensors, create_graph, False)
     root_edges = [_edge_of(t) for t in tensors]
+    if tiering.backward_pending:
+        tiering.note_outputs([t._data for t in tensors])
     all_leaves = inputs is None
     slots, leaves, plan = engine.plan_and_run(
         root_edges, [(edge, g) for edge, (_, g) in zip(root_edges, seeds)], targets, all_leaves,

@@ -30,6 +30,7 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch
         # Tier 0 (:mod:`autograd_nb.tiering`): the compiled backward is not cached yet, so the
         # walk evaluates the differentiable rules (a batch row by row), compiling nothing,
         # and a background process compiles the kernels.
+        tiering.note_backward(plan, seeds, batch)
         with tiering.rules_walk():
             if batch is None:
                 done = backward.run_plan(plan, seeds, targets, all_leaves, retain_graph,

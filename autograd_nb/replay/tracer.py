@@ -428,7 +428,7 @@ def _traced_apply(op, args, attrs):
         if not only_tensors:
             # (as ``apply``, but a tensor's own buffer is read where it is, not copied)
             constants = [v for v, t in zip(values, tensors) if t is None]
-            tensor_module._constants(constants, requires_grad)
+            tensor_module._constants(constants, requires_grad, [None] * len(constants))
             constants = iter(constants)
             values = [v if t is not None else next(constants) for v, t in zip(values, tensors)]
             arrays, attrs, output = op.run_with_constants(values, attrs)
