@@ -216,7 +216,7 @@ def _record(op, key, values, attrs, output):
             _update_backward()
         full = len(_calls) == RECORD_LIMIT
     if full:
-        launch(backward=True)
+        launch()
 
 
 class rules_walk:
@@ -259,10 +259,10 @@ def note_backward(plan, seeds, batch):
 
 def after_backward():
     """Called after a backward that walked rules: start a worker for what ran so far."""
-    launch(backward=True)
+    launch()
 
 
-def launch(backward):
+def launch():
     """Start the background worker on the calls recorded so far, unless one is running (in
     this process, or for this cache generation on the machine)."""
     global _worker, _calls, _produced, _recorded_bytes, _last_try
@@ -292,7 +292,7 @@ def launch(backward):
         for name, key, specs, attrs in calls
     ]
     try:
-        payload = pickle.dumps({"calls": sent, "backward": backward, "backwards": backwards})
+        payload = pickle.dumps({"calls": sent, "backwards": backwards})
     except Exception:  # an attribute that does not pickle: those calls compile in place
         _settle(calls, set())
         _worker = None
@@ -391,7 +391,7 @@ def _wait(worker, calls):
     ready_after = time.perf_counter() - _started_at
     _worker = None
     if _calls:
-        launch(backward=True)
+        launch()
 
 
 def wait(timeout=None):
@@ -406,7 +406,7 @@ def wait(timeout=None):
             if not due:
                 return True
             _last_try = 0.0  # (start it now, not after launch's pause)
-            launch(backward=True)
+            launch()
             if _worker is None and not ENABLED:
                 return False
             # (None still: another process's worker holds this generation; asked again below)
@@ -465,24 +465,28 @@ def _lock_generation():
     return stream
 
 
-def replay(calls, backward, backwards=()):
-    """Run the recorded ``calls`` on Tensors and, with ``backward``, the backwards met
-    (``backwards``: the positions of their outputs among the calls, and the batch; a
-    gradient of the sum of the final results where none is known), three times, as a training
-    loop would (the compiled executor, then the backward template made from it and its check
-    on a new graph). A leaf takes a gradient where the process's did. Returns the keys of the
-    calls that ran, and ``BACKWARD`` when a backward did."""
+def replay(calls, backwards=()):
+    """Run the recorded ``calls`` on Tensors, then the backwards met (``backwards``: the
+    positions of their outputs among the calls, and the batch; a gradient of the sum of the
+    final results where none could run), three times, as a training loop would (the compiled
+    executor, then the backward template made from it and its check on a new graph). A leaf
+    takes a gradient where the process's did. Returns the keys of the calls that ran, and
+    ``BACKWARD`` when a backward did."""
     ran, made = set(), {}
-    for _ in range(3 if backward else 1):
-        if not _replay_once(calls, backward, backwards, ran, made):
+    for _ in range(3):
+        results, leaves, used = _replay_forward(calls, ran, made)
+        if not leaves or not (_replay_backwards(results, leaves, backwards)
+                              or _sum_backward(results, leaves, used)):
             break
+        ran.add(BACKWARD)
     return ran
 
 
-def _replay_once(calls, backward, backwards, ran, made):
-    # ``made``: the leaf Tensors by ``id`` of their array (kept alive beside them), kept
-    # across the replays as a program keeps its parameters (backward templates are keyed by
-    # them).
+def _replay_forward(calls, ran, made):
+    """The calls' results (None where a call failed), the leaves that take a gradient and
+    the positions of the results a later call read. ``made``: the leaf Tensors by ``id`` of
+    their array (kept alive beside them), kept across the replays as a program keeps its
+    parameters (backward templates are keyed by them)."""
     import autograd_nb as anb
 
     from .ops.registry import REGISTRY
@@ -492,65 +496,73 @@ def _replay_once(calls, backward, backwards, ran, made):
     for name, key, specs, attrs in calls:
         args = []
         for spec in specs:
-            kind, value = spec[0], spec[1]
-            if kind == "out":
-                used.add(value)
-                args.append(results[value])
-            elif kind == "leaf":
-                leaf = made.get(id(value))  # (one Tensor per array, as in the process)
-                if leaf is None:
-                    wants = spec[2] if len(spec) > 2 else value.dtype.kind == "f"
-                    leaf = anb.tensor(value, requires_grad=bool(wants) and value.dtype.kind == "f")
-                    made[id(value)] = (leaf, value)
-                else:
-                    leaf = leaf[0]
+            if spec[0] == "out":
+                used.add(spec[1])
+                args.append(results[spec[1]])
+            elif spec[0] == "leaf":
+                _, value, wants = spec
+                if id(value) not in made:  # (one Tensor per array, as in the process)
+                    wants = bool(wants) and value.dtype.kind == "f"
+                    made[id(value)] = (anb.tensor(value, requires_grad=wants), value)
+                leaf = made[id(value)][0]
                 if leaf.requires_grad and all(leaf is not other for other in leaves):
                     leaves.append(leaf)
                 args.append(leaf)
             else:
-                args.append(value)
-        if any(a is None for a in args):
-            results.append(None)
-            continue
-        try:
-            results.append(apply(REGISTRY[name], args, dict(attrs)))
-            ran.add(key)
-        except Exception:
-            results.append(None)
-    if not backward or not leaves:
-        return False
+                args.append(spec[1])
+        result = None
+        if all(a is not None for a in args):
+            try:
+                result = apply(REGISTRY[name], args, dict(attrs))
+                ran.add(key)
+            except Exception:  # (that call compiles in the process instead)
+                result = None
+        results.append(result)
+    return results, leaves, used
+
+
+def _replay_backwards(results, leaves, backwards):
+    """The process's backwards, on the replayed outputs; whether one ran."""
+    import autograd_nb as anb
+
     did = False
     for roots, batch in backwards:
         outputs = [results[i] for i in roots]
         if any(o is None or not o.requires_grad for o in outputs):
             continue
-        seeds = None  # (as a loss's backward: ones, no unused input)
+        seeds = None  # (as a loss's backward: ones)
         if batch is not None or any(o.size != 1 for o in outputs):
             lead = () if batch is None else (batch,)
             seeds = [anb.ones(lead + o.shape, dtype=o.dtype) for o in outputs]
-        for unused in (False, True):
+        for unused in (False, True):  # (without allow_unused first, as a loss's backward)
             try:
                 anb.grad(outputs, leaves, grad_outputs=seeds, allow_unused=unused,
                          is_grads_batched=batch is not None)
-                did = True
-                break
             except Exception:
                 continue
-    if not did:
-        finals = [
-            r for i, r in enumerate(results)
-            if i not in used and r is not None and r.requires_grad and r.dtype.kind == "f"
-        ]
-        if not finals:
-            return False
-        try:
-            loss = anb.sum(finals[0])
-            for r in finals[1:]:
-                loss = loss + anb.sum(r).astype(loss.dtype)
-            anb.grad(loss, leaves, allow_unused=True)
-        except Exception:
-            return False
-    ran.add(BACKWARD)
+            did = True
+            break
+    return did
+
+
+def _sum_backward(results, leaves, used):
+    """A gradient of the sum of the final results (no backward of the process could run);
+    whether it ran."""
+    import autograd_nb as anb
+
+    finals = [
+        r for i, r in enumerate(results)
+        if i not in used and r is not None and r.requires_grad and r.dtype.kind == "f"
+    ]
+    if not finals:
+        return False
+    try:
+        loss = anb.sum(finals[0])
+        for r in finals[1:]:
+            loss = loss + anb.sum(r).astype(loss.dtype)
+        anb.grad(loss, leaves, allow_unused=True)
+    except Exception:
+        return False
     return True
 
 
@@ -566,7 +578,7 @@ def _worker_main(path):
     if held is None:  # another worker fills this generation: this one is asked again later
         print(json.dumps({"busy": True}))
         return
-    ran = replay(program["calls"], program["backward"], program.get("backwards", ()))
+    ran = replay(program["calls"], program["backwards"])
     _write_ready(ran)
     print(json.dumps({"ready": sorted(ran)}))
 

@@ -135,7 +135,7 @@ def test_integer_and_special_layouts_keep_the_kernels():
 def tier0(monkeypatch):
     """Tier 0 in this process, with no worker: the tiered ops run NumPy, backward walks rules."""
     monkeypatch.setattr(tiering, "ENABLED", True)
-    monkeypatch.setattr(tiering, "launch", lambda backward: None)
+    monkeypatch.setattr(tiering, "launch", lambda: None)
     monkeypatch.setattr(tiering, "backward_pending", True)
     monkeypatch.setattr(tiering, "_numpy_ops", set(TIERED))
     for name in TIERED:

@@ -272,7 +272,7 @@ def lu_inverse(routines, packed, out, leaves=LEAVES):
         ints = _int32s(n, _stride(out), 0, 0)
         _call(routines[LAUUM], (_ref(flag, 0), _ref(ints, 0), out.ctypes.data,
                                 _ref(ints, 1), _ref(ints, 2)))
-        _mirror_upper(out)
+        mirror(out, False)
         return
     triangular_inverse(routines, out, True, False, leaves[0])
     triangular_inverse(routines, out, False, True, leaves[0])
@@ -323,25 +323,18 @@ def add_scaled(out, scale, x):
 
 
 @njit(cache=True, nogil=True)
-def mirror_lower(a):
-    """Copy the lower triangle of the square ``a`` onto its upper one, in tiles."""
+def mirror(a, from_lower):
+    """Copy one triangle of the square ``a`` onto the other, in tiles: the lower onto the
+    upper with ``from_lower``, else the upper onto the lower."""
     n = a.shape[0]
     for r0 in range(0, n, _TILE):
         for c0 in range(0, r0 + 1, _TILE):
             for r in range(r0, min(r0 + _TILE, n)):
                 for c in range(c0, min(c0 + _TILE, r)):
-                    a[c, r] = a[r, c]
-
-
-@njit(cache=True, nogil=True)
-def _mirror_upper(a):
-    """Copy the upper triangle of the square ``a`` onto its lower one, in tiles."""
-    n = a.shape[0]
-    for r0 in range(0, n, _TILE):
-        for c0 in range(0, r0 + 1, _TILE):
-            for r in range(r0, min(r0 + _TILE, n)):
-                for c in range(c0, min(c0 + _TILE, r)):
-                    a[r, c] = a[c, r]
+                    if from_lower:
+                        a[c, r] = a[r, c]
+                    else:
+                        a[r, c] = a[c, r]
 
 
 @njit(cache=True, nogil=True)

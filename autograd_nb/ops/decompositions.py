@@ -658,7 +658,7 @@ def _cholesky_vjp(routines, g, lower, grad):
         _cholesky_adjoint(routines, lower[i], bar, CHOLESKY_BLOCKS)
         for r in range(n):  # bar + bar^T, bar lower triangular
             bar[r, r] *= 2
-        _lapack.mirror_lower(bar)
+        _lapack.mirror(bar, True)
         _lapack.add_scaled(grad[i], 0.5, bar)
 
 
