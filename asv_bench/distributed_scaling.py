@@ -31,7 +31,7 @@ import statistics
 import sys
 import time
 
-from autograd_nb.distributed import TASKS_PER_THREAD
+from autograd_nb import config
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -59,7 +59,7 @@ def model_speedup(n, gradient, costs, workers, batch):
 
 def default_batch(n, workers):
     """map_grad's default batch_size for one-thread workers."""
-    return max(1, math.ceil(n / (TASKS_PER_THREAD * workers)))
+    return max(1, math.ceil(n / (config.MAP_GRAD_TASKS_PER_THREAD * workers)))
 
 
 def main():

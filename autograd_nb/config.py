@@ -1,7 +1,13 @@
 """Tunables of autograd_nb, in one place so tests can patch them.
 
 Every value here may be changed at run time (``autograd_nb.config.NAME = ...``); the code reads
-the attribute when it needs it.
+the attribute when it needs it, except where its comment says *compiled in*: numba freezes those
+into machine code and its on-disk cache keeps them, so their modules read them once, at import.
+Change those here, in the source: an edit of the package starts a new kernel cache generation.
+
+Each tunable's comment says why, in a line, and names the benchmark that picked it or says that
+none did; the measured numbers, with the command that reproduces them, are in
+``docs/benchmarking.rst``, "How the tunables were chosen".
 """
 
 import logging
@@ -29,6 +35,8 @@ COMPILE_LOG_SECONDS = 1.0
 #: collector scan the whole heap again and again during its forward pass.
 UNTRACK_GRAPHS = True
 
+# -- CUDA ----------------------------------------------------------------------------------------
+
 #: CUDA threads per block for one-dimensional launches (tests under the simulator patch it
 #: smaller: each simulated thread is a Python thread).
 CUDA_THREADS_PER_BLOCK = 256
@@ -38,11 +46,56 @@ CUDA_MATMUL_TILE = 16
 #: kernel launches (several microseconds each) as well as memory traffic, so it pays off on
 #: smaller buffers than on the CPU.
 CUDA_FUSION_MIN_ELEMENTS = 256
+#: A CUDA reduction splits each row over several blocks where the rows alone would launch fewer
+#: blocks than this: a whole-array sum would run on one multiprocessor (not measured) ...
+CUDA_REDUCTION_SPLIT_BELOW_BLOCKS = 1024
+#: ... in chunks of at least this many elements per thread of the block (not measured).
+CUDA_REDUCTION_ELEMENTS_PER_THREAD = 8
+#: A CUDA VJP into a broadcast input splits each input element's sum over threads, added
+#: atomically, until about this many threads run (not measured).
+CUDA_VJP_REDUCTION_THREADS = 1 << 16
 
 #: The compiled backward fuses chains of elementwise VJPs over buffers of at least this many
 #: elements into one generated loop (``engine.fusion``). Smaller buffers run op by op: their
-#: cost is the call (~40 ns in the executor), and each distinct chain is a kernel to compile.
+#: cost is the call (``BackwardModes``), and each distinct chain is a kernel to compile.
 FUSION_MIN_ELEMENTS = 4096
+
+# -- the backward engine (autograd_nb.engine) ----------------------------------------------------
+
+#: Run backwards in the compiled executor where it can (False: always the Python walk; tests
+#: compare the two, and both give the same bits).
+COMPILED_BACKWARD = True
+#: Keep the executor's tables of a repeated graph structure as templates (False: plan every
+#: backward afresh; tests compare the two).
+CACHED_PLANS = True
+#: Fuse chains of elementwise VJPs in the compiled backward (False: one VJP per instruction;
+#: tests compare the two).
+FUSE_BACKWARD = True
+#: The same on CUDA: a chain is one generated kernel (False: one launch per VJP).
+CUDA_FUSE_BACKWARD = True
+#: Replay runs of elementwise ops in ``anb.compile``'s forward as one instruction each
+#: (False: one instruction per op; tests compare the two).
+FUSE_REPLAY = True
+#: Templates kept per key (the outputs' ops, shapes and dtypes and the request's kind), so a
+#: loop alternating a few structures under one key still finds its own (a bound, not measured).
+PLAN_CACHE_PER_KEY = 4
+#: Keys of templates kept, least recently made dropped first.
+PLAN_CACHE_MAX_KEYS = 256
+#: Uncached runs of a key after which it is no longer remembered: its structure changes every
+#: step, and making templates would only cost.
+PLAN_CACHE_MAX_MISSES = 8
+#: A fused backward chain has at most this many nodes: numba's compile time grows faster than
+#: the chain (docs/benchmarking.rst, "How the tunables were chosen").
+FUSION_MAX_NODES = 8
+#: A batched backward runs in blocks of this many rows (at most ``BATCH_MAX_BLOCKS``, starting at
+#: multiples of ``BATCH_BLOCK_ALIGN`` rows), one block per thread: asv ``jacobian_batched``
+#: (docs/benchmarking.rst, "How the tunables were chosen"). Compiled in: read when the
+#: executor compiles.
+BATCH_BLOCK_ROWS = 64
+BATCH_MAX_BLOCKS = 64
+BATCH_BLOCK_ALIGN = 16
+
+# -- CPU kernels ---------------------------------------------------------------------------------
 
 #: Which kernel does the CPU's float matrix products (``_bmm``'s forward, its VJPs, batched or
 #: not, and the compiled executor's): ``"blas"`` (SciPy's BLAS), ``"own"`` (``ops._gemm``'s
@@ -54,9 +107,94 @@ FUSION_MIN_ELEMENTS = 4096
 GEMM_KERNEL = os.environ.get("AUTOGRAD_NB_GEMM", "auto")
 
 #: Batched VJPs with fewer elements than this (batch x elements) run row by row on one thread:
-#: starting a parallel region costs more than the work (measured here: ~20 ms per prange
-#: launch under OpenMP's spinning wait policy on a loaded 2-core machine).
+#: starting a parallel region costs more than the work (``BatchedBackward``).
 PARALLEL_MIN_ELEMENTS = 1 << 15
+#: A strided elementwise VJP over a 2-D layout whose rows have at most ``SHORT_ROW`` elements,
+#: ``SHORT_ROW_ELEMENTS`` in all, runs the rows innermost (``compare.py --workloads
+#: ode_rollout``). Read when an op's kernels are generated, once per op and process.
+SHORT_ROW = 4
+SHORT_ROW_ELEMENTS = 65536
+#: Forward kernels of at most this many inputs get a loop per pattern of unit and broadcast
+#: innermost strides: each input doubles the branches compiled (``ShapeLinalgOps``, ``outer``).
+FAST_ROW_INPUTS = 3
+#: GEMMs of fewer multiply-adds (m * k * n) run as one call on one OpenBLAS thread: a parallel
+#: region costs more than it saves (``compare.py --workloads jacobian_batched``). Compiled in.
+GEMM_SPLIT_MIN_WORK = 1 << 21
+#: Output columns per block of a split GEMM, at least: each block packs all of ``x`` again
+#: (``compare.py --workloads jacobian_batched``). Compiled in.
+GEMM_SPLIT_WIDTH = 128
+#: Blocks per split GEMM, at most (a bound, not measured). Compiled in.
+GEMM_SPLIT_MAX_BLOCKS = 16
+#: Inner steps per pass of ``ops._gemm``'s kernel over ``out``: that strip of ``y`` stays near
+#: the core (``AUTOGRAD_NB_GEMM=own compare.py --workloads matmul_tanh_256``). Compiled in.
+GEMM_DEPTH_BLOCK = 256
+
+# -- linear algebra ------------------------------------------------------------------------------
+
+#: Matrix-vector products of ``MATVEC_SPLIT_MIN`` up to ``MATVEC_SPLIT_MAX`` multiply-adds run
+#: in blocks of rows over numba's threads: below, a parallel region costs more than it saves;
+#: above, BLAS's kernel wins (``compare.py --workloads jacobian_batched``).
+MATVEC_SPLIT_MIN = 1 << 16
+MATVEC_SPLIT_MAX = 1 << 19
+#: Blocks per such product, at most, one per 32 rows (a bound, not measured). Compiled in.
+MATVEC_MAX_BLOCKS = 16
+#: Products of at most this many multiply-adds per batch entry run as loops: a BLAS call per
+#: entry costs more (a timing of the kernels alone, in docs/benchmarking.rst). Compiled in.
+SMALL_PRODUCT = 512
+#: Orders at and below which ``_lapack.lu_inverse``'s recursions stop: ``trtri`` below the
+#: first, loops below the second (``asv_bench/linalg_kernels.py``, inverse). Compiled in.
+LAPACK_LEAVES = (16, 16)
+#: Up to this order ``lu_inverse`` forms Cholesky's ``V V^T`` with one ``trmm``, above it with
+#: ``lauum``: half the flops, a slower start (``linalg_kernels.py``, spd-inverse). Compiled in.
+LAPACK_TRMM_MAX = 64
+#: Columns per block of ``cholesky``'s backward, and per block of its diagonal blocks
+#: (``linalg_kernels.py``, cholesky-reverse). Compiled in.
+CHOLESKY_BLOCKS = (64, 16)
+
+# -- caches of the eager path --------------------------------------------------------------------
+
+#: Entries a per-op cache keeps before it starts over: a program that does not repeat its
+#: layouts must not grow it without bound (a bound, not measured).
+OP_CACHE_LIMIT = 4096
+#: Bytes of identity matrices ``jacobian`` keeps between calls, for the loop that asks for the
+#: same one every step (a bound, not measured).
+IDENTITY_CACHE_BYTES = 1 << 24
+
+# -- tier 0 (autograd_nb.tiering) ----------------------------------------------------------------
+
+#: Tier-0 calls recorded for the worker before it starts without waiting for a backward, and
+#: bytes of input arrays kept at most (bounds; ``asv_bench/compile_latency.py`` shows them).
+TIER0_RECORD_LIMIT = 50_000
+TIER0_RECORD_BYTES = 64 << 20
+#: Consecutive calls on cached kernels after which an op leaves tier 0 for good, its check off
+#: the hot path (a bound, not measured).
+TIER0_LEAVE_AFTER = 256
+
+# -- anb.compile's replay (autograd_nb.replay) ---------------------------------------------------
+
+#: Elements per block of a fused forward group: its registers hold a block each, so a long
+#: chain stays in the cache (8 registers of 512 float64: 32 KiB; not measured).
+REPLAY_FUSION_BLOCK = 512
+#: Groups without a broadcast operand fuse from this many elements: below, a group's step costs
+#: more than an instruction (docs/benchmarking.rst, "Fused forward").
+REPLAY_FUSION_MIN_ELEMENTS = 64
+#: Programs a compiled function keeps, least recently used dropped first; read when
+#: ``anb.compile`` wraps a function (a bound, not measured).
+COMPILE_MAX_PROGRAMS = 64
+
+# -- autograd_nb.distributed ---------------------------------------------------------------------
+
+#: ``jacobian``'s default ``rows_per_task`` splits the rows into this many blocks, whatever the
+#: cluster, so ``client=None`` gives the same bits.
+JACOBIAN_TASKS = 16
+#: ... of at most this many rows: a block's batched VJP holds a gradient slot per row for every
+#: intermediate (``JacobianWide``; docs/distributed.rst, "Choosing the sizes").
+JACOBIAN_MAX_ROWS = 256
+#: ``map_grad``'s default ``batch_size`` gives each worker thread about this many tasks: the
+#: fast threads can take a slow one's share, and the per-task cost stays small (``TaskOverhead``).
+MAP_GRAD_TASKS_PER_THREAD = 4
+
+# -- numba's OpenMP threads ----------------------------------------------------------------------
 
 #: Set ``OMP_WAIT_POLICY=PASSIVE`` and ``GOMP_SPINCOUNT=3000`` at import, unless the user set
 #: either or turned this off with ``AUTOGRAD_NB_OMP_DEFAULTS=0``: numba's idle OpenMP workers

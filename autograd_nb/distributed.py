@@ -21,6 +21,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from . import config
 from .autograd import enable_grad, grad, no_grad
 from .tensor import NOT_A_LEAF_PICKLE, Tensor, tensor
 
@@ -34,20 +35,6 @@ __all__ = ["ValueAndGrad", "jacobian", "map_grad", "warm_workers"]
 #: One result of :func:`map_grad`: ``fn``'s value, and its gradient with respect to the
 #: argument ``wrt`` names (a tuple of gradients when ``wrt`` is a tuple), as NumPy arrays.
 ValueAndGrad = namedtuple("ValueAndGrad", ["value", "grad"])
-
-#: The default ``rows_per_task`` of :func:`jacobian` splits the rows into this many blocks, of
-#: at most ``JACOBIAN_MAX_ROWS`` rows each. It depends on the rows alone, not on the cluster, so
-#: ``client=None`` runs the same blocks (bit for bit the same result).
-JACOBIAN_TASKS = 16
-#: Each block's batched VJP holds one gradient slot per row for every intermediate (and the
-#: block's unit vectors, rows x outputs); 4,096 rows ran faster in blocks of 256 or fewer than
-#: in larger ones here ("Choosing the sizes" in docs/distributed.rst).
-JACOBIAN_MAX_ROWS = 256
-
-#: The default ``batch_size`` of :func:`map_grad` gives each worker thread about this many
-#: tasks: enough for the fast threads to take over a slow one's share, few enough that the
-#: per-task overhead (about 2.5 ms of CPU here, docs/distributed.rst) stays small beside a gradient.
-TASKS_PER_THREAD = 4
 
 NOT_PICKLABLE = (
     "{what}: cannot pickle fn={fn!r} with cloudpickle ({error}), and Dask must pickle it to "
@@ -83,8 +70,8 @@ def map_grad(fn, inputs, *, wrt=0, client=None, batch_size=None):
         Where to run. None runs the same tasks serially in this process.
     batch_size : int, optional
         Inputs per task: several gradients per task amortise the per-task overhead. By
-        default, about ``TASKS_PER_THREAD`` tasks per worker thread. The results do not
-        depend on it.
+        default, about ``config.MAP_GRAD_TASKS_PER_THREAD`` tasks per worker thread. The
+        results do not depend on it.
 
     Returns
     -------
@@ -144,9 +131,9 @@ def jacobian(fn, x, *, client=None, rows_per_task=None):
         Where to run. None runs the same blocks serially in this process (one forward pass,
         then the blocks' batched VJPs).
     rows_per_task : int, optional
-        Rows (output elements) per task; by default the rows split into ``JACOBIAN_TASKS``
-        blocks of at most ``JACOBIAN_MAX_ROWS`` rows. The same ``rows_per_task`` gives bit for
-        bit the same result with and without a client.
+        Rows (output elements) per task; by default the rows split into
+        ``config.JACOBIAN_TASKS`` blocks of at most ``config.JACOBIAN_MAX_ROWS`` rows. The
+        same ``rows_per_task`` gives bit for bit the same result with and without a client.
 
     Returns
     -------
@@ -380,13 +367,15 @@ def _positions(wrt, n_args):
 
 def _row_blocks(rows, rows_per_task):
     if rows_per_task is None:
-        rows_per_task = max(1, min(math.ceil(rows / JACOBIAN_TASKS), JACOBIAN_MAX_ROWS))
+        # The rows alone decide, not the cluster: client=None runs the same blocks and bits.
+        blocks = math.ceil(rows / config.JACOBIAN_TASKS)
+        rows_per_task = max(1, min(blocks, config.JACOBIAN_MAX_ROWS))
     return [(start, min(start + rows_per_task, rows)) for start in range(0, rows, rows_per_task)]
 
 
 def _default_batch_size(n_inputs, client):
     threads = max(1, sum(client.nthreads().values()))
-    return max(1, math.ceil(n_inputs / (TASKS_PER_THREAD * threads)))
+    return max(1, math.ceil(n_inputs / (config.MAP_GRAD_TASKS_PER_THREAD * threads)))
 
 
 def _run_name(what):

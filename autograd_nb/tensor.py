@@ -821,6 +821,13 @@ def apply(op, args, attrs):
                         op, edge, arrays[0], a._version, output, version, attrs
                     )
             return result
+    return _apply_operands(op, args, attrs)
+
+
+def _apply_operands(op, args, attrs):
+    """``apply`` of anything but one CPU Tensor: one pass over the arguments unwraps them and
+    collects the graph edges and version boxes; the op runs, and is recorded as ``apply``
+    says."""
     values = []
     edges = []
     boxes = []
@@ -836,26 +843,21 @@ def apply(op, args, attrs):
             if edge is not None:
                 requires_grad = True
             edges.append(edge)
-        else:
-            only_tensors = False
-            kind = type(arg)
-            if kind is list or kind is tuple:
-                if _holds_tensor(arg):
-                    return apply(op, _stack_sequences(args), attrs)
-                arg = np.asarray(arg)
-            values.append(arg)
-            boxes.append(None)
-            edges.append(None)
-    if not only_tensors:
-        _constants(values, requires_grad, boxes)
+            continue
+        only_tensors = False
+        kind = type(arg)
+        sequence = kind is list or kind is tuple
+        if sequence and _holds_tensor(arg):
+            return apply(op, _stack_sequences(args), attrs)
+        values.append(np.asarray(arg) if sequence else arg)
+        boxes.append(None)
+        edges.append(None)
     if _cuda_used and _cuda_device.any_device_array(values):
-        from .cuda import dispatch
-
-        _check_one_device(args)
-        arrays, attrs, output = dispatch.run(op, values, attrs)
+        arrays, attrs, output = _run_on_device(op, args, values, attrs, requires_grad, boxes)
     elif only_tensors:
         arrays, attrs, output = op.run(values, attrs)
     else:
+        _constants(values, requires_grad, boxes)
         arrays, attrs, output = op.run_with_constants(values, attrs)
     result = _new_object(Tensor)
     result._data = output
@@ -866,13 +868,31 @@ def apply(op, args, attrs):
     result._retains_grad = False
     if requires_grad and tape._state.enabled:
         differentiable = op.differentiable
-        if differentiable is not None and False in differentiable:
-            edges = [e if d else None for e, d in zip(edges, differentiable)]
-            # (not ``edges.count(None)``: that would compare leaf Tensors with ``==``)
-            requires_grad = any([e is not None for e in edges])
-        if requires_grad:
+        if differentiable is None or False not in differentiable:
             result._node = tape.record(op, edges, arrays, boxes, output, version, attrs)
+        else:
+            edges = [e if d else None for e, d in zip(edges, differentiable)]
+            result._node = _record_live(op, edges, arrays, boxes, output, version, attrs)
     return result
+
+
+def _run_on_device(op, args, values, attrs, recording, boxes):
+    """``(arrays, attrs, output)`` of ``op`` on ``values``, one of them on the GPU: constants
+    checked first, as on the CPU."""
+    from .cuda import dispatch
+
+    _constants(values, recording, boxes)
+    _check_one_device(args)
+    return dispatch.run(op, values, attrs)
+
+
+def _record_live(op, edges, arrays, boxes, output, version, attrs):
+    """``tape.record``, or None when no edge is left (those of an op's non-differentiable
+    inputs are cut)."""
+    # (not ``edges.count(None)``: that would compare leaf Tensors with ``==``)
+    if any([e is not None for e in edges]):
+        return tape.record(op, edges, arrays, boxes, output, version, attrs)
+    return None
 
 
 _new_object = object.__new__
@@ -930,17 +950,30 @@ def _binary(op, a, b):
     before (``ElementwiseOp.run_pair``). Anything else takes ``apply``.
     """
     kind_a, kind_b = type(a), type(b)
+    # The edges and version boxes, as ``apply`` collects them (both inputs are
+    # differentiable: ``_install_arithmetic_operators`` checks).
+    edge_a = box_a = edge_b = box_b = None
     if kind_a is Tensor:
         x = a._data
-        y = b._data if kind_b is Tensor else b
-        if kind_b is np.ndarray and (a._node is not None or a._requires_grad):
-            y = b.copy()  # as ``_constants``
-    elif kind_b is Tensor:
-        x, y = a, b._data
-        if kind_a is np.ndarray and (b._node is not None or b._requires_grad):
-            x = a.copy()  # as ``_constants``
+        box_a = a._version
+        edge_a = a._node
+        if edge_a is None and a._requires_grad:
+            edge_a = a
+    else:
+        x = a
+    if kind_b is Tensor:
+        y = b._data
+        box_b = b._version
+        edge_b = b._node
+        if edge_b is None and b._requires_grad:
+            edge_b = b
+    elif kind_a is Tensor:
+        # (a NumPy operand of an op that may be recorded is copied, as ``_constants`` does)
+        y = b.copy() if kind_b is np.ndarray and edge_a is not None else b
     else:
         return apply(op, (a, b), {})
+    if kind_a is np.ndarray and edge_b is not None:
+        x = a.copy()  # as ``_constants``
     done = None if _cuda_used else op.run_pair(x, y)
     if done is None:
         return apply(op, (a, b), {})
@@ -953,19 +986,6 @@ def _binary(op, a, b):
     result._grad = None
     result._version = version = {0: 0}
     result._retains_grad = False
-    # The edges and version boxes, as ``apply`` collects them (both inputs are
-    # differentiable: ``_install_arithmetic_operators`` checks).
-    edge_a = box_a = edge_b = box_b = None
-    if kind_a is Tensor:
-        box_a = a._version
-        edge_a = a._node
-        if edge_a is None and a._requires_grad:
-            edge_a = a
-    if kind_b is Tensor:
-        box_b = b._version
-        edge_b = b._node
-        if edge_b is None and b._requires_grad:
-            edge_b = b
     if (edge_a is not None or edge_b is not None) and tape._state.enabled:
         result._node = tape.record_pair(
             op, edge_a, edge_b, arrays, box_a, box_b, output, version, attrs
@@ -1011,13 +1031,7 @@ def _inplace(target, op_name, other, **attrs):
             f"{list(result.shape)}"
         )
     if result.dtype != target.dtype:
-        if not np.can_cast(result.dtype, target.dtype, casting="same_kind"):
-            raise RuntimeError(
-                f"result type {result.dtype} can't be cast to the desired output type "
-                f"{target.dtype}"
-            )
-        if result._node is not None:
-            result = registry.call("astype", result, dtype=target.dtype)
+        result = _cast_back(result, target.dtype)
     if type(target._data) is np.ndarray:
         target._data[...] = result._data
     else:
@@ -1035,6 +1049,19 @@ def _inplace(target, op_name, other, **attrs):
             target._retains_grad = False
             target.retain_grad()  # .grad now means the gradient of the new value
     return target
+
+
+def _cast_back(result, dtype):
+    """An in-place op's ``result`` of a wider dtype, for a target of ``dtype``: refused unless
+    a same-kind cast; a recorded ``astype`` when it is in the graph (the write casts
+    otherwise)."""
+    if not np.can_cast(result.dtype, dtype, casting="same_kind"):
+        raise RuntimeError(
+            f"result type {result.dtype} can't be cast to the desired output type {dtype}"
+        )
+    if result._node is not None:
+        return registry.call("astype", result, dtype=dtype)
+    return result
 
 
 def _copy_data(data):

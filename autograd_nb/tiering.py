@@ -14,14 +14,14 @@ compiled and the backward returns to the compiled executor. A call is known by i
 (:func:`_key`: the op, and per argument the dtype and which dimensions are 1); the keys a
 worker compiled are listed in ``tiered-ready.txt`` in the cache generation's folder, so later
 processes run them compiled from the start. Tier 0 is an override of the op's ``run``; after
-``LEAVE_AFTER`` calls in a row on cached kernels it is removed, and no check remains on the
-hot path.
+``config.TIER0_LEAVE_AFTER`` calls in a row on cached kernels it is removed, and no check
+remains on the hot path.
 
 Rules: at most one worker per process at a time and one per cache generation on the machine
 (a lock file); a worker starts at the first backward that walked rules, or after
-``RECORD_LIMIT`` tier-0 calls; it outlives this process if need be, to finish filling the
-cache. Ops that NumPy cannot serve (special functions, linear algebra, integer layouts)
-compile as before, and so does a backward on a GPU. Should a worker fail to start or to
+``config.TIER0_RECORD_LIMIT`` tier-0 calls; it outlives this process if need be, to finish
+filling the cache. Ops that NumPy cannot serve (special functions, linear algebra, integer
+layouts) compile as before, and so does a backward on a GPU. Should a worker fail to start or to
 finish, the process leaves tier 0 and compiles as without it; a call a worker could not
 replay compiles in the process. ``AUTOGRAD_NB_TIERED=0`` turns tiering off (the test suite
 does, except the tests of this module); it is also off where numba's JIT is disabled.
@@ -39,14 +39,10 @@ import time
 import numba
 import numpy as np
 
-from . import cache
+from . import cache, config
 
 ENABLED = os.environ.get("AUTOGRAD_NB_TIERED", "1") != "0" and not numba.config.DISABLE_JIT
 
-#: Tier-0 calls recorded for the worker before it starts without waiting for a backward.
-RECORD_LIMIT = 50_000
-#: Bytes of input arrays the recording keeps at most (beyond it, calls are not recorded).
-RECORD_BYTES = 64 << 20
 #: The name of the list of warmed ops in the generation folder; ``BACKWARD`` marks the
 #: compiled backward warmed.
 READY_FILE = "tiered-ready.txt"
@@ -54,10 +50,6 @@ BACKWARD = "<backward>"
 
 #: Whether a backward walks the differentiable rules instead of the compiled executor.
 backward_pending = False
-
-#: Consecutive calls on cached kernels after which an op leaves tier 0 for good (its ``run``
-#: override removed: no check left on the hot path).
-LEAVE_AFTER = 256
 
 _ops = {}  # name -> op, of the ops whose ``run`` tier 0 overrides
 _numpy_ops = set()  # the names of those with a NumPy forward (the others are only recorded)
@@ -168,7 +160,7 @@ def _run(op, compiled, values, attrs):
     if key in _ready or key in _failed:
         hits = _hits.get(op.name, 0) + 1
         _hits[op.name] = hits
-        if hits >= LEAVE_AFTER:
+        if hits >= config.TIER0_LEAVE_AFTER:
             _leave(op)
         done = compiled(values, attrs)
         if (_pending or _calls) and not getattr(_in_rules, "active", False):
@@ -204,7 +196,8 @@ def _record(op, key, values, attrs, output):
                 specs.append(("leaf", value))
             else:
                 specs.append(("const", value))
-        if (len(_calls) >= RECORD_LIMIT or _recorded_bytes > RECORD_BYTES) and (
+        limit = config.TIER0_RECORD_LIMIT
+        if (len(_calls) >= limit or _recorded_bytes > config.TIER0_RECORD_BYTES) and (
             key in _pending or key in _ready
         ):
             return  # (enough calls of this kind to warm it; new kinds are still recorded)
@@ -214,7 +207,7 @@ def _record(op, key, values, attrs, output):
         if key not in _ready and key not in _failed:
             _pending.add(key)
             _update_backward()
-        full = len(_calls) == RECORD_LIMIT
+        full = len(_calls) == limit
     if full:
         launch()
 

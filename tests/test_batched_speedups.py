@@ -162,7 +162,7 @@ def test_matrix_vector_products_run_in_row_blocks_same_bits_at_one_and_two_threa
 ):
     # Between MATVEC_SPLIT_MIN and MATVEC_SPLIT_MAX multiply-adds, ``W @ x`` runs as blocks of
     # rows over numba's threads (rows neither a multiple of 32 nor of a vector's width here).
-    assert linalg.MATVEC_SPLIT_MIN <= rows * depth < linalg.MATVEC_SPLIT_MAX
+    assert config.MATVEC_SPLIT_MIN <= rows * depth < config.MATVEC_SPLIT_MAX
     rng = np.random.default_rng(rows + depth)
     w_data = rng.standard_normal((rows, depth)).astype(dtype)
     x_data = rng.standard_normal(depth).astype(dtype)
@@ -198,13 +198,20 @@ def test_matrix_vector_products_run_in_row_blocks_same_bits_at_one_and_two_threa
     np.testing.assert_allclose(gx1, v @ w_data, rtol=1e-4 if dtype == np.float32 else 1e-12)
 
 
+def test_the_matrix_vector_split_reads_its_bounds_from_config(monkeypatch):
+    a, b = np.zeros((1, 512, 256)), np.zeros((1, 256, 1))
+    assert linalg._split_matvec(a, b)
+    monkeypatch.setattr(config, "MATVEC_SPLIT_MIN", 512 * 256 + 1)
+    assert not linalg._split_matvec(a, b)
+
+
 def test_only_single_float_matrix_vector_products_of_the_middle_sizes_split():
     def split(a_shape, b_shape, dtype=np.float64):
         return linalg._split_matvec(np.zeros(a_shape, dtype), np.zeros(b_shape, dtype))
 
     k = 256
-    low = linalg.MATVEC_SPLIT_MIN // k
-    high = linalg.MATVEC_SPLIT_MAX // k
+    low = config.MATVEC_SPLIT_MIN // k
+    high = config.MATVEC_SPLIT_MAX // k
     assert split((1, low, k), (1, k, 1))
     assert not split((1, low - 1, k), (1, k, 1))  # BLAS, one call
     assert split((1, high - 1, k), (1, k, 1))

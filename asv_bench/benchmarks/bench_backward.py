@@ -23,12 +23,11 @@ MODES = ["walk", "executor", "fused", "cached"]
 
 
 def _set_mode(mode):
-    from autograd_nb import engine
-    from autograd_nb.engine import fusion
+    from autograd_nb import config
 
-    engine.COMPILED = mode != "walk"
-    engine.CACHED = mode == "cached"
-    fusion.ENABLED = mode in ("fused", "cached")
+    config.COMPILED_BACKWARD = mode != "walk"
+    config.CACHED_PLANS = mode == "cached"
+    config.FUSE_BACKWARD = mode in ("fused", "cached")
 
 
 def _graph(workload):
@@ -98,9 +97,9 @@ def median_backward(workload, mode, repeat=15):
 class BackwardPhases:
     """Where the compiled backward's time goes, phase by phase, on the scalar graph of
     ``fastest_autograd`` (1,000 ops; 1,440 nodes, 2,492 VJPs): planning (the walk over the
-    graph), writing the instruction tables (Python, per VJP) and the compiled call (the
-    tables' conversion to arrays and ``execute``); and, what replaces the first two when the
-    structure repeats, the check of the graph against its cached template
+    graph), scheduling it and writing the instruction tables (Python, per VJP) and the
+    compiled call (the tables' conversion to arrays and ``execute``); and, what replaces the
+    first two when the structure repeats, the check of the graph against its cached template
     (:class:`BackwardTemplate`)."""
 
     params = [["fastest_autograd_1000"]]
@@ -125,8 +124,8 @@ class BackwardPhases:
         warm_up(lambda: self.time_compiled_call(workload))
 
     def _tables(self):
-        tables = self.executor._Tables(np.dtype(np.float64))
-        self.executor._build(tables, self.plan, self.seeds, self.targets, False, {}, {}, {})
+        tables, _, _ = self.executor.build(self.plan, self.seeds, self.targets, False,
+                                           np.dtype(np.float64))
         return tables
 
     def time_plan(self, workload):

@@ -293,6 +293,14 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         retain_graph, create_graph,
     )
     destinations = list(leaves.values()) if all_leaves else list(inputs)
+    _fill_grads(destinations, slots, create_graph)
+    if all_leaves and plan is not None:  # (no plan: a cached one ran, with no retain_grad)
+        _fill_retained(plan, slots, create_graph)
+
+
+def _fill_grads(destinations, slots, create_graph):
+    """``.grad += `` the gradient in ``slots`` of each tensor of ``destinations`` that has
+    one."""
     make = Tensor._make
     for tensor in destinations:
         value = slots.get(id(_edge_of(tensor)))
@@ -303,8 +311,6 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
                 tensor._grad = make(value)  # the first gradient: a fresh array of this run
             else:
                 _accumulate(tensor, value, create_graph)
-    if all_leaves and plan is not None:  # (no plan: a cached one ran, with no retain_grad)
-        _fill_retained(plan, slots, create_graph)
 
 
 def _fill_retained(plan, slots, create_graph):

@@ -16,6 +16,7 @@ with the rows of the identity as the batch of grad_outputs; ``vectorize=False`` 
 
 import numpy as np
 
+from .. import config
 from ..ops.registry import FUNCTIONS
 from ..tensor import Tensor
 from .api import grad
@@ -203,11 +204,7 @@ def _fill_in_zeros(grads, references, strict, create_graph, stage):
     return tuple(filled)
 
 
-#: Bytes of identities :func:`_identity` keeps between calls (a Jacobian loop asks for the same
-#: one every step); past it the kept ones are dropped.
-IDENTITY_CACHE_BYTES = 1 << 24
-
-_identities = {}
+_identities = {}  # (n, dtype) -> identity, up to ``config.IDENTITY_CACHE_BYTES`` in all
 
 
 def _identity(n, dtype):
@@ -221,10 +218,9 @@ def _identity(n, dtype):
     if identity is None:
         identity = np.eye(n, dtype=dtype)
         identity.flags.writeable = False
-        if identity.nbytes <= IDENTITY_CACHE_BYTES:
-            if sum(kept.nbytes for kept in _identities.values()) + identity.nbytes > (
-                IDENTITY_CACHE_BYTES
-            ):
+        limit = config.IDENTITY_CACHE_BYTES
+        if identity.nbytes <= limit:
+            if sum(kept.nbytes for kept in _identities.values()) + identity.nbytes > limit:
                 _identities.clear()
             _identities[key] = identity
     return identity

@@ -1,9 +1,15 @@
 """Running registered ops on device arrays: the CUDA twin of ``op.prepare``/``forward``/``vjp``.
 
-Each op family has a module here (``elementwise``, ``shape``, ``indexing``, ``reduction``,
-``linalg``) whose implementations register themselves by op name::
+An op names its CUDA twin beside its CPU class, with
+:func:`autograd_nb.ops.registry.cuda_twin`; the twin is a class in this package's module for
+the family (``elementwise``, ``shape``, ``indexing``, ``reduction``, ``linalg``, ``transfer``),
+next to its ``@cuda.jit`` kernels::
 
-    @implements("sum")
+    # autograd_nb/ops/reduction.py
+    @cuda_twin("reduction", "Sum")
+    class Sum(AxisOp): ...
+
+    # autograd_nb/cuda/reduction.py
     class Sum:
         @staticmethod
         def forward(op, arrays, attrs): ...            # -> a new device array
@@ -13,6 +19,10 @@ Each op family has a module here (``elementwise``, ``shape``, ``indexing``, ``re
         def vjp_batched(op, k, grad_outputs, saved, attrs, grad_inputs): ...  # optional
         @staticmethod
         def prepare(op, values, attrs): ...             # optional
+
+:func:`lookup` imports the module on the op's first run on the device and makes one instance
+of the class (no arguments; its methods may be static, class or plain methods). Every
+:class:`~autograd_nb.ops.elementwise.ElementwiseOp` inherits the one generated elementwise twin.
 
 The calling convention is the CPU ops' (see :mod:`autograd_nb.ops.registry`) with device
 arrays in place of NumPy arrays: ``op`` is the registered op (its attributes, its formulas), and
@@ -25,20 +35,13 @@ without touching device data; the device arrays are then cast or reshaped on the
 match. Python scalars (and 0-d NumPy arrays) become cached 0-d device constants.
 """
 
+import functools
 import importlib
 import mmap
 
 import numpy as np
 
 from . import _device
-
-#: Implementations by op name, filled by :func:`implements`.
-IMPLEMENTATIONS = {}
-
-#: Modules holding implementations, imported on first use.
-FAMILIES = ("elementwise", "shape", "indexing", "reduction", "linalg")
-
-_loaded = False
 
 MIXED_DEVICES = (
     "Expected all tensors to be on the same device, but found at least two devices, cuda and "
@@ -57,42 +60,23 @@ class BatchFirst:
                         grad_input.reshape(one + grad_input.shape))
 
 
-def implements(*names):
-    """Class (or object) decorator: register it as the CUDA implementation of ``names``.
-
-    A class is instantiated once (with no arguments); its methods may be static, class or
-    plain methods.
-    """
-
-    def register(implementation):
-        instance = implementation() if isinstance(implementation, type) else implementation
-        for name in names:
-            IMPLEMENTATIONS[name] = instance
-        return implementation
-
-    return register
-
-
-def _load_families():
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    for family in FAMILIES:
-        importlib.import_module(f"{__package__}.{family}")
+@functools.cache
+def resolve(twin):
+    """The implementation that ``twin`` (a :class:`~autograd_nb.ops.registry.CudaTwin`)
+    names: its class, imported and instantiated once."""
+    module = importlib.import_module(f"{__package__}.{twin.module}")
+    implementation = getattr(module, twin.name)
+    return implementation() if isinstance(implementation, type) else implementation
 
 
 def lookup(op):
     """The implementation of ``op``; NotImplementedError naming the op if there is none."""
-    implementation = IMPLEMENTATIONS.get(op.name)
-    if implementation is None:
-        _load_families()
-        implementation = IMPLEMENTATIONS.get(op.name)
-    if implementation is None:
+    twin = getattr(op, "cuda_twin", None)
+    if twin is None:
         raise NotImplementedError(
             f"the op {op.name!r} has no CUDA implementation; run it on the CPU (.cpu())"
         )
-    return implementation
+    return resolve(twin)
 
 
 # -- the calling convention --------------------------------------------------------------------

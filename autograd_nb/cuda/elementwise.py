@@ -1,26 +1,21 @@
 """Elementwise ops on the device: the generated kernels of :mod:`._kernels`, launched.
 
-Every :class:`autograd_nb.ops.elementwise.ElementwiseOp` in the registry gets this one
-implementation: its kernels are generated from the op's own formula table, so an op added to
-the table runs on the GPU with no code here. The comparison and logic operators of ``Tensor``
-(``<``, ``==``, ``&``, ...), which give bool tensors outside the graph, run through
-:func:`apply_ufunc` with a formula per NumPy ufunc.
+Every :class:`autograd_nb.ops.elementwise.ElementwiseOp` names this one implementation
+(:class:`Elementwise`) as its CUDA twin: its kernels are generated from the op's own formula
+table, so an op added to the table runs on the GPU with no code here. The comparison and logic
+operators of ``Tensor`` (``<``, ``==``, ``&``, ...), which give bool tensors outside the graph,
+run through :func:`apply_ufunc` with a formula per NumPy ufunc.
 """
 
 import functools
+from typing import NamedTuple
 
 import numpy as np
 
+from .. import config
 from ..ops import _broadcast
-from ..ops.elementwise import ElementwiseOp
-from ..ops.registry import REGISTRY
 from . import _device, _kernels
 from ._kernels import flat, launch, launch_batched
-from .dispatch import implements
-
-#: A VJP into a broadcast input splits each input element's sum over threads (then adds the
-#: parts atomically) until about this many threads run; patchable in tests.
-REDUCTION_THREADS = 1 << 16
 
 
 def _params(attrs):
@@ -39,15 +34,29 @@ def _tuple(values):
     return tuple(int(v) for v in values)
 
 
+class VjpLayout(NamedTuple):
+    """Layout of a VJP into a broadcast input (:func:`vjp_layout`)."""
+
+    #: The collapsed output dimensions, the target's own ("kept") ones first, then the
+    #: broadcast ("reduced") ones.
+    dims: tuple
+    #: How many of ``dims`` are kept.
+    n_kept: int
+    #: Element strides of the output (for ``g`` and ``y``) over ``dims``.
+    output_strides: tuple
+    #: Element strides of each operand the VJP reads, over ``dims``.
+    operand_strides: list
+    #: Elements of the target (the product of the kept dimensions).
+    kept_size: int
+    #: Output elements summed into each target element.
+    reduced_size: int
+
+
 @functools.lru_cache(maxsize=4096)
 def vjp_layout(shape, operand_shapes, target_shape):
-    """Layout of a VJP into an input of ``target_shape`` broadcast to ``shape``.
-
-    Returns ``(dims, n_kept, output_strides, operand_strides, kept_size, reduced_size)``:
-    the collapsed output dimensions ordered with the target's own ("kept") dimensions first,
-    then the broadcast ("reduced") ones, and the element strides of the output (for ``g`` and
-    ``y``) and of each operand over them. The target is contiguous over the kept dimensions,
-    so a kept position is its flat index.
+    """Layout of a VJP into an input of ``target_shape`` broadcast to ``shape``: a
+    :class:`VjpLayout`. The target is contiguous over the kept dimensions, so a kept
+    position is its flat index.
     """
     out_strides = list(_broadcast.contiguous_strides(shape))
     target_strides = _broadcast.broadcast_strides(target_shape, shape)
@@ -60,13 +69,18 @@ def vjp_layout(shape, operand_shapes, target_shape):
     permuted = [tuple(int(s[d]) for d in order) for s in merged]
     kept_size = int(np.prod(dims[: len(kept)], dtype=np.int64))
     reduced_size = int(np.prod(dims[len(kept) :], dtype=np.int64))
-    return dims, len(kept), permuted[0], permuted[2:], kept_size, reduced_size
+    return VjpLayout(
+        dims=dims, n_kept=len(kept), output_strides=permuted[0], operand_strides=permuted[2:],
+        kept_size=kept_size, reduced_size=reduced_size,
+    )
 
 
 def _chunk(kept_size, reduced_size):
     """Reduction elements per thread: whole rows when there are enough targets to fill the
-    GPU, otherwise rows split so that about ``REDUCTION_THREADS`` threads run."""
-    parts = max(1, min(reduced_size, -(-REDUCTION_THREADS // max(kept_size, 1))))
+    GPU, otherwise rows split so that about ``config.CUDA_VJP_REDUCTION_THREADS`` threads
+    run (then add their parts atomically)."""
+    threads = config.CUDA_VJP_REDUCTION_THREADS
+    parts = max(1, min(reduced_size, -(-threads // max(kept_size, 1))))
     return max(1, -(-reduced_size // parts))
 
 
@@ -129,24 +143,17 @@ class Elementwise:
             launch_batched(kernel, size, batch, *g, *xs, *y, flat(grad_input), params, batch,
                            size)
             return
-        dims, n_kept, out_strides, strides, kept_size, reduced_size = vjp_layout(
-            shape, tuple(shapes[i] for i in used), shapes[k]
-        )
+        layout = vjp_layout(shape, tuple(shapes[i] for i in used), shapes[k])
         xs = []
-        for i, stride in zip(used, strides):
+        for i, stride in zip(used, layout.operand_strides):
             xs += [flat(saved[i]), stride]
-        chunk = _chunk(kept_size, reduced_size)
-        threads = kept_size * (-(-reduced_size // chunk))
+        chunk = _chunk(layout.kept_size, layout.reduced_size)
+        threads = layout.kept_size * (-(-layout.reduced_size // chunk))
         kernel = getattr(module, f"vjp{k}_strided")
         launch_batched(
-            kernel, threads, batch, *g, *xs, *y, flat(grad_input), out_strides, dims, n_kept,
-            chunk, params, batch, size, kept_size,
+            kernel, threads, batch, *g, *xs, *y, flat(grad_input), layout.output_strides,
+            layout.dims, layout.n_kept, chunk, params, batch, size, layout.kept_size,
         )
-
-
-implements(*[name for name, op in REGISTRY.items() if isinstance(op, ElementwiseOp)])(
-    Elementwise
-)
 
 
 # -- comparisons and logic (no gradient) -------------------------------------------------------

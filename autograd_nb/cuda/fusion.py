@@ -34,9 +34,6 @@ from ..ops import _kernels as cpu_kernels
 from . import _kernels
 from ._kernels import flat, launch_batched
 
-#: Set False to run every VJP of a CUDA backward on its own (tests compare the two).
-ENABLED = True
-
 #: Fused kernels by chain: ``((op, position, operand kinds), ...)``, head first.
 _kernels_by_chain = {}
 _CACHE_MAX = 1024

@@ -19,7 +19,7 @@ import numpy as np
 from ..ops import _broadcast
 from ..ops.indexing import _value_layout
 from . import _device, _kernels
-from .dispatch import implements, prepare_with_standins
+from .dispatch import prepare_with_standins
 
 
 def _contiguous(shape):
@@ -104,7 +104,6 @@ def _prepare(op, values, attrs):
     return prepare_with_standins(op, values, attrs)
 
 
-@implements("getitem")
 class GetItem:
     """``x[index]``: a strided copy or a take; the VJP scatters (and accumulates) back."""
 
@@ -124,7 +123,6 @@ class GetItem:
                      batch=grad_outputs.shape[0])
 
 
-@implements("_index_scatter")
 class IndexScatter:
     """Scatter-add into zeros of the indexed shape (``getitem``'s recorded adjoint)."""
 
@@ -161,7 +159,6 @@ def _kept(selection, positions):
     return positions if last is None else positions[last]
 
 
-@implements("setitem")
 class SetItem:
     """``x[index] = v`` out of place: a copy of ``x`` with ``v`` written at the selection.
 

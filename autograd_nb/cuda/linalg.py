@@ -30,7 +30,7 @@ from numba import cuda
 from .. import config
 from . import _device, _kernels
 from ._kernels import GRID_LIMIT
-from .dispatch import BatchFirst, implements
+from .dispatch import BatchFirst
 
 
 def tile_size():
@@ -132,7 +132,6 @@ def _as_bool(counts):
     return out
 
 
-@implements("_bmm")
 class BatchedMatmul(BatchFirst):
     """``_bmm`` on the GPU: the tiled kernel for the product and for both VJPs.
 

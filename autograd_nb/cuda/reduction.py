@@ -39,7 +39,7 @@ from .. import config
 from ..ops import _broadcast
 from . import _device, _kernels
 from ._kernels import GRID_LIMIT
-from .dispatch import BatchFirst, implements
+from .dispatch import BatchFirst
 
 # -- launch geometry ---------------------------------------------------------------------------
 
@@ -301,19 +301,15 @@ def _identity(kind, dtype):
     return dtype.type(info.min if lowest else info.max)
 
 
-#: A row is split across several blocks when the rows alone would launch fewer blocks than
-#: this (a whole-array sum would otherwise run on one multiprocessor) ...
-SPLIT_BELOW_BLOCKS = 1024
-#: ... into chunks of at least this many elements per thread of the block.
-ELEMENTS_PER_THREAD = 8
-
-
 def _chunks(rows, n, threads):
-    """How many blocks share each row of ``n``."""
-    if rows >= SPLIT_BELOW_BLOCKS:
+    """How many blocks share each row of ``n``: one where the rows alone launch
+    ``config.CUDA_REDUCTION_SPLIT_BELOW_BLOCKS`` blocks, else chunks of at least
+    ``config.CUDA_REDUCTION_ELEMENTS_PER_THREAD`` elements per thread of the block."""
+    split_below = config.CUDA_REDUCTION_SPLIT_BELOW_BLOCKS
+    if rows >= split_below:
         return 1
-    by_work = -(-n // (threads * ELEMENTS_PER_THREAD))
-    return max(1, min(by_work, -(-SPLIT_BELOW_BLOCKS // rows)))
+    by_work = -(-n // (threads * config.CUDA_REDUCTION_ELEMENTS_PER_THREAD))
+    return max(1, min(by_work, -(-split_below // rows)))
 
 
 def _reduce_pass(kind, x3, chunks):
@@ -353,7 +349,6 @@ def _broadcast_vjp_kernel(g, gx):
             gx[b, o, (i // inner) % n, k] += g[b, o, k]
 
 
-@implements("sum")
 class Sum(AxisKernels):
     """``sum``: a tree reduction per row; its VJP broadcasts the gradient back."""
 
@@ -415,7 +410,6 @@ def _scaled_vjp_kernel(g, weights, gx):
             gx[b, o, j, k] += g[b, o, k] * weights[o, j, k]
 
 
-@implements("prod")
 class Prod(AxisKernels):
     """``prod``: a tree reduction per row. The VJP scans each row once for the product of
     the others (prefix times suffix, shared by a whole batch), then scales the gradient."""
@@ -480,12 +474,10 @@ class Extremum(AxisKernels):
         _launch_rows(kernel, x3.shape, gx.shape[0], g, x3, y, gx)
 
 
-@implements("max")
 class Max(Extremum):
     kind = "max"
 
 
-@implements("min")
 class Min(Extremum):
     kind = "min"
 
@@ -603,7 +595,6 @@ def _logsumexp_vjp_kernel(g, x, y, gx):
             gx[b, o, j, k] += g[b, o, k] * math.exp(x[o, j, k] - y[o, k])
 
 
-@implements("logsumexp")
 class LogSumExp(AxisKernels):
     """``logsumexp``: tree reductions for the row's maximum, then for ``sum(exp(x - max))``;
     the VJP is elementwise, ``g * exp(x - result)``."""
@@ -662,12 +653,10 @@ class SoftmaxKernels(AxisKernels):
         _launch_rows(kernel, y.shape, gx.shape[0], g, y, gx)
 
 
-@implements("softmax")
 class Softmax(SoftmaxKernels):
     kind = "softmax"
 
 
-@implements("log_softmax")
 class LogSoftmax(SoftmaxKernels):
     kind = "log_softmax"
 
@@ -708,7 +697,6 @@ def _cumsum_kernel(dtype, threads, reverse, accumulate):
     return kernel
 
 
-@implements("cumsum")
 class Cumsum(AxisKernels):
     """``cumsum``: a block scan per row; the VJP is the same scan from the row's end,
     accumulated into the gradient (partial sums in float64, as the CPU's)."""
@@ -777,7 +765,6 @@ def _cumprod_vjp_kernel(g, x, y, gx):
             tail *= x[o, j, k]
 
 
-@implements("cumprod")
 class Cumprod(AxisKernels):
     """``cumprod``: a block scan per row (of products). The VJP is a linear recurrence along
     each row (no division, so zeros are exact): one thread walks a row, rows in parallel."""

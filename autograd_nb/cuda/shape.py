@@ -9,7 +9,6 @@ dimensions without write races. A batch of grad_outputs is one more (leading) di
 
 from ..ops import _broadcast
 from . import _device, _kernels
-from .dispatch import implements
 
 
 def _contiguous(shape):
@@ -33,7 +32,6 @@ def _gather(source, out_shape, strides, dtype=None):
     return out
 
 
-@implements("reshape", "astype")
 class Copy:
     """``reshape`` and ``astype``: a flat copy (cast for ``astype``); the VJP adds back."""
 
@@ -51,7 +49,6 @@ class Copy:
     vjp_batched = vjp  # the same flat sum, batch and all
 
 
-@implements("transpose")
 class Transpose:
     """``transpose``: a gather through permuted strides; the VJP scatters back."""
 
@@ -79,7 +76,6 @@ class Transpose:
         _scatter_add(grad_outputs, out_shape, strides, grad_inputs, grad_outputs.shape[0], row)
 
 
-@implements("broadcast_to")
 class BroadcastTo:
     """``broadcast_to``: a gather with stride 0 on broadcast dimensions; the VJP sums back."""
 
@@ -101,7 +97,6 @@ class BroadcastTo:
                      row)
 
 
-@implements("concatenate", "stack")
 class Join:
     """``concatenate`` and ``stack``: input ``k`` is the column block ``(outer, width_k)`` at
     ``start_k`` of the result seen as ``(outer, total)``; its VJP reads the block back."""

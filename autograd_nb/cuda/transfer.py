@@ -9,9 +9,8 @@ the gradient buffer of their input lives.
 
 import numpy as np
 
-from ..ops.registry import Op
+from ..ops.registry import Op, cuda_twin
 from . import _device
-from .dispatch import implements
 
 
 def _move(array, device):
@@ -21,6 +20,7 @@ def _move(array, device):
     return array if on_host else _device.to_host(array)
 
 
+@cuda_twin("transfer", "Transfer")
 class ToDevice(Op):
     """Copy to ``device``; the VJP copies the gradient back and accumulates it."""
 
@@ -55,7 +55,6 @@ class ToDevice(Op):
 TO = {"cuda": ToDevice("cuda", "cpu"), "cpu": ToDevice("cpu", "cuda")}
 
 
-@implements(*(op.name for op in TO.values()))
 class Transfer:
     """The device side of a transfer is the op itself (it moves arrays either way)."""
 

@@ -1,28 +1,23 @@
-"""The backward compiler: tape -> plan -> run (one compiled call, or the Python walk)."""
+"""The backward compiler: tape -> plan -> schedule -> run (one compiled call, or the walk)."""
 
 import numpy as np
 
-from .. import tape, tiering
+from .. import config, tape, tiering
 from . import backward, executor, plan_cache
 from .backward import Plan, make_plan
 
 __all__ = ["Plan", "make_plan", "run_plan", "plan_and_run"]
 
-#: Set False to always run the Python walk (tests compare the two).
-COMPILED = True
-
-
-#: Set False to plan every backward afresh (tests compare the two).
-CACHED = True
-
-
 def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch=None,
-             remember=None):
+             cache_as=None):
     """Run ``plan``: in one call into compiled code where :mod:`.executor` can (a batch too,
-    as a ``prange`` over blocks of its rows), otherwise node by node in Python
-    (:func:`.backward.run_plan`, also for ``create_graph``). Returns the gradients by ``id``
-    of node or leaf, and the leaves met. ``remember`` is :func:`.executor.run`'s (the plan
-    cache's template maker)."""
+    as a ``prange`` over blocks of its rows), otherwise step by step in Python
+    (:func:`.backward.run_plan`, also for ``create_graph``). Both run the plan's
+    :func:`.schedule.schedule`. Returns ``(results, leaves, executed)``: the gradients by
+    ``id`` of node or leaf, the leaves met, and the executor's run (None where the walk
+    ran). With ``cache_as``, ``(key, root_edges, target_edges)`` of the request
+    (:func:`.plan_cache.key_of`), the plan cache keeps the executor's tables as a template of
+    ``key``, before the saved buffers are freed."""
     if (
         tiering.backward_pending and not create_graph and batch != 0
         and not backward._touches_device(plan, seeds)
@@ -38,12 +33,18 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch
             else:
                 done = _rules_by_row(plan, seeds, targets, all_leaves, retain_graph, batch)
         tiering.after_backward()
-        return done
-    if COMPILED and not create_graph:
-        done = executor.run(plan, seeds, targets, all_leaves, retain_graph, remember, batch)
-        if done is not None:
-            return done
-    return backward.run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch)
+        return (*done, None)
+    if config.COMPILED_BACKWARD and not create_graph:
+        executed = executor.run(plan, seeds, targets, all_leaves, batch)
+        if executed is not None:
+            if cache_as is not None:
+                plan_cache.remember(plan, executed, *cache_as)
+            if not retain_graph:
+                for node in executed.schedule.ran:
+                    node.free()
+            return executed.results, executed.leaves, executed
+    done = backward.run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch)
+    return (*done, None)
 
 
 def _rules_by_row(plan, seeds, targets, all_leaves, retain_graph, batch):
@@ -75,7 +76,10 @@ def plan_and_run(root_edges, seeds, targets, all_leaves, retain_graph, create_gr
         return trace.inner_backward(root_edges, seeds, targets, all_leaves, retain_graph,
                                     create_graph, allow_unused, batch)
     key = None
-    if CACHED and COMPILED and not create_graph and not tiering.backward_pending:
+    if (
+        config.CACHED_PLANS and config.COMPILED_BACKWARD and not create_graph
+        and not tiering.backward_pending
+    ):
         key = plan_cache.key_of(root_edges, targets, all_leaves, batch)
         if key is not None:
             done = plan_cache.run(key, root_edges, seeds, targets, retain_graph, allow_unused)
@@ -86,12 +90,12 @@ def plan_and_run(root_edges, seeds, targets, all_leaves, retain_graph, create_gr
         for edge in targets:
             if id(edge) not in plan.reachable:
                 raise RuntimeError(UNUSED_INPUT)
-    remember = None
-    if key is not None:
-        remember = plan_cache.recorder(key, plan, root_edges, targets)
-    results, leaves = run_plan(
+    cache_as = None
+    if key is not None and plan_cache.wanted(key):
+        cache_as = (key, root_edges, targets)
+    results, leaves, _ = run_plan(
         plan, seeds, {id(e) for e in targets}, all_leaves, retain_graph, create_graph, batch,
-        remember,
+        cache_as,
     )
     return results, leaves, plan
 

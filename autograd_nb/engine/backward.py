@@ -1,24 +1,24 @@
-"""The backward pass: plan the reachable part of the tape, then run the VJPs in reverse order.
+"""The backward pass: plan the reachable part of the tape, schedule it, run the steps.
 
-A run has two phases, so that an error changes nothing:
+A run has three phases, so that an error changes nothing before the last:
 
 1. :func:`make_plan` walks the graph from the outputs, orders the nodes by descending tape
    position, prunes them to those that lead to a requested target, and checks every saved
    buffer (freed by an earlier backward? modified in place since?). Nothing is written.
-2. :func:`run_plan` seeds the gradient slots with the grad_outputs and visits the nodes. With
-   ``create_graph=False`` it calls each op's ``@njit`` VJP kernels, which *accumulate* into
-   the input's gradient slot, so no separate add runs; with ``create_graph=True`` it evaluates
-   the ops' differentiable rules on Tensors, recording them on the tape. On CUDA (a node whose
-   gradient is a device array) the slots are device arrays and the VJPs launch the op's
-   ``@cuda.jit`` kernels through :mod:`autograd_nb.cuda.dispatch`: nothing leaves the device.
-   There, chains of elementwise VJPs (:func:`autograd_nb.engine.fusion.groups`) run as one
-   generated kernel each (:mod:`autograd_nb.cuda.fusion`), launched when the walk reaches the
-   chain's head; the chain's other nodes are skipped.
-
-On the CPU, :func:`autograd_nb.engine.run_plan` first offers the plan to the compiled
-executor (:mod:`autograd_nb.engine.executor`: phase 2 in one call into compiled code); this
-walk runs what it does not take (``create_graph``, custom Functions, CUDA graphs, and
-batches of those) and gives the same results.
+2. :func:`autograd_nb.engine.schedule.schedule` turns the plan into steps over gradient
+   slots: the one planner of every way a backward runs.
+3. An interpreter runs the steps. On the CPU, :func:`autograd_nb.engine.run_plan` first offers
+   the plan to the compiled executor (:mod:`autograd_nb.engine.executor`: the steps as tables,
+   one call into compiled code). :func:`run_plan` here is the Python walk, the reference, which
+   runs what the executor does not take (``create_graph``, custom Functions, CUDA graphs, and
+   batches of those) and gives the same results: with ``create_graph=False`` each step calls
+   an op's ``@njit`` VJP kernel, which *accumulates* into the input's gradient buffer, so no
+   separate add runs; with ``create_graph=True`` it evaluates the ops' differentiable rules on
+   Tensors, recording them on the tape. On CUDA (a node whose gradient is a device array) the
+   buffers are device arrays and the VJPs launch the op's ``@cuda.jit`` kernels through
+   :mod:`autograd_nb.cuda.dispatch`: nothing leaves the device. There, chains of elementwise
+   VJPs (:func:`autograd_nb.engine.fusion.groups`) run as one generated kernel each
+   (:mod:`autograd_nb.cuda.fusion`).
 """
 
 import operator
@@ -28,7 +28,7 @@ import numpy as np
 from .. import config, tape
 from ..ops.registry import Saved
 from ..tensor import Tensor
-from . import fusion
+from . import fusion, schedule
 
 
 class Plan:
@@ -59,6 +59,19 @@ def make_plan(root_edges, target_edges, all_leaves):
 
     With ``all_leaves`` every reachable leaf (and retaining node) is a target.
     """
+    nodes, reachable = _reach(root_edges)
+    targets = {id(e) for e in target_edges}
+    nodes.sort(key=_by_seq)
+    needed = _needed(nodes, targets, all_leaves)
+    run = [node for node in reversed(nodes) if id(node) in needed]
+    for node in run:
+        if node.freed or node.versions:
+            node.check_saved()
+    return Plan(run, reachable, needed)
+
+
+def _reach(root_edges):
+    """The nodes reachable from ``root_edges``, and the ``id`` of every node and leaf met."""
     # The hot Python of every backward: local names, no generator per node.
     Node = tape.Node
     nodes = []
@@ -77,8 +90,11 @@ def make_plan(root_edges, target_edges, all_leaves):
             for e in edge.edges:
                 if e is not None and id(e) not in reachable:
                     push(e)
-    targets = {id(e) for e in target_edges}
-    nodes.sort(key=_by_seq)
+    return nodes, reachable
+
+
+def _needed(nodes, targets, all_leaves):
+    """``id`` of the ``nodes`` (by ascending ``seq``) that lead to a target."""
     needed = set()
     for node in nodes:  # ascending: a node's inputs are decided before it
         key = id(node)
@@ -89,22 +105,10 @@ def make_plan(root_edges, target_edges, all_leaves):
             if edge is not None and (id(edge) in needed or id(edge) in targets):
                 needed.add(key)
                 break
-    run = [node for node in reversed(nodes) if id(node) in needed]
-    for node in run:
-        if node.freed or node.versions:
-            node.check_saved()
-    return Plan(run, reachable, needed)
+    return needed
 
 
 _by_seq = operator.attrgetter("seq")
-
-
-def _edge_wanted(edge, plan, targets, all_leaves):
-    if edge is None:
-        return False
-    if isinstance(edge, tape.Node):
-        return id(edge) in plan.needed
-    return all_leaves or id(edge) in targets
 
 
 def _unpack_inputs(node):
@@ -141,103 +145,165 @@ def _leaf_view(leaf, array):
 
 def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch=None,
              rules=False):
-    """Run ``plan``; return the gradient slots by ``id`` of node/leaf and the leaves met.
-
-    With ``rules`` (tier 0, :mod:`autograd_nb.tiering`; ``create_graph`` false, no batch)
-    the VJPs are the ops' differentiable rules, evaluated without recording, as for
-    ``create_graph``; the gradients come back as arrays.
+    """Run ``plan``'s schedule (:func:`.schedule.schedule`) step by step; return the gradients
+    by ``id`` of every target, retaining node and leaf met, and the leaves met.
 
     ``seeds`` is a list of ``(edge, grad)`` pairs: the output's node or leaf, and its
     grad_output (an array, or a Tensor when ``create_graph``). With ``batch``, every
-    grad_output and gradient slot has a leading batch dimension of that size, and the ops'
+    grad_output and gradient buffer has a leading batch dimension of that size, and the ops'
     batched VJPs run the whole batch at once over the shared forward values.
 
-    A VJP that is the identity (``reshape``, ``add`` and other elementwise ops whose
-    derivative formula is ``g``, on an input of the output's shape and dtype) into an input
-    with no gradient yet passes the node's gradient buffer on as that input's, a view in the
-    input's shape, instead of zeroing a new buffer and copying into it: at most one input per
-    node, and only for a buffer this run owns (not a node asked for, nor one that retains
-    its gradient).
+    The VJPs are the ops' kernels, which accumulate into a buffer (on a GPU where the
+    gradients are device arrays, each fused chain one generated kernel); with
+    ``create_graph`` the ops' differentiable rules, evaluated on Tensors and recorded; with
+    ``rules`` (tier 0, :mod:`autograd_nb.tiering`; no batch) the rules without recording,
+    and the gradients come back as fresh arrays.
     """
-    slots = {}
-    leaves = {}
-    captured = {}
-    lead = () if batch is None else (batch,)
     walk_rules = create_graph or rules
-    for edge, grad in seeds:
-        if rules:
-            grad = Tensor._make(grad)
-        _add_into(slots, edge, grad, walk_rules, lead)
-        if not isinstance(edge, tape.Node):
-            leaves[id(edge)] = edge
-    groups = {} if walk_rules else _device_groups(plan, seeds, targets, all_leaves)
+    device = not walk_rules and _touches_device(plan, seeds)
+    groups = _device_groups(plan, seeds, targets, all_leaves) if device else None
+    # (an identity VJP passes a host buffer on as a view in the input's shape)
+    steps = schedule.schedule(plan, seeds, targets, all_leaves, groups,
+                              pass_through=not walk_rules and not device)
+    lead = () if batch is None else (batch,)
+    buffers = [None] * len(steps.slots)
+    for s, slot in enumerate(steps.slots):
+        if slot.kind == schedule.SEED:
+            buffers[s] = _seed_buffer(slot.edge, seeds[slot.seed][1], walk_rules, rules, lead)
     previous_mode = tape.set_grad_enabled_flag(create_graph)
     try:
-        for node in plan.nodes:
-            key = id(node)
-            grad = slots.pop(key, None)
-            if grad is None:
-                continue
-            captured[key] = grad
-            group = groups.get(key) if groups else None
-            if group is not None and group.head is node and type(grad) is not np.ndarray:
-                _run_group(group, grad, slots, leaves, lead, batch)
-                if not retain_graph:
-                    for member in group.nodes:
-                        member.free()
-                continue
-            if walk_rules:
-                inputs, output = _unpack_inputs(node)
-            op = node.op
-            movable = (
-                not walk_rules and type(grad) is np.ndarray and key not in targets
-                and not node.retained and op.has_identity_vjp
-            )
-            for k, edge in enumerate(node.edges):
-                if not _edge_wanted(edge, plan, targets, all_leaves):
-                    continue
-                if not isinstance(edge, tape.Node):
-                    leaves[id(edge)] = edge
-                if walk_rules:
-                    contribution = node.op.rule(k, grad, inputs, output, node.attrs)
-                    _add_into(slots, edge, contribution, True)
-                    continue
-                buffer = slots.get(id(edge))
-                if (
-                    buffer is None and movable and grad.dtype == edge.dtype
-                    and op.identity_vjp(k, node)
-                ):
-                    slots[id(edge)] = grad.reshape(lead + edge.shape)
-                    movable = False
-                    continue
-                if buffer is None:
-                    buffer = _zeros_for(node, grad, lead + edge.shape, edge.dtype)
-                    slots[id(edge)] = buffer
-                saved = Saved(node.saved_inputs, node.saved_output)
-                if type(grad) is not np.ndarray:
-                    _device_vjp(node, k, grad, saved, buffer, batch)
-                elif batch is None:
-                    node.op.vjp(k, grad, saved, node.attrs, buffer)
-                else:
-                    node.op.vjp_batched(k, grad, saved, node.attrs, buffer)
-            if not retain_graph:
-                node.free()
+        if walk_rules:
+            _walk_rules(steps, buffers, retain_graph)
+        else:
+            _walk_kernels(steps, buffers, retain_graph, lead, batch)
     finally:
         tape.set_grad_enabled_flag(previous_mode)
-    captured.update(slots)
+    results = {id(edge): buffers[s] for edge, s in steps.results() if buffers[s] is not None}
     if rules:  # fresh arrays, as the kernels' walk gives (a rule may pass a seed through)
-        captured = {key: np.array(value._data, copy=True) for key, value in captured.items()}
-    return captured, leaves
+        results = {key: np.array(value._data, copy=True) for key, value in results.items()}
+    return results, steps.leaves
+
+
+def _seed_buffer(edge, grad, walk_rules, rules, lead):
+    """A grad_output as its SEED slot's buffer (only read)."""
+    if walk_rules:
+        if rules:
+            grad = Tensor._make(grad)
+        return grad.astype(edge.dtype) if grad.dtype != edge.dtype else grad
+    if type(grad) is not np.ndarray and not isinstance(grad, (float, int)):
+        from ..cuda import _device  # a CUDA device array
+
+        return _device.copy(grad, edge.dtype).reshape(lead + edge.shape)
+    return np.ascontiguousarray(grad, dtype=edge.dtype).reshape(lead + edge.shape)
+
+
+def _walk_kernels(steps, buffers, retain_graph, lead, batch):
+    """The steps with the ops' VJP kernels (``Op.vjp``, ``Op.vjp_batched``; their CUDA twins
+    for device arrays), each accumulating into its target's buffer, made at its first
+    write. A node's saved buffers are freed after its last step unless ``retain_graph``."""
+    slots = steps.slots
+    current = None
+    saved = None
+    for origin, k, source, target in steps.steps:
+        if k == schedule.RESET:  # (between a node's steps: not a change of origin)
+            buffers[target] = None
+            continue
+        if origin is not current:
+            if current is not None and not retain_graph:
+                _free(current)
+            current = origin
+            if origin is not None and k != schedule.GROUP:
+                saved = Saved(origin.saved_inputs, origin.saved_output)
+        grad = buffers[source]
+        edge = slots[target].edge if k < 0 else origin.edges[k]
+        buffer = buffers[target]
+        if buffer is None:
+            node = origin.nodes[-1] if k == schedule.GROUP else origin
+            buffer = buffers[target] = _zeros_for(node, grad, lead + edge.shape, edge.dtype)
+        if k == schedule.SEED_STEP:
+            _accumulate(buffer, grad)
+        elif k == schedule.GROUP:
+            _run_group(origin, grad, buffer, batch)
+        else:
+            _vjp(origin, k, grad, saved, buffer, lead, batch)
+    if not retain_graph:
+        _free_rest(steps, current)
+
+
+def _vjp(node, k, grad, saved, buffer, lead, batch):
+    """Accumulate VJP ``k`` of ``node`` of ``grad`` into ``buffer`` (on the device of
+    ``grad``)."""
+    if grad.shape[len(lead):] != node.shape:  # (a buffer passed on by an identity)
+        grad = grad.reshape(lead + node.shape)
+    if type(grad) is not np.ndarray:
+        _device_vjp(node, k, grad, saved, buffer, batch)
+    elif batch is None:
+        node.op.vjp(k, grad, saved, node.attrs, buffer)
+    else:
+        node.op.vjp_batched(k, grad, saved, node.attrs, buffer)
+
+
+def _walk_rules(steps, buffers, retain_graph):
+    """The steps with the ops' differentiable rules (``Op.rule``) on Tensors: each adds a new
+    Tensor into its target (``create_graph`` records them)."""
+    slots = steps.slots
+    current = None
+    inputs = output = None
+    for origin, k, source, target in steps.steps:
+        if k == schedule.RESET:  # (between a node's steps: not a change of origin)
+            buffers[target] = None
+            continue
+        if origin is not current:
+            if current is not None and not retain_graph:
+                _free(current)
+            current = origin
+            if origin is not None:
+                inputs, output = _unpack_inputs(origin)
+        grad = buffers[source]
+        if k == schedule.SEED_STEP:
+            contribution = grad
+        else:
+            contribution = origin.op.rule(k, grad, inputs, output, origin.attrs)
+        edge = slots[target].edge if k < 0 else origin.edges[k]
+        if contribution.dtype != edge.dtype:
+            contribution = contribution.astype(edge.dtype)
+        current_value = buffers[target]
+        buffers[target] = contribution if current_value is None else current_value + contribution
+    if not retain_graph:
+        _free_rest(steps, current)
+
+
+def _free(origin):
+    """Free the saved buffers of a node, or of a fused group's nodes."""
+    if type(origin) is fusion.Group:
+        for node in origin.nodes:
+            node.free()
+    elif origin is not None:
+        origin.free()
+
+
+def _free_rest(steps, last):
+    """Free the last origin walked, and the nodes of the run with no step (no input wanted a
+    gradient)."""
+    _free(last)
+    for node in steps.ran:
+        if not node.freed:
+            node.free()
+
+
+def _accumulate(buffer, grad):
+    if type(buffer) is np.ndarray:
+        buffer += grad
+    else:
+        from ..cuda import _device
+
+        _device.add_into(buffer, grad)
 
 
 def _device_groups(plan, seeds, targets, all_leaves):
-    """The fusion groups of a plan that runs on the GPU, by ``id`` of every member node; ``{}``
-    for a host-only plan (CPU graphs fuse in the compiled executor, not here)."""
-    if not _touches_device(plan, seeds):
-        return {}
-    from ..cuda import fusion as cuda_fusion
-
-    if not cuda_fusion.ENABLED:
+    """The fusion groups of a plan that runs on the GPU, by ``id`` of every member node (CPU
+    graphs fuse in the compiled executor, not in this walk)."""
+    if not config.CUDA_FUSE_BACKWARD:
         return {}
     roots = {id(edge) for edge, _ in seeds}
     return fusion.groups(plan, targets, all_leaves, roots, config.CUDA_FUSION_MIN_ELEMENTS)
@@ -254,46 +320,19 @@ def _touches_device(plan, seeds):
     return any(getattr(node.op, "input_device", None) is not None for node in plan.nodes)
 
 
-def _run_group(group, grad, slots, leaves, lead, batch):
+def _run_group(group, grad, buffer, batch):
     """Run a fused chain from its head's gradient ``grad`` (a device array) into its target's
-    slot, which it creates and records (as a leaf met) as the chain's last VJP would have."""
+    buffer."""
     from ..cuda import fusion as cuda_fusion
 
-    target = group.target
-    key = id(target)
-    if not isinstance(target, tape.Node):
-        leaves[key] = target
-    buffer = slots.get(key)
-    if buffer is None:
-        buffer = _zeros_for(group.nodes[-1], grad, lead + target.shape, target.dtype)
-        slots[key] = buffer
     cuda_fusion.run_group(group, grad, buffer, 1 if batch is None else batch)
-
-
-def _add_into(slots, edge, grad, create_graph, lead=()):
-    key = id(edge)
-    current = slots.get(key)
-    if create_graph:
-        if grad.dtype != edge.dtype:
-            grad = grad.astype(edge.dtype)
-        slots[key] = grad if current is None else current + grad
-    elif type(grad) is not np.ndarray:  # a CUDA device array: the slot stays on the device
-        from ..cuda import _device
-
-        if current is None:
-            slots[key] = _device.copy(grad, edge.dtype).reshape(lead + edge.shape)
-        else:
-            _device.add_into(current, grad)
-    elif current is None:
-        slots[key] = np.array(grad, dtype=edge.dtype, copy=True).reshape(lead + edge.shape)
-    else:
-        current += grad
 
 
 def _zeros_for(node, grad, shape, dtype):
     """A zero gradient buffer for an input of ``node``, on that input's device: the device of
-    the node's gradient, except across a transfer op (``input_device``)."""
-    device = getattr(node.op, "input_device", None)
+    the node's gradient, except across a transfer op (``input_device``); for a grad_output
+    (``node`` None), its device."""
+    device = None if node is None else getattr(node.op, "input_device", None)
     if device is None:
         device = "cpu" if type(grad) is np.ndarray else "cuda"
     if device == "cpu":

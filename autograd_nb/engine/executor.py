@@ -32,15 +32,18 @@ GPU, or NumPy's array struct is not the one this module reads, :func:`run` retur
 before anything ran, and the Python walk runs the plan instead.
 """
 
+from typing import NamedTuple
+
 import numba
 import numpy as np
 from numba import njit, prange
 
-from .. import tape
+from .. import config
 from ..ops import _pointers, _strided
 from ..ops._blas import hold_blas_threads, release_blas_threads
 from ..ops._parallel import parallel_allowed
-from . import fusion
+from ..ops.registry import ExecSpec
+from . import fusion, schedule
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -60,14 +63,11 @@ ZERO = -1
 #: gradient, the saved arrays, the target and, for a block of rows, their count) in a 64-entry
 #: array. An op or fused group that reads more runs in the Python walk.
 MAX_SAVED = 60
-#: Batched runs split the batch into blocks of consecutive rows, one per ``BLOCK_ROWS`` rows
-#: and at most ``MAX_BLOCKS`` (measured, the 128 x 512 @ 512 x 256 product of
-#: ``jacobian_batched`` at one thread: 262 us in one block, 260 us in two, 286 us in four, 334
-#: us for the whole step's backward in eight blocks against 292 us in two), starting at
-#: multiples of ``BLOCK_ALIGN`` rows.
-BLOCK_ROWS = 64
-MAX_BLOCKS = 64
-BLOCK_ALIGN = 16
+#: Batched runs split the batch into blocks of consecutive rows (``config.BATCH_BLOCK_ROWS``,
+#: ``BATCH_MAX_BLOCKS``, ``BATCH_BLOCK_ALIGN``), read when the compiled functions below compile.
+BLOCK_ROWS = config.BATCH_BLOCK_ROWS
+MAX_BLOCKS = config.BATCH_MAX_BLOCKS
+BLOCK_ALIGN = config.BATCH_BLOCK_ALIGN
 
 
 @njit(cache=True, nogil=True)
@@ -246,7 +246,7 @@ def execute_batched(table, objects, floats, arena, batch, parallel):
 
 
 class _Tables:
-    """The tables of one run as Python lists, filled by :func:`_build` (see the module
+    """The tables of one run as Python lists, written from a schedule (see the module
     docstring); :meth:`execute` hands them to the compiled executor."""
 
     def __init__(self, dtype, batch=None):
@@ -259,7 +259,6 @@ class _Tables:
         self.origins = []
         self.slot_offsets = []
         self.arena_size = 0
-        self.free = {}
         self.code = []
         self.ints = []
         self.floats = []
@@ -270,35 +269,109 @@ class _Tables:
         self.slot_rows = []
         self.modes = []
 
-    def external_slot(self, array, origin, row_size=0, zero=False):
-        """A slot in ``array`` (``row_size`` elements per batch row); ``zero``: cleared by a
-        ZERO row first (a batch's results, left for the blocks to zero)."""
-        self.objects.append(array)
-        self.origins.append(origin)
-        self.slot_offsets.append(-len(self.objects))
-        self.slot_rows.append(row_size)
-        slot = len(self.slot_offsets) - 1
-        if zero:
-            self.zero(slot, row_size)
-        return slot
+    def add_slots(self, slots, seeds):
+        """A table slot per schedule slot, same numbering: the seeds (read as they are where
+        C-contiguous and of the dtype, else converted), fresh result arrays (by ``id`` of
+        their edge: returned), arena offsets. Every edge must have the tables' dtype."""
+        dtype = self.dtype
+        lead = () if self.batch is None else (self.batch,)
+        results = {}
+        offsets = self.slot_offsets
+        for slot in slots:
+            edge = slot.edge
+            if edge.dtype != dtype:
+                raise Unsupported
+            size = _size(edge.shape)
+            self.slot_rows.append(size)
+            if slot.kind == schedule.ARENA:
+                offsets.append(self.arena_size)
+                self.arena_size += size * self.rows
+                continue
+            if slot.kind == schedule.SEED:
+                array = np.ascontiguousarray(seeds[slot.seed][1], dtype=dtype).reshape(
+                    lead + edge.shape)
+                origin = ("seed", slot.seed)
+            else:
+                # (a batch's results are zeroed by the blocks of the run, each its own rows)
+                array = np.zeros(edge.shape, dtype) if self.batch is None else np.empty(
+                    lead + edge.shape, dtype)
+                results[id(edge)] = array
+                origin = ("result", edge)
+            self.objects.append(array)
+            self.origins.append(origin)
+            offsets.append(-len(self.objects))
+        return results
 
-    def arena_slot(self, shape):
-        """A slot for a gradient of ``shape`` in the arena: a freed one of that shape (zeroed
-        first) or a new one (zeroed first in a batch; the whole arena starts zeroed
-        otherwise)."""
-        reusable = self.free.get(shape)
-        size = _size(shape)
-        if reusable:
-            slot = reusable.pop()
-            self.zero(slot, size)
-            return slot
-        self.slot_offsets.append(self.arena_size)
-        self.arena_size += size * self.rows
-        self.slot_rows.append(size)
-        slot = len(self.slot_offsets) - 1
+    def write(self, steps):
+        """One code row per step (see the module docstring). (The hot loop of an uncached
+        backward: local names, one call per step.)"""
+        self.written = set()  # (a batch's slots written so far)
+        batch = self.batch
+        code, objects, origins = self.code, self.objects, self.origins
+        ints_list, floats_list, modes = self.ints, self.floats, self.modes
+        entry_of = self.entry_index
+        ndarray = np.ndarray
+        for origin, k, source, target in steps:
+            if k >= 0:
+                if batch is None:
+                    spec, mode = origin.op.exec_spec(k, origin), 0
+                else:
+                    spec, mode = self.batched_spec(origin, k, target)
+                if spec is None:
+                    raise Unsupported
+            else:
+                spec, mode = self.special(origin, k, source, target), 0
+                if spec is None:
+                    continue
+            driver, saved, ints, floats = spec
+            if len(saved) > MAX_SAVED:
+                raise Unsupported
+            entry = entry_of.get(driver)
+            if entry is None:
+                entry = self.entry(driver)
+            for array in saved:
+                if type(array) is not ndarray:  # a device array: CUDA graphs run the walk
+                    raise Unsupported
+            code.extend((entry, source, len(saved), len(objects), target, len(ints_list),
+                         len(floats_list)))
+            objects.extend(saved)
+            origins.extend([origin] * len(saved))
+            ints_list.extend(ints)
+            floats_list.extend(floats)  # not ``+=``: a NumPy ``floats`` would take that over
+            modes.append(mode)
+
+    def first_write(self, target):
+        """In a batch, a ZERO row before the first row that writes ``target``: each block
+        clears its own rows of it just before use."""
+        if target not in self.written:
+            self.zero(target, self.slot_rows[target])
+            self.written.add(target)
+
+    def batched_spec(self, node, k, target):
+        """``(spec, mode)`` of VJP ``k`` of ``node`` in a batch: its driver taking a block of
+        rows (``Op.exec_rows_spec``, mode 1) where it has one, else its driver per row."""
+        self.first_write(target)
+        spec = node.op.exec_rows_spec(k, node)
+        if spec is not None:
+            return spec, 1
+        return node.op.exec_spec(k, node), 0
+
+    def special(self, origin, k, source, target):
+        """The spec of a step that is not one VJP: a grad_output's accumulation, a fused
+        group (whose loop stays serial in a batch: its blocks already run in parallel); a
+        RESET step's ZERO row (then None)."""
+        if k == schedule.RESET:
+            if self.batch is None:
+                self.zero(target, self.slot_rows[target])
+            else:
+                self.written.discard(target)
+                self.first_write(target)
+            return None
         if self.batch is not None:
-            self.zero(slot, size)
-        return slot
+            self.first_write(target)
+        if k == schedule.SEED_STEP:
+            return ExecSpec(_strided.accumulate_driver, (), (self.slot_rows[source],), ())
+        return origin.spec(parallel=None if self.batch is None else False)
 
     def zero(self, slot, size):
         """A ZERO row: clear ``slot`` (``size`` elements; in a batch, the block's rows)."""
@@ -368,205 +441,56 @@ def _plan_dtype(plan, seeds):
     return dtype if dtype in _FLOATS else None
 
 
-def run(plan, seeds, targets, all_leaves, retain_graph, remember=None, batch=None):
+class Executed(NamedTuple):
+    """A backward the executor ran: the gradients by ``id`` of every target, retaining node
+    and (``all_leaves``) leaf that received one, the leaves met, the schedule it ran and its
+    tables (:class:`_Tables`, which :mod:`.plan_cache` and ``anb.compile`` keep)."""
+
+    results: dict
+    leaves: dict
+    schedule: object
+    tables: object
+
+
+def run(plan, seeds, targets, all_leaves, batch=None):
     """Run ``plan`` in one compiled call; None where it cannot (then nothing has changed).
 
-    Arguments and result as :func:`autograd_nb.engine.backward.run_plan` without
-    ``create_graph``: the gradients by ``id`` of every target, retaining node and
-    (``all_leaves``) leaf that received one, and the leaves met. With ``batch`` every seed
-    and result has a leading batch dimension of that size, and the batch runs as a
-    ``prange`` over blocks of rows (:func:`execute_batched`). ``remember``, if given, is
-    called with ``(tables, ran, results, leaves)`` after the run and before the saved
-    buffers are freed (:mod:`.plan_cache` makes its template there).
+    Arguments as :func:`autograd_nb.engine.backward.run_plan` without ``create_graph``. With
+    ``batch`` every seed and result has a leading batch dimension of that size, and the batch
+    runs as a ``prange`` over blocks of rows (:func:`execute_batched`). The saved buffers are
+    not freed here (the caller frees ``schedule.ran`` unless it retains the graph).
     """
     if not _pointers.SUPPORTED:
         return None
     dtype = _plan_dtype(plan, seeds)
     if dtype is None:
         return None
-    tables = _Tables(dtype, batch)
-    slot_of = {}
-    results = {}  # id(edge) -> the array handed back
-    leaves = {}
     try:
-        ran = _build(tables, plan, seeds, targets, all_leaves, slot_of, results, leaves)
-    except _Unsupported:
+        tables, steps, results = build(plan, seeds, targets, all_leaves, dtype, batch)
+    except Unsupported:
         return None
     tables.execute()
-    if remember is not None:
-        remember(tables, ran, results, leaves)
-    if not retain_graph:
-        for node in ran:
-            node.free()
-    return results, leaves
+    return Executed(results, steps.leaves, steps, tables)
 
 
-def _build(tables, plan, seeds, targets, all_leaves, slot_of, results, leaves):
-    """Fill ``tables`` with the plan's instructions (the hot Python loop of a backward: it
-    keeps to local names and list appends)."""
-    dtype = tables.dtype
-    batch = tables.batch
-    lead = () if batch is None else (batch,)
-    Node = tape.Node
-    needed = plan.needed
-    objects = tables.objects
-    code = tables.code
-    ints_list = tables.ints
-    floats_list = tables.floats
-    entry_of = tables.entry_index
-    free = tables.free
-    slot_offsets = tables.slot_offsets
-
-    def slot_for(edge, key):
-        if edge.dtype != dtype:
-            raise _Unsupported
-        if not isinstance(edge, Node) or key in targets or edge.retained:
-            if batch is None:
-                array = np.zeros(edge.shape, dtype=dtype)
-                slot = tables.external_slot(array, ("result", edge))
-            else:  # (zeroed by the blocks of the run, each its own rows)
-                array = np.empty(lead + edge.shape, dtype=dtype)
-                slot = tables.external_slot(array, ("result", edge), _size(edge.shape), True)
-            results[key] = array
-        else:
-            slot = tables.arena_slot(edge.shape)
-        slot_of[key] = slot
-        return slot
-
-    origins = tables.origins
-
-    modes = tables.modes
-
-    def emit(spec, slot, target, origin, mode=0):
-        """Append one instruction: ``spec`` (of ``Op.exec_spec``, for ``origin``, the node or
-        fused group; of ``Op.exec_rows_spec`` where ``mode`` is 1) reading ``slot``,
-        accumulating into ``target``."""
-        driver, saved, ints, floats = spec
-        if len(saved) > MAX_SAVED:
-            raise _Unsupported
-        entry = entry_of.get(driver)
-        if entry is None:
-            entry = tables.entry(driver)
-        for array in saved:
-            if type(array) is not ndarray:  # a device array: CUDA graphs run their own plan
-                raise _Unsupported
-        code.extend((entry, slot, len(saved), len(objects), target, len(ints_list),
-                     len(floats_list)))
-        objects.extend(saved)
-        origins.extend([origin] * len(saved))
-        ints_list.extend(ints)
-        floats_list.extend(floats)  # not ``+=``: a NumPy ``floats`` would take that over
-        modes.append(mode)
-
-    ndarray = np.ndarray
-    # The newest node of the plan is no other node's input: when it is an output with one
-    # seed (the usual backward of a loss), that seed is its gradient slot as it is, only read.
-    newest = plan.nodes[0] if plan.nodes else None
-    seeded = [id(edge) for edge, _ in seeds]
-    for index, (edge, grad) in enumerate(seeds):
-        if not isinstance(grad, (ndarray, float, int)):
-            raise _Unsupported
-        key = id(edge)
-        # Only read: the caller's array itself where it is C-contiguous and of the plan's
-        # dtype, else a converted copy.
-        seed = np.ascontiguousarray(grad, dtype=dtype).reshape(lead + edge.shape)
-        row_size = _size(edge.shape)
-        slot = slot_of.get(key)
-        if (
-            slot is None
-            and edge is newest
-            and edge.dtype == dtype
-            and key not in targets
-            and not edge.retained
-            and seeded.count(key) == 1
-        ):
-            slot_of[key] = tables.external_slot(seed, ("seed", index), row_size)
-            continue
-        if slot is None:
-            slot = slot_for(edge, key)
-        emit((_strided.accumulate_driver, (), (row_size,), ()),
-             tables.external_slot(seed, ("seed", index), row_size), slot, None)
-        if not isinstance(edge, Node):
-            leaves[key] = edge
-    ran = []
-    groups = {}
-    if fusion.ENABLED:
+def build(plan, seeds, targets, all_leaves, dtype, batch=None):
+    """The schedule of ``plan`` (:func:`.schedule.schedule`, with the CPU's fused chains)
+    written as tables: ``(tables, schedule, results)``; :class:`Unsupported` where a step has
+    no driver or an operand is not a host array of ``dtype``."""
+    for _, grad in seeds:
+        if not isinstance(grad, (np.ndarray, float, int)):
+            raise Unsupported
+    groups = None
+    if config.FUSE_BACKWARD:
         groups = fusion.groups(plan, targets, all_leaves, {id(edge) for edge, _ in seeds})
-    for node in plan.nodes:
-        slot = slot_of.get(id(node))
-        if slot is None:
-            continue
-        ran.append(node)
-        group = groups.get(id(node)) if groups else None
-        if group is not None:
-            ran.extend(group.nodes[1:])
-            target = group.target
-            key = id(target)
-            if not isinstance(target, Node):
-                leaves[key] = target
-            slot_target = slot_of.get(key)
-            if slot_target is None:
-                slot_target = slot_for(target, key)
-            # (A batch runs its blocks in parallel already: the loop itself stays serial.)
-            emit(group.spec(parallel=None if batch is None else False), slot, slot_target,
-                 group)
-            if slot_offsets[slot] >= 0:
-                free.setdefault(node.shape, []).append(slot)
-            continue
-        op = node.op
-        exec_spec = op.exec_spec
-        # An identity VJP (reshape, or an elementwise formula ``g`` into an input of the
-        # node's shape) into an intermediate with no slot yet hands the node's arena slot on
-        # instead of zeroing another and copying: no instruction, once per node.
-        passable = slot_offsets[slot] >= 0 and op.has_identity_vjp
-        passed = False
-        k = -1
-        for edge in node.edges:
-            k += 1
-            if edge is None:
-                continue
-            key = id(edge)
-            if isinstance(edge, Node):
-                if key not in needed:
-                    continue
-                if (
-                    passable and key not in slot_of and key not in targets
-                    and not edge.retained and edge.dtype == dtype
-                    and op.identity_vjp(k, node)
-                ):
-                    slot_of[key] = slot
-                    passable = False
-                    passed = True
-                    continue
-            elif all_leaves or key in targets:
-                leaves[key] = edge
-            else:
-                continue
-            mode = 0
-            if batch is not None:
-                spec = node.op.exec_rows_spec(k, node)
-                if spec is not None:
-                    mode = 1
-                else:
-                    spec = exec_spec(k, node)
-            else:
-                spec = exec_spec(k, node)
-            if spec is None:
-                raise _Unsupported
-            target = slot_of.get(key)
-            if target is None:
-                target = slot_for(edge, key)
-            emit(spec, slot, target, node, mode)
-        if slot_offsets[slot] >= 0 and not passed:  # consumed: the arena slot can be reused
-            reusable = free.get(node.shape)
-            if reusable is None:
-                free[node.shape] = [slot]
-            else:
-                reusable.append(slot)
-    return ran
+    steps = schedule.schedule(plan, seeds, targets, all_leaves, groups)
+    tables = _Tables(dtype, batch)
+    results = tables.add_slots(steps.slots, seeds)
+    tables.write(steps.steps)
+    return tables, steps, results
 
 
-class _Unsupported(Exception):
+class Unsupported(Exception):
     """A node the executor has no driver for: the Python walk runs the plan instead."""
 
 

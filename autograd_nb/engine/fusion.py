@@ -27,15 +27,7 @@ from .. import config, tape
 from ..ops import _kernels
 from ..ops._parallel import use_threads
 from ..ops.elementwise import ElementwiseOp
-
-#: Set False to run every VJP on its own (tests compare the two).
-ENABLED = True
-
-#: A group has at most this many nodes; a longer chain is cut into several groups. numba's
-#: compile time grows faster than the loop's length (measured, cold, a chain alternating
-#: ``tanh(h) * 1.1`` and ``sin``: 5 s for 6 nodes, 13 s for 12, 29 s for 18, 118 s for 36,
-#: 316 s for 48), and at 80 nodes numba's SSA pass exceeded Python's recursion limit.
-MAX_NODES = 8
+from ..ops.registry import ExecSpec
 
 #: And at most this many operand arrays (the executor passes a driver's operands in a
 #: 64-entry array, with the gradient and the target).
@@ -76,7 +68,7 @@ class Group:
         n = _size(self.head.shape)
         if parallel is None:
             parallel = use_threads(n)
-        return self.driver(parallel), operands, (n,), floats
+        return ExecSpec(self.driver(parallel), operands, (n,), floats)
 
     def driver(self, parallel):
         """The fused loop's driver, split over the cores or not."""
@@ -126,12 +118,10 @@ def _link(node, needed, targets, all_leaves):
     shape = attrs["shape"]
     position = None
     for k, edge in enumerate(node.edges):
-        if edge is None:
-            continue
         if isinstance(edge, tape.Node):
             wanted = id(edge) in needed
         else:
-            wanted = all_leaves or id(edge) in targets
+            wanted = edge is not None and (all_leaves or id(edge) in targets)
         if wanted:
             if position is not None:
                 return None
@@ -157,55 +147,75 @@ def groups(plan, targets, all_leaves, roots, minimum=None):
     ``minimum`` elements (default ``config.FUSION_MIN_ELEMENTS``)."""
     if minimum is None:
         minimum = config.FUSION_MIN_ELEMENTS
+    candidates = _candidates(plan, targets, all_leaves, minimum)
+    if len(candidates) < 2:
+        return {}
+    consumers = _consumer_counts(plan)
+    found = {}
+    for node in plan.nodes:  # backward order: a chain is met at its head first
+        key = id(node)
+        if key in found or key not in candidates:
+            continue
+        chain, positions, kinds = _chain_from(node, candidates, consumers, found, targets,
+                                              roots)
+        if len(chain) >= 2:
+            group = Group(chain, positions, kinds)
+            for member in chain:
+                found[id(member)] = group
+    return found
+
+
+def _candidates(plan, targets, all_leaves, minimum):
+    """``_link`` of each node of ``plan`` that can be fused, by ``id``."""
     candidates = {}
     for node in plan.nodes:
         if _size(node.shape) >= minimum and isinstance(node.op, ElementwiseOp):
             link = _link(node, plan.needed, targets, all_leaves)
             if link is not None:
                 candidates[id(node)] = link
-    if len(candidates) < 2:
-        return {}
+    return candidates
+
+
+def _consumer_counts(plan):
+    """How many edges of ``plan``'s nodes lead to each node, by ``id``."""
     consumers = {}
     for node in plan.nodes:
         for edge in node.edges:
             if edge is not None and isinstance(edge, tape.Node):
                 consumers[id(edge)] = consumers.get(id(edge), 0) + 1
-    found = {}
-    for node in plan.nodes:  # backward order: a chain is met at its head first
-        key = id(node)
-        if key in found or key not in candidates:
-            continue
-        chain, positions, kinds = [node], [], []
-        current = node
-        operands = 0
-        while True:
-            position, operand_kinds = candidates[id(current)]
-            positions.append(position)
-            kinds.append(operand_kinds)
-            operands += _operand_count(current, position)
-            following = current.edges[position]
-            following_key = id(following)
-            if (
-                len(chain) >= MAX_NODES
-                or not isinstance(following, tape.Node)
-                or following_key not in candidates
-                or following_key in found
-                or consumers.get(following_key, 0) != 1
-                or following_key in targets
-                or following_key in roots
-                or following.retained
-                or following.shape != current.shape
-                or operands + _operand_count(following, candidates[following_key][0])
-                > MAX_OPERANDS
-            ):
-                break
-            chain.append(following)
-            current = following
-        if len(chain) >= 2:
-            group = Group(chain, positions, kinds)
-            for member in chain:
-                found[id(member)] = group
-    return found
+    return consumers
+
+
+def _chain_from(node, candidates, consumers, found, targets, roots):
+    """``(chain, positions, kinds)``: the nodes of the chain headed by ``node``, following
+    each one's gradient position while the next can join, with their positions and operand
+    kinds."""
+    chain, positions, kinds = [node], [], []
+    current = node
+    operands = 0
+    while True:
+        position, operand_kinds = candidates[id(current)]
+        positions.append(position)
+        kinds.append(operand_kinds)
+        operands += _operand_count(current, position)
+        following = current.edges[position]
+        following_key = id(following)
+        if (
+            len(chain) >= config.FUSION_MAX_NODES
+            or not isinstance(following, tape.Node)
+            or following_key not in candidates
+            or following_key in found
+            or consumers.get(following_key, 0) != 1
+            or following_key in targets
+            or following_key in roots
+            or following.retained
+            or following.shape != current.shape
+            or operands + _operand_count(following, candidates[following_key][0])
+            > MAX_OPERANDS
+        ):
+            return chain, positions, kinds
+        chain.append(following)
+        current = following
 
 
 def _operand_count(node, position):

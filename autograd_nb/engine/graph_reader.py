@@ -58,8 +58,10 @@ def _item(tuple_address, k, tuple_type):
 
 
 @njit(cache=True)
-def match(roots, tree, ops, dtypes, attrs, variadic, links, nones, leaf_links, lay, nodes,
-          leaves, oldest):
+def match(  # noqa: C901 (njit: a loop per template table; arrays passed to helpers cost refcounts)
+    roots, tree, ops, dtypes, attrs, variadic, links, nones, leaf_links, lay, nodes, leaves,
+    oldest,
+):
     """Fill ``nodes`` (addresses by position) and ``leaves`` (by leaf index) from the graph
     at ``roots``; True where it verifiably has the template's structure (then ``oldest[0]``
     is its smallest ``seq``, or -1 where ints are not read here).

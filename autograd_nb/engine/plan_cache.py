@@ -34,17 +34,9 @@ from operator import attrgetter, eq, getitem, is_not, itemgetter
 
 import numpy as np
 
-from .. import layout, tape
+from .. import config, layout, tape
 from ..ops._parallel import parallel_allowed
 from . import executor, fusion, graph_reader
-
-#: Templates kept per key (the outputs' ops, shapes and dtypes and the request's kind).
-PER_KEY = 4
-#: Keys kept (least recently made dropped first).
-MAX_KEYS = 256
-#: Misses of a key's templates after which the key is no longer remembered (its structure
-#: changes every step: making templates would only cost).
-MAX_MISSES = 8
 
 _templates = {}  # key -> (Template, ...), most recent first
 _misses = {}  # key -> uncached runs of that key
@@ -69,7 +61,7 @@ def key_of(root_edges, targets, all_leaves, batch=None):
     """The key under which templates of this request are kept; None when it is not cached
     (an output that is a leaf). A batched request (``batch`` rows) has keys of its own, and
     so has a forked child that may not start parallel regions (its fused loops: serial)."""
-    parts = [all_leaves, len(targets), fusion.ENABLED, parallel_allowed(), batch]
+    parts = [all_leaves, len(targets), config.FUSE_BACKWARD, parallel_allowed(), batch]
     node_type = tape.Node
     for edge in root_edges:
         if type(edge) is not node_type:
@@ -105,29 +97,29 @@ def _move_to_front(key, template):
             _templates[key] = (template, *[t for t in kept if t is not template])
 
 
-def recorder(key, plan, root_edges, targets):
-    """A ``remember`` callback for :func:`executor.run` when this run should leave a
-    template (the key's second uncached run on), else None."""
-    if key is None:
-        return None
+def wanted(key):
+    """Count an uncached run of ``key``; whether the run should leave a template (the key's
+    second uncached run on, up to ``config.PLAN_CACHE_MAX_MISSES``)."""
     with _lock:
         misses = _misses.get(key, 0) + 1
         _misses[key] = misses
-    if misses < 2 or misses > MAX_MISSES:
-        return None
+    return 2 <= misses <= config.PLAN_CACHE_MAX_MISSES
 
-    def remember(tables, ran, results, leaves):
-        template = Template.make(plan, tables, ran, root_edges, targets, leaves)
-        if template is None:
-            return
-        with _lock:
-            stats["made"] += 1
-            kept = (template, *_templates.pop(key, ()))[:PER_KEY]
-            if len(_templates) >= MAX_KEYS:
-                del _templates[next(iter(_templates))]
-            _templates[key] = kept
 
-    return remember
+def remember(plan, executed, key, root_edges, targets):
+    """Keep the executor's run of ``plan`` (:class:`.executor.Executed`) as a template of
+    ``key`` (of ``root_edges`` and the target edges ``targets``), before its saved buffers are
+    freed."""
+    template = Template.make(plan, executed.tables, executed.schedule.ran, root_edges, targets,
+                             executed.leaves)
+    if template is None:
+        return
+    with _lock:
+        stats["made"] += 1
+        kept = (template, *_templates.pop(key, ()))[:config.PLAN_CACHE_PER_KEY]
+        if len(_templates) >= config.PLAN_CACHE_MAX_KEYS:
+            del _templates[next(iter(_templates))]
+        _templates[key] = kept
 
 
 class _NotCached(Exception):
@@ -149,7 +141,35 @@ class Template:
             return None
 
     def __init__(self, plan, tables, ran, root_edges, targets, met):
-        node_type = tape.Node
+        position, nodes = self._number_roots(root_edges)
+        leaf_index, leaves, leaf_links = self._number_reached(nodes, position)
+        for node in nodes:
+            if node.retained:
+                raise _NotCached  # retained gradients are filled from the plan's nodes
+        self._leaf_lists(leaf_links, len(leaves))
+        self.ops = [node.op for node in nodes]
+        self.attrs = [node.attrs for node in nodes]
+        # Positions of ops taking a sequence (their arity is not fixed) with their arity.
+        self.variadic = [(p, len(node.edges)) for p, node in enumerate(nodes)
+                         if node.op.n_inputs is None]
+        self.dtype = tables.dtype
+        self.batch = tables.batch
+        self.dtypes = [node.dtype for node in nodes]
+        self.leaf_shapes = [leaf.shape for leaf in leaves]
+        self.needed = [position[id(node)] for node in plan.nodes]
+        self.to_free = [position[id(node)] for node in ran if node.needs_saved()]
+        self.targets = [_target_position(edge, position, leaf_index) for edge in targets]
+        self.met = [leaf_index[key] for key in met]  # leaves given a gradient, in order
+        self._objects(tables, position, leaf_index, nodes)
+        self._gather_lists(tables)
+        self.table = tables.table
+        self.floats = tables.float_array
+        self.arena_size = tables.arena_size
+        self._reader_arrays(len(leaves))
+
+    def _number_roots(self, root_edges):
+        """``(position, nodes)``: the distinct outputs' positions by ``id`` and the outputs in
+        that order; sets ``root_positions``."""
         position = {}  # id(node) -> position
         nodes = []
         self.root_positions = []
@@ -158,12 +178,19 @@ class Template:
                 position[id(edge)] = len(nodes)
                 nodes.append(edge)
             self.root_positions.append(position[id(edge)])
+        return position, nodes
+
+    def _number_reached(self, nodes, position):
+        """Extend ``nodes`` and ``position`` by every node reached from them; ``(leaf_index,
+        leaves, leaf_links)`` likewise for the leaves. Sets ``tree``, ``links`` and
+        ``nones``."""
+        node_type = tape.Node
         leaf_index = {}
         leaves = []
         self.tree = []  # (parent position, edge index) of each non-root position
         self.links = []  # (position, edge index, position) of the other node edges
         self.nones = []  # (position, edge index) of edges that lead nowhere
-        self.leaf_links = []  # (position, edge index, leaf index)
+        leaf_links = []  # (position, edge index, leaf index)
         i = 0
         while i < len(nodes):
             for k, edge in enumerate(nodes[i].edges):
@@ -182,47 +209,20 @@ class Template:
                     if j is None:
                         j = leaf_index[id(edge)] = len(leaves)
                         leaves.append(edge)
-                    self.leaf_links.append((i, k, j))
+                    leaf_links.append((i, k, j))
             i += 1
-        for node in nodes:
-            if node.retained:
-                raise _NotCached  # retained gradients are filled from the plan's nodes
-        # Leaf edges as parallel lists (from position, edge index, leaf index), and the first
-        # edge of each leaf.
-        self.leaf_from = [i for i, _, _ in self.leaf_links]
-        self.leaf_k = [k for _, k, _ in self.leaf_links]
-        self.leaf_j = [j for _, _, j in self.leaf_links]
+        return leaf_index, leaves, leaf_links
+
+    def _leaf_lists(self, leaf_links, n_leaves):
+        """Leaf edges as parallel lists (from position, edge index, leaf index), and the first
+        edge of each leaf."""
+        self.leaf_from = [i for i, _, _ in leaf_links]
+        self.leaf_k = [k for _, k, _ in leaf_links]
+        self.leaf_j = [j for _, _, j in leaf_links]
         first = {}
         for link, j in enumerate(self.leaf_j):
             first.setdefault(j, link)
-        self.leaf_first = [first[j] for j in range(len(leaves))]
-        del self.leaf_links
-        self.ops = [node.op for node in nodes]
-        self.attrs = [node.attrs for node in nodes]
-        # Positions of ops taking a sequence (their arity is not fixed) with their arity.
-        self.variadic = [(p, len(node.edges)) for p, node in enumerate(nodes)
-                         if node.op.n_inputs is None]
-        self.dtype = tables.dtype
-        self.batch = tables.batch
-        self.dtypes = [node.dtype for node in nodes]
-        self.leaf_shapes = [leaf.shape for leaf in leaves]
-        self.needed = [position[id(node)] for node in plan.nodes]
-        self.to_free = [position[id(node)] for node in ran if node.needs_saved()]
-        self.targets = []
-        for edge in targets:
-            if id(edge) in position:
-                self.targets.append(position[id(edge)])
-            elif id(edge) in leaf_index:
-                self.targets.append(-2 - leaf_index[id(edge)])
-            else:
-                self.targets.append(None)  # unreachable (allow_unused)
-        self.met = [leaf_index[key] for key in met]  # leaves given a gradient, in order
-        self._objects(tables, position, leaf_index, nodes)
-        self._gather_lists(tables)
-        self.table = tables.table
-        self.floats = tables.float_array
-        self.arena_size = tables.arena_size
-        self._reader_arrays(len(leaves))
+        self.leaf_first = [first[j] for j in range(n_leaves)]
 
     def _objects(self, tables, position, leaf_index, nodes):
         """How to find each object of the tables in a matching graph."""
@@ -327,30 +327,15 @@ class Template:
         return layout.objects_at(addresses), leaves, addresses, None if found < 0 else found
 
     def run(self, root_edges, seeds, targets, retain_graph, allow_unused):
-        found = None if self.reader is None else self._match_compiled(root_edges)
+        found = (self.reader is not None and self._match_compiled(root_edges)
+                 or self._match_python(root_edges))  # compiled, else the Python checks
         if found is None:
-            addresses = oldest = None
-            nodes = self._match(root_edges)
-            if nodes is None:
-                return None
-            leaves = self._match_leaves(nodes)
-            if leaves is None:
-                return None
-        else:
-            nodes, leaves, addresses, oldest = found
+            return None
+        nodes, leaves, addresses, oldest = found
         if not self._match_targets(nodes, leaves, targets, allow_unused):
             return None
-        # No retain_grad(): certain when every node is newer than the newest node that got one
-        # (the usual case), else read off each node.
-        if oldest is None:
-            oldest = min(map(_seq, nodes))
-        if oldest <= tape.marks[2] and any(map(_retained, nodes)):
+        if not _unretained_and_current(nodes, oldest, self.needed):
             return None
-        # All the graph's nodes, a superset of those the plan needs: when none may be stale
-        # (the common case), neither may the needed ones.
-        if _maybe_stale(nodes, oldest):
-            for p in self.needed:  # as make_plan: the first stale node in plan order raises
-                nodes[p].check_saved()
         for _, grad in seeds:
             if type(grad) is not np.ndarray and type(grad) is not float and type(grad) is not int:
                 return None
@@ -375,24 +360,38 @@ class Template:
             if held:
                 graph_reader.release(ids, self.c_saved_objects)
         if not retain_graph and self.to_free:
-            # Every node of a graph is older than its outputs (edges lead to earlier nodes),
-            # so the outputs' seq bounds the newest freed node's: a mark at most that late.
-            # Marked before freeing, and flagged before the buffers go (as ``Node.free``):
-            # a free cut short (a KeyboardInterrupt) leaves nodes that raise the freed-graph
-            # error.
-            tape.raise_mark(1, max(map(_seq, root_edges)))
-            if addresses is not None:
-                graph_reader.free(addresses, self.c_to_free, self.reader)
-            else:
-                freed = list(map(nodes.__getitem__, self.to_free))
-                n = len(freed)
-                deque(map(setattr, freed, repeat("freed", n), repeat(True, n)), 0)
-                deque(map(setattr, freed, repeat("saved_inputs", n), repeat(None, n)), 0)
-                deque(map(setattr, freed, repeat("saved_output", n), repeat(None, n)), 0)
+            self._free(nodes, root_edges, addresses)
         if addresses is not None:
             stats["compiled"] += 1
         met = list(map(leaves.__getitem__, self.met))
         return results, dict(zip(map(id, met), met))
+
+    def _match_python(self, root_edges):
+        """``(nodes, leaves, None, None)`` as :meth:`_match_compiled` finds them, by the
+        Python checks; None where the graph is not the template's."""
+        nodes = self._match(root_edges)
+        if nodes is None:
+            return None
+        leaves = self._match_leaves(nodes)
+        if leaves is None:
+            return None
+        return nodes, leaves, None, None
+
+    def _free(self, nodes, root_edges, addresses):
+        """Free the saved buffers of the nodes that have them, as ``Node.free``."""
+        # Every node of a graph is older than its outputs (edges lead to earlier nodes), so
+        # the outputs' seq bounds the newest freed node's: a mark at most that late. Marked
+        # before freeing, and flagged before the buffers go (as ``Node.free``): a free cut
+        # short (a KeyboardInterrupt) leaves nodes that raise the freed-graph error.
+        tape.raise_mark(1, max(map(_seq, root_edges)))
+        if addresses is not None:
+            graph_reader.free(addresses, self.c_to_free, self.reader)
+            return
+        freed = list(map(nodes.__getitem__, self.to_free))
+        n = len(freed)
+        deque(map(setattr, freed, repeat("freed", n), repeat(True, n)), 0)
+        deque(map(setattr, freed, repeat("saved_inputs", n), repeat(None, n)), 0)
+        deque(map(setattr, freed, repeat("saved_output", n), repeat(None, n)), 0)
 
     def _run_tables(self, nodes, leaves, seeds, ids, dtype):
         """Add the seeds and fresh result buffers to ``ids`` and run the tables; the results
@@ -462,17 +461,27 @@ class Template:
             if len(nodes[p].edges) != arity:
                 return None
         attrs = list(map(_attrs, nodes))
-        if not _all_identical(attrs, self.attrs):
-            for i in compress(range(len(attrs)), map(is_not, attrs, self.attrs)):
-                if not _same_attrs(attrs[i], self.attrs[i]):
-                    return None
+        if not (_all_identical(attrs, self.attrs) or self._equal_attrs(attrs)):
+            return None
+        return nodes if self._same_edges(nodes) else None
+
+    def _equal_attrs(self, attrs):
+        """Whether the attribute dicts that are not the template's very objects equal them."""
+        for i in compress(range(len(attrs)), map(is_not, attrs, self.attrs)):
+            if not _same_attrs(attrs[i], self.attrs[i]):
+                return False
+        return True
+
+    def _same_edges(self, nodes):
+        """Whether the edges off the tree lead where the template's do (an earlier position,
+        or nowhere)."""
         for i, k, j in self.links:
             if nodes[i].edges[k] is not nodes[j]:
-                return None
+                return False
         for i, k in self.nones:
             if nodes[i].edges[k] is not None:
-                return None
-        return nodes
+                return False
+        return True
 
     def _match_leaves(self, nodes):
         """The graph's leaves by index, or None if they are not the template's (a node or
@@ -498,26 +507,35 @@ class Template:
     def _match_targets(self, nodes, leaves, targets, allow_unused):
         if len(targets) != len(self.targets):
             return False
-        reached = None
-        node_type = tape.Node
         for edge, where in zip(targets, self.targets):
             if where is None:
-                if not allow_unused:
-                    return False  # the uncached path raises the unused-input error
-                if type(edge) is node_type:
-                    if edge in nodes:
-                        return False
-                    continue
-                if reached is None:
-                    reached = set(map(id, leaves))  # every leaf edge is in the template
-                if id(edge) in reached:
-                    return False
-            elif where >= 0:
+                continue  # unreachable in the template: checked below
+            if where >= 0:
                 # A node target must be at its position only: a graph may merge two of the
                 # template's nodes into one (its gradients are the same), not a target.
                 if nodes[where] is not edge or nodes.count(edge) != 1:
                     return False
             elif leaves[-2 - where] is not edge:
+                return False
+        return None not in self.targets or self._unused_unreached(nodes, leaves, targets,
+                                                                    allow_unused)
+
+    def _unused_unreached(self, nodes, leaves, targets, allow_unused):
+        """Whether the targets the template does not reach are not reached here either."""
+        if not allow_unused:
+            return False  # the uncached path raises the unused-input error
+        reached = None
+        node_type = tape.Node
+        for edge, where in zip(targets, self.targets):
+            if where is not None:
+                continue
+            if type(edge) is node_type:
+                if edge in nodes:
+                    return False
+                continue
+            if reached is None:
+                reached = set(map(id, leaves))  # every leaf edge is in the template
+            if id(edge) in reached:
                 return False
         return True
 
@@ -537,17 +555,26 @@ _saved_output = attrgetter("saved_output")
 _first = itemgetter(0)
 
 
-def _maybe_stale(nodes, oldest):
-    """Whether a saved buffer of ``nodes`` (the oldest of which has seq ``oldest``) may be
-    freed or modified since it was saved.
-
-    When every node is newer than the last in-place change and than every freed node
-    (:data:`autograd_nb.tape.marks`), none can be. Otherwise each node's flags and versions
-    are read."""
+def _unretained_and_current(nodes, oldest, needed):
+    """False where a node of ``nodes`` has ``retain_grad()``; raises as :func:`make_plan` where
+    a saved buffer the plan needs (positions ``needed``) was freed or changed in place.
+    ``oldest``: the nodes' smallest ``seq``, or None (read here)."""
+    # No retain_grad(): certain when every node is newer than the newest node that got one
+    # (the usual case), else read off each node.
+    if oldest is None:
+        oldest = min(map(_seq, nodes))
+    if oldest <= tape.marks[2] and any(map(_retained, nodes)):
+        return False
+    # None of the saved buffers may be stale when every node is newer than the last in-place
+    # change and than every freed node (the common case). Otherwise each node's flags and
+    # versions are read: all the graph's nodes, a superset of those the plan needs.
     mutated, freed, _ = tape.marks
     if oldest > mutated and oldest > freed:
-        return False
-    return any(map(_freed, nodes)) or not _versions_current(nodes)
+        return True
+    if any(map(_freed, nodes)) or not _versions_current(nodes):
+        for p in needed:  # as make_plan: the first stale node in plan order raises
+            nodes[p].check_saved()
+    return True
 
 
 def _versions_current(nodes):
@@ -589,6 +616,16 @@ def _find_saved(array, node, position):
         if first is None or any(k < 0 or node.edges[k] is not first for k in candidates):
             raise _NotCached
     return position[id(node)], candidates[0]
+
+
+def _target_position(edge, position, leaf_index):
+    """Where target ``edge`` sits in a template: its position, ``-2 - leaf index``, or None
+    where it is not reached (allow_unused)."""
+    if id(edge) in position:
+        return position[id(edge)]
+    if id(edge) in leaf_index:
+        return -2 - leaf_index[id(edge)]
+    return None
 
 
 def _same_attrs(a, b):

@@ -5,12 +5,9 @@ its output (``gemm_add``), and the same GEMM in column blocks over numba's threa
 Threads follow numba (``NUMBA_NUM_THREADS``, ``numba.set_num_threads``), not OpenBLAS: the split
 GEMM is a ``prange`` over blocks of output columns, each one single-threaded BLAS call, and
 OpenBLAS's own thread count is held at one while it runs (``hold_blas_threads``, restored by
-``release_blas_threads``). Measured on two cores, OpenBLAS and numba at two threads each:
-OpenBLAS's threads and numba's spin-waiting workers took the cores from each other, and the
-``jacobian_batched`` step (whose GEMM is 128 x 512 @ 512 x 256, float64) took 1.2-20 ms
-against 0.77 ms at one thread; held, with the split, 0.51 ms. Alone (best of 300 calls),
-that GEMM took 558 us in one call, 579 us in two blocks on one thread, 299 us on two, and
-286 us on OpenBLAS's own two threads.
+``release_blas_threads``): with OpenBLAS and numba at two threads each, their threads took
+the cores from each other (``compare.py --workloads jacobian_batched``; docs/benchmarking.rst,
+"How the tunables were chosen").
 
 Where the OpenBLAS thread controls are not found (another BLAS behind SciPy), nothing is held
 and BLAS keeps its own threading.
@@ -43,16 +40,11 @@ GEMM = {
     ),
 }
 
-#: A product (m * k * n multiply-adds) below which the GEMM is one call: a smaller one does
-#: not pay for a parallel region.
-SPLIT_MIN_WORK = 1 << 21
-
-#: Output columns per block, at least: each block packs all of ``x`` again (at one thread,
-#: 128 x 512 @ 512 x 256 float64 in two blocks of 128 columns cost 4% more than one call).
-SPLIT_WIDTH = 128
-
-#: Blocks per product, at most.
-SPLIT_MAX_BLOCKS = 16
+# ``config.GEMM_SPLIT_*``, read once, at import: numba compiles them into the functions below,
+# and the Python callers read these copies so that both agree.
+SPLIT_MIN_WORK = config.GEMM_SPLIT_MIN_WORK
+SPLIT_WIDTH = config.GEMM_SPLIT_WIDTH
+SPLIT_MAX_BLOCKS = config.GEMM_SPLIT_MAX_BLOCKS
 
 #: Blocks start at multiples of this many columns. BLAS kernels step over rows and columns in
 #: groups of a fixed width (4 to 16 in OpenBLAS's x86 kernels) and a leftover group runs an

@@ -21,18 +21,8 @@ thread count, not on where a block of columns starts), differs from BLAS's in th
 only, and a row of ``x`` with one nonzero gives exactly ``out + x[r, j] * y[j]``, as
 ``linalg._product_add``'s row-by-row path does.
 
-Measured here (one thread, float64, best of 5 rounds; ``/tmp`` scratch script, 06:35 UTC on
-2026-11-21), against SciPy's OpenBLAS with the ``Haswell`` kernels this machine pins, and with
-``OPENBLAS_CORETYPE=SkylakeX`` (the AVX-512 kernels) in a second process:
-
-=====================  ==========  =============  ==============
-``m x k @ k x n``      this file   BLAS Haswell   BLAS SkylakeX
-=====================  ==========  =============  ==============
-128 x 512 @ 512 x 256  121 GF/s    55 GF/s        94 GF/s
-256 x 256 @ 256 x 256  125 GF/s    57 GF/s        97 GF/s
-512 x 512 @ 512 x 512  100 GF/s    59 GF/s        104 GF/s
-1024 cubed              86 GF/s    61 GF/s        103 GF/s
-=====================  ==========  =============  ==============
+Its rate beside OpenBLAS's AVX2 and AVX-512 kernels, per product size, is in
+docs/benchmarking.rst, "How the tunables were chosen".
 
 It does not pack its operands into cache-sized panels, so a BLAS with AVX-512 kernels can win on
 large products; ``_blas.own_kernel_preferred`` chooses it only where the BLAS lacks them.
@@ -44,19 +34,21 @@ from numba import carray, cfunc, njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from .. import config
+
 #: Rows of ``out`` in one register tile.
 ROWS = 6
 
 #: Vectors of 512 bits across one register tile: 32 float64 or 64 float32 columns. Six rows by
 #: four vectors (24 accumulators, four vectors of ``y`` and a broadcast: 29 of the 32 vector
-#: registers) did the products below 5% to 30% faster than eight by two; four by four, six by
-#: three and four by six were slower.
+#: registers) was the fastest shape tried (docs/benchmarking.rst, "How the tunables were
+#: chosen").
 VECTORS = 4
 
-#: Steps of the inner dimension per pass over ``out``: a strip of ``y`` (``DEPTH_BLOCK`` rows of
-#: one tile's columns, 64 KiB) stays near the core while every row tile of the strip reads it
-#: (128 and 512 measured no faster).
-DEPTH_BLOCK = 256
+#: Steps of the inner dimension per pass over ``out`` (``config.GEMM_DEPTH_BLOCK``): a strip of
+#: ``y`` (``DEPTH_BLOCK`` rows of one tile's columns, 64 KiB) stays near the core while every
+#: row tile of the strip reads it. Compiled in, so read once, at import.
+DEPTH_BLOCK = config.GEMM_DEPTH_BLOCK
 
 
 @njit(cache=True, nogil=True)
@@ -195,7 +187,9 @@ def _elements(typingctx, address, like):
 
 
 @njit(cache=True, nogil=True)
-def _product(x, x_row, x_step, y, y_row, y_step, out, out_row, rows, columns, depth, like):
+def _product(  # noqa: C901 (njit kernel: tiles, a transposed y's copy, the padded rest)
+    x, x_row, x_step, y, y_row, y_step, out, out_row, rows, columns, depth, like
+):
     """``out += x @ y`` on raw memory (addresses, element strides; ``out`` with contiguous
     rows): the columns that fill whole tiles in place, the rest through a strip padded with
     zeros to the tile's width. A ``y`` whose rows are not contiguous (a transposed operand) is

@@ -21,7 +21,7 @@ import hashlib
 import itertools
 import threading
 
-from .. import cache
+from .. import cache, config
 from . import _fastmath, _scalar
 
 _GENERATOR_VERSION = "5"
@@ -449,25 +449,20 @@ def _strided_body(inputs, ins, strided, target, expression, is_vjp, reads_g, rea
     return body
 
 
-#: A VJP over a 2-D layout whose rows have at most ``SHORT_ROW`` elements, and at most
-#: ``SHORT_ROW_ELEMENTS`` in all, runs the rows innermost: faster up to there, measured per
-#: row length and size in docs/benchmarking.rst ("Fused forward").
-SHORT_ROW = 4
-SHORT_ROW_ELEMENTS = 65536
-
-
 def _short_rows(inputs, ins, strided, target, expression, reads_g, reads_y):
-    """The VJP's loop for short rows of a 2-D layout, rows innermost, ending in ``return``.
+    """The VJP's loop for short rows of a 2-D layout (``config.SHORT_ROW``), rows innermost,
+    ending in ``return``.
 
     Each target element still receives its additions in the same order: no two positions of
     one row write the same element (the target's stride along the row is not 0, and its row
     stride is 0 or at least a whole row, as a C-contiguous target's collapsed strides always
     are; anything else runs the general loop). A target summed along the row (stride 0)
-    keeps the general loop's register sum: swapping would change its bits. (A branch of its
-    own for that case ran 230 -> 170 ns on the same product but compiled 0.07 s more per
-    kernel.)
+    keeps the general loop's register sum: swapping would change its bits (a branch of its own
+    for that case compiled slower than it ran faster: docs/benchmarking.rst, "How the tunables
+    were chosen").
     """
-    lines = [f"if nd_ == 2 and inner_ <= {SHORT_ROW} and rows_ * inner_ <= {SHORT_ROW_ELEMENTS}:"]
+    short, elements = config.SHORT_ROW, config.SHORT_ROW_ELEMENTS
+    lines = [f"if nd_ == 2 and inner_ <= {short} and rows_ * inner_ <= {elements}:"]
     lines += [f"    r{n} = s{n}[0]" for n in strided]
     lines += [f"    t{n} = s{n}[1]" for n in strided]
     loads = [f"{inputs[int(n[1:])]} = {n}[r_ * r{n} + j_ * t{n}]" for n in ins]
@@ -483,20 +478,16 @@ def _short_rows(inputs, ins, strided, target, expression, reads_g, reads_y):
     return lines
 
 
-#: Forward kernels of at most this many inputs get a loop per pattern of innermost strides.
-FAST_ROW_INPUTS = 3
-
-
 def _unit_or_broadcast_rows(inputs, ins, target, expression):
     """The forward's fast rows: where each input's innermost stride is 1 (a contiguous row,
     read through a slice view) or 0 (one value for the whole row, read once), the row is a
     plain loop that vectorises, unlike the generic loop's strided reads. That is the common
     broadcast: a bias added to a batch (strides 1 and 1), an outer product (0 and 1). One
-    branch per pattern (not every input 0), for ops of at most ``FAST_ROW_INPUTS`` inputs;
-    an empty list otherwise. (Inputs are C-contiguous, so after collapsing, every innermost
-    stride is 0 or 1: the generic loop stays for more inputs and as a fallback.) Measured:
-    ``outer`` of two 100-vectors, forward 15.2 -> 9.1 us."""
-    if not ins or len(ins) > FAST_ROW_INPUTS:
+    branch per pattern (not every input 0), for ops of at most ``config.FAST_ROW_INPUTS``
+    inputs; an empty list otherwise. (Inputs are C-contiguous, so after collapsing, every
+    innermost stride is 0 or 1: the generic loop stays for more inputs and as a fallback.)
+    Measured on ``outer``: docs/benchmarking.rst, "How the tunables were chosen"."""
+    if not ins or len(ins) > config.FAST_ROW_INPUTS:
         return []
     lines = []
     for pattern in itertools.product((1, 0), repeat=len(ins)):

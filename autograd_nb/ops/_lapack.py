@@ -36,6 +36,8 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import get_cython_function_address, intrinsic
 
+from .. import config
+
 #: Positions in a ``routines`` array.
 GETRF, GETRS, POTRF, POTRS, LAUUM, TRTRI, TRSM, TRMM, GEMM = range(9)
 
@@ -61,13 +63,14 @@ _ROUTINES = {
 
 #: Orders at and below which :func:`lu_inverse`'s recursions stop: its triangles are inverted
 #: by ``trtri`` itself below the first and multiplied with loops below the second (OpenBLAS's
-#: ``trtri`` runs far below GEMM's rate; docs/benchmarking.rst, "Linear algebra").
-LEAVES = (16, 16)
+#: ``trtri`` runs far below GEMM's rate). ``config.LAPACK_LEAVES``, read once, at import: it is
+#: compiled in.
+LEAVES = config.LAPACK_LEAVES
 
 #: Up to this order :func:`lu_inverse` forms Cholesky's ``V V^T`` with one ``trmm`` of the
-#: full ``V``, above it with ``lauum`` (half the flops, but a slower start on small orders)
-#: and a mirroring pass.
-TRMM_MAX = 64
+#: full ``V``, above it with ``lauum`` and a mirroring pass (``config.LAPACK_TRMM_MAX``, read
+#: once, at import: it is compiled in).
+TRMM_MAX = config.LAPACK_TRMM_MAX
 
 #: Entries of the recursions' stacks: three per level, halving from any int32 order.
 _STACK = 3 * 32

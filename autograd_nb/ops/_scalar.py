@@ -333,7 +333,7 @@ def _digamma_near_neg_root(x):
 
 
 @njit(**_JIT)
-def digamma(x):
+def digamma(x):  # noqa: C901 (njit math: Cephes' psi, a branch per range of x)
     # Cephes' psi: reflection for x < 0, harmonic numbers at integers up to 10, the recurrence
     # into [1, 2] (Boost's rational there) below 10, the asymptotic series from 10 on.
     x = np.float64(x)
@@ -395,7 +395,7 @@ _ZETA_MIN_Q = -16777216.0
 
 
 @njit(**_JIT)
-def _zeta(s, q):
+def _zeta(s, q):  # noqa: C901 (njit math: Cephes' zeta, a branch per case of s and q)
     # Hurwitz zeta sum over k >= 0 of (k + q) ** -s, s > 1 (Cephes' zeta: direct terms until
     # q + k > 9, then Euler-Maclaurin).
     if s == 1.0:

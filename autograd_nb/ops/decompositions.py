@@ -42,6 +42,7 @@ import operator
 import numpy as np
 from numba import njit
 
+from .. import config
 from . import _broadcast, _lapack
 from ._blas import (
     SPLIT_MIN_WORK,
@@ -54,7 +55,7 @@ from ._blas import (
 from ._pointers import array_at
 from .linalg import _shape_of, _size, _target_view, dot, matmul
 from .reduction import AxisOp, expand_reduced
-from .registry import Op, call, host_values, public, run_key
+from .registry import ExecSpec, Op, call, host_values, public, run_key
 from .shape import concatenate, swapaxes
 
 SlogdetResult = collections.namedtuple("SlogdetResult", ["sign", "logabsdet"])
@@ -384,7 +385,7 @@ class LuSolve(LinalgOp):
         n, columns = _columns(lu, x)
         ints = _driver_ints(x.dtype, k, x.size // (n * columns), n, columns,
                             node.attrs["transpose"])
-        return _lu_solve_driver, (lu, x), ints, ()
+        return ExecSpec(_lu_solve_driver, (lu, x), ints, ())
 
     def rule(self, k, grad_output, inputs, output, attrs):
         a, lu, _ = inputs
@@ -509,7 +510,8 @@ class SlogDet(LinalgOp):
         n = lu.shape[-2]
         if lu.dtype != node.dtype or not lu.size:
             return None
-        return _slogdet_driver, (lu,), _driver_ints(lu.dtype, lu.size // (n * (n + 1)), n), ()
+        return ExecSpec(_slogdet_driver, (lu,),
+                        _driver_ints(lu.dtype, lu.size // (n * (n + 1)), n), ())
 
     def rule(self, k, grad_output, inputs, output, attrs):
         a, lu = inputs
@@ -619,7 +621,7 @@ class Det(LinalgOp):
         n = a.shape[-1]
         if a.dtype != node.dtype or not a.size:
             return None
-        return _det_driver, (a, lu, det), _driver_ints(a.dtype, det.size, n), ()
+        return ExecSpec(_det_driver, (a, lu, det), _driver_ints(a.dtype, det.size, n), ())
 
     def rule(self, k, grad_output, inputs, output, attrs):
         a, lu = inputs
@@ -769,8 +771,8 @@ def _cholesky_adjoint_block(lower, bar):
 
 
 #: Columns per block of ``_cholesky_adjoint``, and per block of its diagonal blocks
-#: (docs/benchmarking.rst, "Linear algebra").
-CHOLESKY_BLOCKS = (64, 16)
+#: (``config.CHOLESKY_BLOCKS``, read once, at import: it is compiled in).
+CHOLESKY_BLOCKS = config.CHOLESKY_BLOCKS
 
 
 @njit(cache=True, nogil=True)
@@ -822,7 +824,8 @@ class Cholesky(LinalgOp):
         n = lower.shape[-1]
         if lower.dtype != node.dtype or not lower.size:
             return None
-        return _cholesky_driver, (lower,), _driver_ints(lower.dtype, lower.size // (n * n), n), ()
+        return ExecSpec(_cholesky_driver, (lower,),
+                        _driver_ints(lower.dtype, lower.size // (n * n), n), ())
 
     def rule(self, k, grad_output, inputs, output, attrs):
         n = output.shape[-1]
@@ -1880,7 +1883,12 @@ def multi_dot(arrays, *, out=None):
             raise LinAlgError(f"{len(shape)}-dimensional array given. Array must be "
                               "two-dimensional")
     order = _chain_order([s[0] for s in shapes] + [shapes[-1][1]])
-    result = _chain_product(arrays, order, 0, len(arrays) - 1)
+    return _drop_vector_ends(_chain_product(arrays, order, 0, len(arrays) - 1), first, last)
+
+
+def _drop_vector_ends(result, first, last):
+    """``multi_dot``'s ``result`` without the axes a 1-D ``first`` or ``last`` operand (of
+    these shapes) was given."""
     if len(first) == 1 and len(last) == 1:
         return call("reshape", result, shape=())
     if len(first) == 1:

@@ -17,7 +17,7 @@ from numba import njit
 from . import _broadcast, _kernels, _scalar, registry
 from ._parallel import use_threads
 from ._pointers import array_at
-from .registry import Op, call, public
+from .registry import ExecSpec, Op, call, cuda_twin, public
 
 _NO_PARAMS = np.empty(0, dtype=np.float64)
 
@@ -51,6 +51,7 @@ def _tensor_namespace():
     return {name: bind(name) for name in _FORMULA_FUNCTIONS}
 
 
+@cuda_twin("elementwise", "Elementwise")
 class ElementwiseOp(Op):
     """An op applied element by element over broadcast inputs.
 
@@ -426,12 +427,12 @@ class ElementwiseOp(Op):
             found = per_shape.get(k)
             if found is None:
                 found = per_shape[k] = self._exec_ints(k, shape, shapes)
-            return found[0], operands, found[1], attrs["params"]
+            return ExecSpec(found[0], operands, found[1], attrs["params"])
         key = (k, shape, shapes)
         found = self._exec_cache.get(key)
         if found is None:
             found = self._exec_cache[key] = self._exec_ints(k, shape, shapes)
-        return found[0], operands, found[1], attrs["params"]
+        return ExecSpec(found[0], operands, found[1], attrs["params"])
 
     def _exec_ints(self, k, shape, shapes):
         """The driver of VJP ``k`` and its ``ints`` (see ``_kernels._emit_exec``) for these

@@ -20,7 +20,7 @@ import numpy as np
 from numba import njit
 
 from . import _broadcast, _strided
-from .registry import Op, call
+from .registry import ExecSpec, Op, call, cuda_twin
 
 
 def _is_basic(items):
@@ -281,6 +281,7 @@ def _exec_sizes(node):
     return n
 
 
+@cuda_twin("indexing", "GetItem")
 class GetItem(Op):
     """``x[index]`` for every NumPy index form; VJP scatters (and accumulates) back."""
 
@@ -339,10 +340,9 @@ class GetItem(Op):
         selection = node.attrs["selection"]
         n = _exec_sizes(node)
         if selection.basic:
-            return _strided.scatter_add_driver, (), selection.exec_ints(n), ()
+            return ExecSpec(_strided.scatter_add_driver, (), selection.exec_ints(n), ())
         size = int(np.prod(selection.input_shape, dtype=np.int64))
-        return (_strided.put_add_driver, (selection.flat_map(),),
-                (n, size), ())
+        return ExecSpec(_strided.put_add_driver, (selection.flat_map(),), (n, size), ())
 
     def rule(self, k, grad_output, inputs, output, attrs):
         return call("_index_scatter", grad_output, source=attrs)
@@ -351,6 +351,7 @@ class GetItem(Op):
         return None
 
 
+@cuda_twin("indexing", "IndexScatter")
 class IndexScatter(Op):
     """The adjoint of ``getitem``: scatter-add values into zeros of the indexed tensor's shape.
 
@@ -396,10 +397,10 @@ class IndexScatter(Op):
         selection = node.attrs["selection"]
         if selection.basic:
             n = int(np.prod(selection.layout()[0], dtype=np.int64))
-            return _strided.gather_add_driver, (), selection.exec_ints(n), ()
+            return ExecSpec(_strided.gather_add_driver, (), selection.exec_ints(n), ())
         flat = selection.flat_map()
         operands = (flat,)
-        return _strided.take_add_driver, operands, (flat.size, _exec_sizes(node)), ()
+        return ExecSpec(_strided.take_add_driver, operands, (flat.size, _exec_sizes(node)), ())
 
     def rule(self, k, grad_output, inputs, output, attrs):
         return call("getitem", grad_output, index=attrs["index"])
@@ -449,6 +450,7 @@ def _assignment(selection, value_shape):
     return targets, sources[kept[targets]]
 
 
+@cuda_twin("indexing", "SetItem")
 class SetItem(Op):
     """``x[index] = v`` computed out of place; ``Tensor.__setitem__`` writes it back in place.
 

@@ -15,6 +15,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from .. import config
 from . import _broadcast
 from ._blas import (
     SPLIT_MIN_WORK,
@@ -31,26 +32,19 @@ from ._blas import (
 from ._gemm import own_fits, own_gemm_add, tiles_add
 from ._parallel import parallel_allowed, threads_started
 from ._pointers import array_at
-from .registry import Op, call, call_view, public, remember
+from .registry import ExecSpec, Op, call, call_view, cuda_twin, public, remember
 
-#: Matrix-vector products (``W @ x``: one batch entry, one column) of at least
-#: ``MATVEC_SPLIT_MIN`` and below ``MATVEC_SPLIT_MAX`` multiply-adds run as blocks of rows over
-#: numba's threads (``_matvec``). Below, a parallel region costs more than it saves (64 x
-#: 64 float64: 0.5 us by BLAS, 2.4 us in two blocks at two threads); above, BLAS's kernel,
-#: which reads four rows at once, beats one row at a time at one thread (1024 x 1024 float64:
-#: 84 us against 97 us), and OpenBLAS threads the largest itself (``_forward_blas``). Measured
-#: between (float64, 1 / 2 threads): 512 x 256, BLAS 11.3 / 11.3 us, blocks 9.8 / 5.1 us;
-#: 128 x 512, 4.4 / 4.4 against 4.9 / 3.1; 1024 x 512, 43.1 / 43.0 against 39.6 / 19.5.
-MATVEC_SPLIT_MIN = 1 << 16
-MATVEC_SPLIT_MAX = 1 << 19
-#: Blocks per matrix-vector product, at most (one per 32 rows).
-MATVEC_MAX_BLOCKS = 16
+# Matrix-vector products (``W @ x``: one batch entry, one column) of
+# ``config.MATVEC_SPLIT_MIN`` up to ``config.MATVEC_SPLIT_MAX`` multiply-adds run as blocks of
+# rows over numba's threads (``_matvec``): below, a parallel region costs more than it saves;
+# above, BLAS's kernel, which reads four rows at once, beats one row at a time, and OpenBLAS
+# threads the largest itself (``_forward_blas``).
 
-#: Products with at most this many multiply-adds per batch entry (m * k * n) run as plain loops;
-#: above it, one BLAS call per batch entry pays for its overhead. Measured (float64, 1,000 batch
-#: entries, forward + both VJPs): 4x4x4 loops 101 us vs BLAS 456 us; 8x8x8 loops 468 us vs
-#: BLAS 601 us; 16x16x16 (200 entries) loops 444 us vs BLAS 308 us.
-SMALL_PRODUCT = 512
+#: ``config.MATVEC_MAX_BLOCKS`` and ``config.SMALL_PRODUCT`` (at most this many multiply-adds
+#: per batch entry run as plain loops), read once, at import: they are compiled in, and the
+#: Python paths read these copies so that they agree with the compiled ones.
+MATVEC_MAX_BLOCKS = config.MATVEC_MAX_BLOCKS
+SMALL_PRODUCT = config.SMALL_PRODUCT
 
 
 # The BLAS-sized products below take ``tiles``: the address of ``_gemm``'s own kernel where it
@@ -319,9 +313,9 @@ def _matvec_blocks(a, x, out):
 
 def _split_matvec(a, b):
     """Whether ``_bmm(a, b)`` is a float matrix-vector product of the size ``_matvec``
-    serves (``MATVEC_SPLIT_MIN`` to ``MATVEC_SPLIT_MAX`` multiply-adds)."""
+    serves (``config.MATVEC_SPLIT_MIN`` to ``MATVEC_SPLIT_MAX`` multiply-adds)."""
     return (a.shape[0] == 1 and b.shape[2] == 1 and a.dtype.kind == "f"
-            and MATVEC_SPLIT_MIN <= a.shape[1] * a.shape[2] < MATVEC_SPLIT_MAX)
+            and config.MATVEC_SPLIT_MIN <= a.shape[1] * a.shape[2] < config.MATVEC_SPLIT_MAX)
 
 
 def _matvec(a, x, out):
@@ -553,6 +547,7 @@ def _bmm_rows_driver(operands, ints, floats, like):
         _bmm_vjp_batched_loops(k, g, factor, grad)
 
 
+@cuda_twin("linalg", "BatchedMatmul")
 class BatchedMatmul(Op):
     """``_bmm(a, b)``: ``a (batch, m, k) @ b (batch, k, n)``, the primitive of this family.
 
@@ -713,7 +708,7 @@ class BatchedMatmul(Op):
         blas = _blas(a.dtype, m, inner, n)
         tiles = own_kernel(a.dtype) if blas else 0  # chosen when planned: a cached plan keeps it
         operands = (b if k == 0 else a,)
-        return _bmm_driver, operands, (k, batch, m, inner, n, blas, tiles), ()
+        return ExecSpec(_bmm_driver, operands, (k, batch, m, inner, n, blas, tiles), ())
 
     def exec_rows_spec(self, k, node):
         spec = self.exec_spec(k, node)
@@ -722,7 +717,7 @@ class BatchedMatmul(Op):
         a = node.saved_inputs[0]
         ints = list(spec[2])
         ints[6] = own_kernel(a.dtype)  # (0 where exec_spec chose loops for one row)
-        return _bmm_rows_driver, spec[1], tuple(ints), ()
+        return ExecSpec(_bmm_rows_driver, spec.saved, tuple(ints), ())
 
     def rule(self, k, grad_output, inputs, output, attrs):
         a, b = inputs

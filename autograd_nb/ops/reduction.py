@@ -18,7 +18,7 @@ from .. import config
 from . import _broadcast, _kernels, _strided, registry
 from ._fastmath import exp, log  # vectorisable, unlike libm's
 from ._parallel import use_threads
-from .registry import Op, call, public, run_key
+from .registry import ExecSpec, Op, call, cuda_twin, public, run_key
 
 
 class Layout:
@@ -223,7 +223,7 @@ class AxisOp(Op):
             operands.append(node.saved_inputs[0])
         if self.saves_output:
             operands.append(node.saved_output)
-        return self.exec_driver, operands, (layout.outer, layout.n, layout.inner), ()
+        return ExecSpec(self.exec_driver, operands, (layout.outer, layout.n, layout.inner), ())
 
     @property
     def exec_driver(self):
@@ -440,6 +440,7 @@ def _sum_vjp(g, x, y, gx):
                 gx[o, j, k] += g[o, k]
 
 
+@cuda_twin("reduction", "Sum")
 class Sum(AxisOp):
     """``sum(x, axis=None, keepdims=False)``."""
 
@@ -547,6 +548,7 @@ def _product_of_others(x, attrs):
     return call("transpose", others, axes=tuple(int(d) for d in np.argsort(order)))
 
 
+@cuda_twin("reduction", "Prod")
 class Prod(AxisOp):
     """``prod(x, axis=None, keepdims=False)``."""
     numpy_function = staticmethod(lambda x3: x3.prod(axis=1))
@@ -692,6 +694,7 @@ class Extremum(AxisOp):
         return call("multiply", grad, share.astype(x.dtype))
 
 
+@cuda_twin("reduction", "Max")
 class Max(Extremum):
     """``max(x, axis=None, keepdims=False)``."""
     numpy_function = staticmethod(lambda x3: x3.max(axis=1))
@@ -701,6 +704,7 @@ class Max(Extremum):
     forward_kernel = staticmethod(_max_forward)
 
 
+@cuda_twin("reduction", "Min")
 class Min(Extremum):
     """``min(x, axis=None, keepdims=False)``."""
     numpy_function = staticmethod(lambda x3: x3.min(axis=1))
@@ -789,6 +793,7 @@ def _logsumexp_vjp(g, x, y, gx):
                 gx[o, j, k] += g[o, k] * exp(x[o, j, k] - y[o, k])
 
 
+@cuda_twin("reduction", "LogSumExp")
 class LogSumExp(AxisOp):
     """``logsumexp(x, axis=None, keepdims=False)``."""
 
@@ -944,6 +949,7 @@ def _numpy_softmax(x3, log):
     return e * (1.0 / total)
 
 
+@cuda_twin("reduction", "Softmax")
 class Softmax(AxisOp):
     """``softmax(x, axis=-1)``."""
     numpy_function = staticmethod(lambda x3: _numpy_softmax(x3, log=False))
@@ -960,6 +966,7 @@ class Softmax(AxisOp):
         return call("multiply", output, grad_output - dot)
 
 
+@cuda_twin("reduction", "LogSoftmax")
 class LogSoftmax(AxisOp):
     """``log_softmax(x, axis=-1)``."""
     numpy_function = staticmethod(lambda x3: _numpy_softmax(x3, log=True))
@@ -1032,6 +1039,7 @@ def _cumsum_vjp(g, x, y, gx):
                 gx[o, j, k] += running
 
 
+@cuda_twin("reduction", "Cumsum")
 class Cumsum(AxisOp):
     """``cumsum(x, axis=None)``: NumPy's, so ``axis=None`` scans the flattened input."""
     numpy_function = staticmethod(lambda x3: np.cumsum(x3, axis=1, dtype=x3.dtype))

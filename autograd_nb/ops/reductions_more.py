@@ -13,7 +13,7 @@ from numba import njit
 
 from . import _broadcast
 from .reduction import Cumsum, mean
-from .registry import call, constant_like, host_values, public
+from .registry import call, constant_like, cuda_twin, host_values, public
 
 # -- cumprod -----------------------------------------------------------------------------------
 
@@ -44,6 +44,7 @@ def _cumprod_vjp(g, x, y, gx):
                 tail *= x[o, j, k]
 
 
+@cuda_twin("reduction", "Cumprod")
 class Cumprod(Cumsum):
     """``cumprod(x, axis=None)``: NumPy's, so ``axis=None`` scans the flattened input."""
     numpy_function = staticmethod(lambda x3: np.cumprod(x3, axis=1, dtype=x3.dtype))

@@ -17,9 +17,17 @@ The calling convention that the engine relies on:
     The same derivative written with autograd_nb ops on Tensors, so that it can be recorded
     and differentiated again (``create_graph=True``). Tests hold ``vjp`` and ``rule`` against
     each other and against finite differences.
+
+An op that runs on the GPU names its CUDA twin with :func:`cuda_twin`: a class under
+:mod:`autograd_nb.cuda` with the same methods over device arrays (see
+:mod:`autograd_nb.cuda.dispatch`).
 """
 
+from typing import NamedTuple
+
 import numpy as np
+
+from .. import config
 
 REGISTRY = {}
 
@@ -109,14 +117,10 @@ def constant_like(x, array):
     return constant if device == "cpu" else constant.to(device)
 
 
-#: Entries a per-op cache keeps before it starts over (programs repeat a few layouts; one
-#: that does not must not grow the cache without bound).
-CACHE_LIMIT = 4096
-
-
 def remember(cache, key, value):
-    """``cache[key] = value``, emptying ``cache`` first when it holds ``CACHE_LIMIT`` entries."""
-    if len(cache) > CACHE_LIMIT:
+    """``cache[key] = value``, emptying ``cache`` first when it holds ``config.OP_CACHE_LIMIT``
+    entries."""
+    if len(cache) > config.OP_CACHE_LIMIT:
         cache.clear()
     cache[key] = value
 
@@ -133,6 +137,48 @@ def run_key(attrs):
         if kind is not int and kind is not bool and value is not None:
             return None
     return key
+
+
+class CudaTwin(NamedTuple):
+    """Where an op's CUDA implementation lives: the class ``name`` of the module
+    ``autograd_nb.cuda.<module>``, imported on the op's first run on the device (so that a
+    machine without CUDA never imports numba.cuda)."""
+
+    module: str
+    name: str
+
+
+def cuda_twin(module, name):
+    """Class decorator: the op's CUDA implementation is ``autograd_nb.cuda.<module>.<name>``.
+
+    Subclasses inherit it (every :class:`~autograd_nb.ops.elementwise.ElementwiseOp` runs
+    the one generated implementation); an op whose CUDA side differs names its own.
+
+    Examples
+    --------
+    >>> import autograd_nb  # registers every op
+    >>> from autograd_nb.ops.registry import REGISTRY
+    >>> REGISTRY["sum"].cuda_twin
+    CudaTwin(module='reduction', name='Sum')
+    """
+
+    def declare(op_class):
+        op_class.cuda_twin = CudaTwin(module, name)
+        return op_class
+
+    return declare
+
+
+class ExecSpec(NamedTuple):
+    """How the compiled executor runs one VJP (:meth:`Op.exec_spec`): ``driver`` an ``@njit``
+    function ``driver(operands, ints, floats, like)`` (:mod:`autograd_nb.ops._pointers`), the
+    C-contiguous arrays it reads besides the gradient (``saved``, in order), and its int and
+    float attributes."""
+
+    driver: object
+    saved: tuple
+    ints: tuple
+    floats: tuple
 
 
 class Saved:
@@ -165,6 +211,9 @@ class Op:
         Whether the VJP needs the op's result.
     method : bool
         Whether ``Tensor`` gets a method of the same name.
+    cuda_twin : CudaTwin or None
+        Where its CUDA implementation lives (set by :func:`cuda_twin`); None: the op runs
+        on the CPU only.
     """
 
     name = None
@@ -174,6 +223,7 @@ class Op:
     saves_output = False
     method = True
     family = None
+    cuda_twin = None
 
     def __init__(self):
         register(self)
@@ -257,12 +307,12 @@ class Op:
     def exec_spec(self, k, node):
         """How the compiled executor runs VJP ``k`` of the recorded ``node``, or None.
 
-        Returns ``(driver, saved, ints, floats)``: ``driver`` an ``@njit`` function
-        ``driver(operands, ints, floats, like)`` (see :mod:`autograd_nb.ops._pointers`), whose
-        ``operands`` are the data pointers of the node's gradient, of the C-contiguous arrays
-        in ``saved`` (in order) and of input ``k``'s gradient buffer, which it accumulates
-        into; ``ints``/``floats`` are its attributes. None (the default) makes the engine run
-        this backward as a Python walk.
+        Returns an :class:`ExecSpec` ``(driver, saved, ints, floats)``: ``driver`` an
+        ``@njit`` function ``driver(operands, ints, floats, like)`` (see
+        :mod:`autograd_nb.ops._pointers`), whose ``operands`` are the data pointers of the
+        node's gradient, of the C-contiguous arrays in ``saved`` (in order) and of input
+        ``k``'s gradient buffer, which it accumulates into; ``ints``/``floats`` are its
+        attributes. None (the default) makes the engine run this backward as a Python walk.
         """
         return None
 

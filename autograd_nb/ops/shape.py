@@ -12,7 +12,7 @@ from numba import njit
 
 from . import _broadcast, _strided, registry
 from ._pointers import array_at
-from .registry import Op, call, public, run_key
+from .registry import ExecSpec, Op, call, cuda_twin, public, run_key
 
 
 class ShapeOp(Op):
@@ -32,7 +32,7 @@ class ShapeOp(Op):
     def exec_spec(self, k, node):
         # Reshape and same-dtype casts: the gradient adds back element for element.
         n = _size(node.shape)
-        return _strided.accumulate_driver, (), (n,), ()
+        return ExecSpec(_strided.accumulate_driver, (), (n,), ())
 
 
 def _size(shape):
@@ -55,7 +55,7 @@ def _scatter_spec(node, out_shape, strides):
     ints = _strided.strided_ints(
         _size(out_shape), _size(node.attrs["input_shape"]), 0, tuple(out_shape), tuple(strides)
     )
-    return _strided.scatter_add_driver, (), ints, ()
+    return ExecSpec(_strided.scatter_add_driver, (), ints, ())
 
 
 
@@ -71,6 +71,7 @@ def _scatter_batch(grad_outputs, out_shape, strides, input_shape, grad_inputs):
     )
 
 
+@cuda_twin("shape", "Copy")
 class Reshape(ShapeOp):
     """``reshape(x, shape)``: the same elements in a new shape (one ``-1`` allowed).
 
@@ -164,6 +165,7 @@ def _resolve_shape(size, shape):
     return tuple(int(n) for n in shape)
 
 
+@cuda_twin("shape", "Transpose")
 class Transpose(ShapeOp):
     """``transpose(x, axes=None)``: permute the dimensions (reversed when ``axes`` is None)."""
 
@@ -214,6 +216,7 @@ class Transpose(ShapeOp):
         return call("transpose", grad_output, axes=inverse)
 
 
+@cuda_twin("shape", "BroadcastTo")
 class BroadcastTo(ShapeOp):
     """``broadcast_to(x, shape)``: NumPy broadcasting, materialised; its VJP sums back."""
 
@@ -260,6 +263,7 @@ class BroadcastTo(ShapeOp):
         return _broadcast.sum_to_shape(grad_output, attrs["input_shape"])
 
 
+@cuda_twin("shape", "Copy")
 class AsType(ShapeOp):
     """``x.astype(dtype)``: a cast; the gradient is cast back to the input's dtype."""
 
@@ -320,7 +324,7 @@ def _cast(source, out):
 
 
 @njit(cache=True, nogil=True)
-def _cast_driver(operands, ints, floats, like):
+def _cast_driver(operands, ints, floats, like):  # noqa: C901 (njit: a branch per dtype)
     """``astype``'s forward driver: ``ints`` is ``[n, code]``, ``code`` the input's dtype in
     ``_CAST_DTYPES``; numba's conversions, which are NumPy's (C's) for these pairs."""
     n, code = ints[0], ints[1]
@@ -401,6 +405,7 @@ def _same_dtype_arrays(values):
 _NO_AXIS = object()
 
 
+@cuda_twin("shape", "Join")
 class Join(Op):
     """Base of ``concatenate`` and ``stack``: any number of inputs, copied into blocks."""
 
@@ -510,11 +515,11 @@ class Join(Op):
         attrs = node.attrs
         outer, width, total = attrs["outer"], attrs["widths"][k], attrs["starts"][-1]
         if outer * width == 0:
-            return _strided.accumulate_driver, (), (0,), ()
+            return ExecSpec(_strided.accumulate_driver, (), (0,), ())
         ints = _strided.strided_ints(
             outer * width, outer * total, attrs["starts"][k], (outer, width), (total, 1)
         )
-        return _strided.gather_add_driver, (), ints, ()
+        return ExecSpec(_strided.gather_add_driver, (), ints, ())
 
     def _add_back(self, k, grad_output, outer, attrs, grad_input):
         if grad_input.size == 0:

@@ -17,14 +17,11 @@ import warnings
 
 import numpy as np
 
-from .. import tape
+from .. import config, tape
 from ..ops import _pointers
 from ..tensor import Tensor
 from . import program as program_module
 from . import tracer
-
-#: Programs kept per compiled function (least recently used dropped first).
-MAX_PROGRAMS = 64
 
 
 class CompileWarning(UserWarning):
@@ -49,12 +46,14 @@ class _Eager:
 class CompiledFunction:
     """What :func:`compile` returns: call it as fn. See ``docs/compile.rst``."""
 
-    def __init__(self, fn, strict=False, max_programs=MAX_PROGRAMS):
+    def __init__(self, fn, strict=False, max_programs=None):
         if not callable(fn):
             raise TypeError(f"autograd_nb.compile expects a callable, not {type(fn).__name__}")
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.strict = bool(strict)
+        if max_programs is None:  # programs kept, least recently used dropped first
+            max_programs = config.COMPILE_MAX_PROGRAMS
         self.max_programs = max_programs
         self._programs = collections.OrderedDict()
         self._lock = threading.Lock()
@@ -93,16 +92,11 @@ class CompiledFunction:
 
     def _record_paused(self, key, leaves, args, kwargs):
         tensors = [leaf if isinstance(leaf, Tensor) else None for leaf in leaves]
-        if not _pointers.SUPPORTED:  # (the interpreter reads arrays by address)
-            why = "reading arrays by address is off here (autograd_nb.config.capabilities())"
+        why = _untraceable(tensors)
+        if why is not None:
             self._keep(key, _Eager(why))
             _warn(self.fn, why, None)
             return self.fn(*args, **kwargs)
-        for t in tensors:
-            if t is not None and type(t._data) is not np.ndarray:
-                self._keep(key, _Eager("CUDA tensors run eagerly for now"))
-                _warn(self.fn, "CUDA tensors run eagerly for now", None)
-                return self.fn(*args, **kwargs)
         trace = tracer.Trace(tensors)
         with tracer.recording(trace):
             result = self.fn(*args, **kwargs)
@@ -240,6 +234,17 @@ def _global_names(code):
         if hasattr(const, "co_names"):
             names |= _global_names(const)
     return names
+
+
+def _untraceable(tensors):
+    """Why a call with these argument ``tensors`` runs eagerly without being traced, or
+    None."""
+    if not _pointers.SUPPORTED:  # (the interpreter reads arrays by address)
+        return "reading arrays by address is off here (autograd_nb.config.capabilities())"
+    for t in tensors:
+        if t is not None and type(t._data) is not np.ndarray:
+            return "CUDA tensors run eagerly for now"
+    return None
 
 
 def _warn(fn, why, where):

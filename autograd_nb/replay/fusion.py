@@ -7,9 +7,9 @@ recorded ops, each an :class:`~autograd_nb.ops.elementwise.ElementwiseOp` over `
 elements of one float dtype, whose operands have the result's shape, one element (a broadcast
 scalar) or any other broadcast shape (gathered into a register first). It becomes ONE
 instruction calling :func:`group_driver`, which walks the group in blocks of at most
-``BLOCK`` elements: per block, each op's own flat driver (the same C entry points an
-unfused instruction calls, ``forward_exec`` / ``forward_s{mask}_exec``) reads and writes the
-block. A value nothing reads after the group (no later instruction, no backward table, no
+``config.REPLAY_FUSION_BLOCK`` elements: per block, each op's own flat driver (the same C entry
+points an unfused instruction calls, ``forward_exec`` / ``forward_s{mask}_exec``) reads and
+writes the block. A value nothing reads after the group (no later instruction, no backward table, no
 output) lives in a register (a block-sized slot of scratch memory, reused once the value is
 dead) and never reaches the arena; every other value is written to its arena place as
 before. Each element is computed by the same formula and the same loop as unfused, so the
@@ -24,21 +24,10 @@ nothing.
 import numpy as np
 from numba import njit
 
+from .. import config
 from ..ops import _kernels, _pointers
 from ..ops._pointers import _OPEN, array_at, call_entry, int_view
 from ..ops.elementwise import ElementwiseOp
-
-#: Set False to replay every op as its own instruction (tests compare the two).
-ENABLED = True
-
-#: Elements per block: the registers of a group hold one block each, so a long chain over a
-#: large array stays in the cache (8 registers of 512 float64: 32 KiB).
-BLOCK = 512
-
-#: Groups without a broadcast operand fuse from this many elements: below it an op's
-#: instruction costs ~10 ns and a group's step 1-2 ns more (docs/benchmarking.rst, "Fused
-#: forward").
-MIN_ELEMENTS = 64
 
 #: A group reads and writes at most this many arena or argument buffers (the interpreter
 #: passes an instruction's operands in a 64-entry array, with the register scratch).
@@ -249,10 +238,21 @@ def plan(events):
     for index, event in enumerate(events):
         for buffer in _read_buffers(event):
             readers[buffer] = index
+    planned = []
+    for item in _grouped(events):
+        if type(item) is Group and not _worth(item):
+            planned.extend(step.event for step in item.steps)
+        else:
+            planned.append(item)
+    return planned, readers
+
+
+def _grouped(events):
+    """The events with each run of them that may fuse gathered into a :class:`Group`."""
     items = []
     group = None
     for index, event in enumerate(events):
-        found = _layouts(event) if ENABLED else None
+        found = _layouts(event) if config.FUSE_REPLAY else None
         if found is not None and group is not None and not _joins(group, event, *found):
             items.append(group)
             group = None
@@ -270,13 +270,7 @@ def plan(events):
             group.add(step, index)
     if group is not None:
         items.append(group)
-    planned = []
-    for item in items:
-        if type(item) is Group and not _worth(item):
-            planned.extend(step.event for step in item.steps)
-        else:
-            planned.append(item)
-    return planned, readers
+    return items
 
 
 def _joins(group, event, n, driver, layouts):
@@ -292,11 +286,11 @@ def _joins(group, event, n, driver, layouts):
 def _worth(group):
     """Whether ``group`` runs fused: when it gathers a broadcast operand (the strided
     driver is slow on short rows: ``(63, 1) * (63, 2)``), or when it chains ops over at least
-    ``MIN_ELEMENTS`` elements."""
+    ``config.REPLAY_FUSION_MIN_ELEMENTS`` elements."""
     for step in group.steps:
         if any(type(layout) is not str for layout in step.layouts):
             return True
-    return len(group.steps) > 1 and group.n >= MIN_ELEMENTS
+    return len(group.steps) > 1 and group.n >= config.REPLAY_FUSION_MIN_ELEMENTS
 
 
 def _read_buffers(event):
@@ -317,12 +311,8 @@ def encode(group, kept, readers, memory):
     memory operand of the group's instruction (its scratch is numbered by the caller, last:
     its index is ``ints[3]``, filled in there)."""
     itemsize = group.dtype.itemsize
-    block = min(group.n, BLOCK)
-    last_use = {}
-    for position, step in enumerate(group.steps):
-        for buffer, _ in step.event.operands:
-            if buffer in group.made:
-                last_use[buffer] = position
+    block = min(group.n, config.REPLAY_FUSION_BLOCK)
+    last_use = _last_uses(group)
     registers = {}  # buffer -> register
     free = []
     count = 0
@@ -338,21 +328,7 @@ def encode(group, kept, readers, memory):
 
     for position, step in enumerate(group.steps):
         event = step.event
-        arguments = []
-        gathered = []
-        for (buffer, offset), layout in zip(event.operands, step.layouts, strict=True):
-            register = registers.get(buffer)
-            if register is not None:
-                arguments += (REGISTER, register)
-            elif type(layout) is str:
-                arguments += (SCALAR if layout == "scalar" else MEMORY, memory(buffer, offset))
-            else:
-                shape, strides = layout
-                register = take()
-                gathered.append(register)
-                ints += (EXPAND, memory(buffer, offset), register, len(shape), *shape, *strides)
-                ints[2] += 1
-                arguments += (REGISTER, register)
+        arguments, gathered = _step_arguments(step, registers, take, ints, memory)
         output = event.output
         if output in kept or readers.get(output, -1) > group.last:
             arguments += (MEMORY, memory(output, 0))
@@ -368,3 +344,34 @@ def encode(group, kept, readers, memory):
                  len(floats), *arguments)
         floats.extend(np.asarray(event.spec[2], dtype=np.float64).reshape(-1).tolist())
     return ints, floats, _HEADER_BYTES + count * block * itemsize
+
+
+def _last_uses(group):
+    """Per value the group makes, the position of the last step that reads it."""
+    last_use = {}
+    for position, step in enumerate(group.steps):
+        for buffer, _ in step.event.operands:
+            if buffer in group.made:
+                last_use[buffer] = position
+    return last_use
+
+
+def _step_arguments(step, registers, take, ints, memory):
+    """The (kind, index) pairs of ``step``'s operands, flat, and the registers it gathers
+    broadcast operands into (their EXPAND instructions are appended to ``ints``)."""
+    arguments = []
+    gathered = []
+    for (buffer, offset), layout in zip(step.event.operands, step.layouts, strict=True):
+        register = registers.get(buffer)
+        if register is not None:
+            arguments += (REGISTER, register)
+        elif type(layout) is str:
+            arguments += (SCALAR if layout == "scalar" else MEMORY, memory(buffer, offset))
+        else:
+            shape, strides = layout
+            register = take()
+            gathered.append(register)
+            ints += (EXPAND, memory(buffer, offset), register, len(shape), *shape, *strides)
+            ints[2] += 1
+            arguments += (REGISTER, register)
+    return arguments, gathered

@@ -25,7 +25,7 @@ from .. import tape
 from ..engine import backward as backward_module
 from ..engine import executor
 from ..ops import _pointers
-from ..ops.registry import Op, call
+from ..ops.registry import ExecSpec, Op, call
 from ..tensor import Tensor
 from . import fusion, interpreter
 
@@ -78,7 +78,8 @@ class ReplayInputs(Op):
         self.sizes = [int(np.prod(s, dtype=np.int64)) for s in shapes]
 
     def exec_spec(self, k, node):
-        return interpreter.slice_accumulate_driver, (), (self.offsets[k], self.sizes[k]), ()
+        return ExecSpec(interpreter.slice_accumulate_driver, (),
+                        (self.offsets[k], self.sizes[k]), ())
 
     def vjp(self, k, grad_output, saved, attrs, grad_input):
         start = self.offsets[k]
@@ -110,8 +111,8 @@ class ReplayOutput(Op):
         self.ints = ints
 
     def exec_spec(self, k, node):
-        return interpreter.backward_driver, (node.saved_inputs[1], self.table, self.floats), \
-            self.ints, ()
+        return ExecSpec(interpreter.backward_driver,
+                        (node.saved_inputs[1], self.table, self.floats), self.ints, ())
 
     def vjp(self, k, grad_output, saved, attrs, grad_input):
         g = np.ascontiguousarray(grad_output, dtype=self.program.dtype)
@@ -173,25 +174,7 @@ class Program:
 
     def _forward(self, trace):
         builder = interpreter.Builder()
-        values = {}
-        location = self.location
-
-        def value(buffer, offset):
-            if not offset:  # (the usual case: a whole buffer, named by the buffer)
-                index = values.get(buffer)
-                if index is None:
-                    where = location(buffer, 0)
-                    index = values.get(where)
-                    if index is None:
-                        index = values[where] = builder.value(*where)
-                    values[buffer] = index
-                return index
-            where = location(buffer, offset)
-            index = values.get(where)
-            if index is None:
-                index = values[where] = builder.value(*where)
-            return index
-
+        value = _value_numbers(builder, self.location)
         copy_entry = _pointers.entry_address(interpreter.copy_driver, np.dtype(np.float64))
         items, readers = fusion.plan(trace.events)
         kept = self._kept(trace) if len(items) < len(trace.events) else set()
@@ -203,20 +186,7 @@ class Program:
                 scratch_bytes = max(scratch_bytes, n_bytes)
                 continue
             if event.op == "block":  # a backward run inside fn (``Trace.record_backward``)
-                zeros, rows, ints, floats = event.operands
-                for (buffer, offset), n_bytes in zeros:
-                    builder.zero(value(buffer, offset), n_bytes)
-                ints_base, floats_base = len(builder.ints), len(builder.floats)
-                builder.ints.extend(ints)
-                builder.floats.extend(floats)
-                for address, operands, ints_at, floats_at in rows:
-                    if address is None:
-                        builder.zero(value(*operands[0]), ints_at)
-                        continue
-                    builder.rows.extend((builder.entry(address), len(operands),
-                                         len(builder.operands), ints_base + ints_at,
-                                         floats_base + floats_at))
-                    builder.operands.extend(value(b, o) for b, o in operands)
+                _block_rows(builder, value, event)
                 continue
             operands = [value(b, o) for b, o in event.operands]
             if event.op is None:  # a copy (an in-place write, or a kept old value)
@@ -348,11 +318,10 @@ class Program:
         nodes = [node for node in plan.nodes if node.seq > start_seq]
         needed = {id(node) for node in nodes} | (plan.needed & target_ids)
         plan = backward_module.Plan(nodes, plan.reachable, needed)
-        tables = executor._Tables(dtype)
         seed = np.zeros(root.shape, dtype=dtype)
         try:
-            executor._build(tables, plan, [(root, seed)], target_ids, False, {}, {}, {})
-        except executor._Unsupported as error:
+            tables, _, _ = executor.build(plan, [(root, seed)], target_ids, False, dtype)
+        except executor.Unsupported as error:
             raise Unsupported("an op of the backward has no compiled driver") from error
         tables.plan_nodes = nodes
         return tables
@@ -538,6 +507,15 @@ class Program:
             t._version[0] += 1
         if self.written:
             tape.mutated()
+        results, boxes = self._results(leaves, arena)
+        if self.backward_outputs and tape._state.enabled:
+            self._connect(leaves, results, boxes, arena, ids, keep, args, kwargs)
+        return results
+
+    def _results(self, leaves, arena):
+        """The output leaves of a replay that wrote ``arena``, and per output the version box
+        of a tensor made here (None for the others)."""
+        externals = self.externals
         results = []
         boxes = []
         for out in self.outputs:
@@ -560,9 +538,7 @@ class Program:
             else:
                 results.append(Tensor._make(out[1].copy(), requires_grad=out[2]))
                 boxes.append(None)
-        if self.backward_outputs and tape._state.enabled:
-            self._connect(leaves, results, boxes, arena, ids, keep, args, kwargs)
-        return results
+        return results, boxes
 
     def _connect(self, leaves, results, boxes, arena, ids, keep, args, kwargs):
         """Give the differentiable outputs their nodes (see the module docstring)."""
@@ -643,6 +619,48 @@ _NO_ATTRS = {}
 _STALE = {0: 1}  # (a version box one past the version a stale output's node expects)
 _GRADIENT = -1
 _BUFFER = -2
+
+
+def _value_numbers(builder, location):
+    """``value(buffer, offset)``: the number of the builder's value at that place (made on
+    first use; one per place, however the buffer is named)."""
+    values = {}
+
+    def value(buffer, offset):
+        if not offset:  # (the usual case: a whole buffer, named by the buffer)
+            index = values.get(buffer)
+            if index is None:
+                where = location(buffer, 0)
+                index = values.get(where)
+                if index is None:
+                    index = values[where] = builder.value(*where)
+                values[buffer] = index
+            return index
+        where = location(buffer, offset)
+        index = values.get(where)
+        if index is None:
+            index = values[where] = builder.value(*where)
+        return index
+
+    return value
+
+
+def _block_rows(builder, value, event):
+    """The rows of a backward table recorded inside fn (a ``"block"`` event): its gradient
+    buffers zeroed, then its rows, their ints and floats appended to the builder's."""
+    zeros, rows, ints, floats = event.operands
+    for (buffer, offset), n_bytes in zeros:
+        builder.zero(value(buffer, offset), n_bytes)
+    ints_base, floats_base = len(builder.ints), len(builder.floats)
+    builder.ints.extend(ints)
+    builder.floats.extend(floats)
+    for address, operands, ints_at, floats_at in rows:
+        if address is None:
+            builder.zero(value(*operands[0]), ints_at)
+            continue
+        builder.rows.extend((builder.entry(address), len(operands), len(builder.operands),
+                             ints_base + ints_at, floats_base + floats_at))
+        builder.operands.extend(value(b, o) for b, o in operands)
 
 
 def _group_row(builder, value, group, kept, readers, scratch_at):

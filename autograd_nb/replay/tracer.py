@@ -146,7 +146,12 @@ class Trace:
         if start is None:
             start = _address(array)
             end = start + array.nbytes
-        for buffer in self.buffers:  # a view of a view: by address
+        return self._find_bytes(start, end)  # a view of a view: by address
+
+    def _find_bytes(self, start, end):
+        """``(Buffer, byte offset)`` of the buffer holding the bytes ``start`` to ``end``, or
+        None."""
+        for buffer in self.buffers:
             if buffer.start <= start and end <= buffer.end:
                 return buffer, start - buffer.start
         return None
@@ -289,20 +294,19 @@ class Trace:
                     raise RuntimeError(engine.UNUSED_INPUT)
         if create_graph or batch is not None:
             self.refuse("a gradient inside with create_graph or is_grads_batched")
-        captured = []
-
-        def remember(tables, ran, results, leaves):
-            captured.append((tables, results))
-
-        results, leaves = engine.run_plan(
-            plan, seeds, {id(e) for e in targets}, all_leaves, retain_graph, create_graph, batch,
-            remember if self.unsupported is None else None,
+        # (the graph is retained for the recording, which reads the saved buffers, and freed
+        # after it)
+        results, leaves, executed = engine.run_plan(
+            plan, seeds, {id(e) for e in targets}, all_leaves, True, create_graph, batch,
         )
         if self.unsupported is None:
-            if not captured:
+            if executed is None:
                 self.refuse("a gradient inside that the compiled executor cannot run")
             else:
-                self.record_backward(*captured[0])
+                self.record_backward(executed.tables, executed.results)
+        if not retain_graph:
+            for node in (plan.nodes if executed is None else executed.schedule.ran):
+                node.free()
         return results, leaves, plan
 
     def record_backward(self, tables, results):
@@ -314,31 +318,11 @@ class Trace:
         scratch_buffer = self._add(scratch, "arena", len(self.arena_buffers))
         self.arena_buffers.append(scratch_buffer)
         zeros = [((scratch_buffer, 0), scratch.nbytes)]
-        saved_by_nodes = set()
-        for origin in tables.origins:
-            if isinstance(origin, tape.Node):
-                for array in (origin.saved_inputs or ()):
-                    saved_by_nodes.add(id(array))
-                saved_by_nodes.add(id(origin.saved_output))
+        saved_by_nodes = _saved_by_nodes(tables.origins)
 
         def object_location(j):
-            array = tables.objects[j]
-            origin = tables.origins[j]
-            found = self.find(array)
-            if found is not None:
-                return found
-            if type(origin) is tuple and origin[0] == "result":
-                buffer = self._add(array, "arena", len(self.arena_buffers))
-                self.arena_buffers.append(buffer)
-                zeros.append(((buffer, 0), array.nbytes))
-                return buffer, 0
-            if type(origin) is tuple and origin[0] == "seed":
-                if not np.all(array == 1):
-                    self.refuse("a grad_outputs converted from a tensor (a dtype cast)")
-                return self.const(array), 0
-            if id(array) in saved_by_nodes:
-                self.refuse("a saved buffer the recorder did not see made")
-            return self.const(array), 0
+            return self._object_location(tables.objects[j], tables.origins[j], saved_by_nodes,
+                                         zeros)
 
         slots = []
         for offset in tables.slot_offsets:
@@ -361,6 +345,26 @@ class Trace:
             block = (zeros, rows, list(tables.ints), [float(f) for f in tables.floats])
             self.events.append(Event("block", block, None, None, tables.dtype))
 
+    def _object_location(self, array, origin, saved_by_nodes, zeros):
+        """Where a backward table's object ``array`` (made as ``origin`` says) lives: a buffer
+        met, a new arena value (a result, zeroed first: appended to ``zeros``) or a
+        constant."""
+        found = self.find(array)
+        if found is not None:
+            return found
+        if type(origin) is tuple and origin[0] == "result":
+            buffer = self._add(array, "arena", len(self.arena_buffers))
+            self.arena_buffers.append(buffer)
+            zeros.append(((buffer, 0), array.nbytes))
+            return buffer, 0
+        if type(origin) is tuple and origin[0] == "seed":
+            if not np.all(array == 1):
+                self.refuse("a grad_outputs converted from a tensor (a dtype cast)")
+            return self.const(array), 0
+        if id(array) in saved_by_nodes:
+            self.refuse("a saved buffer the recorder did not see made")
+        return self.const(array), 0
+
     def read_value(self, tensor, what):
         """``tensor``'s values were handed to Python (``what``)."""
         data = tensor._data
@@ -370,6 +374,17 @@ class Trace:
         if found is None or found[0].kind == "const":
             return
         self.value_dependent = (what, *_caller())
+
+
+def _saved_by_nodes(origins):
+    """The ids of the arrays the tape nodes among a backward table's ``origins`` saved."""
+    saved = set()
+    for origin in origins:
+        if isinstance(origin, tape.Node):
+            for array in (origin.saved_inputs or ()):
+                saved.add(id(array))
+            saved.add(id(origin.saved_output))
+    return saved
 
 
 def _caller():
@@ -411,41 +426,51 @@ def _traced_apply(op, args, attrs):
             continue
         only_tensors = False
         kind = type(arg)
-        if kind is list or kind is tuple:
-            if tensor_module._holds_tensor(arg):
-                # (NumPy's stacking of a sequence operand, recorded, as ``apply`` does)
-                return _traced_apply(op, tensor_module._stack_sequences(args), attrs)
-            arg = np.asarray(arg)
-        values.append(arg)
+        sequence = kind is list or kind is tuple
+        if sequence and tensor_module._holds_tensor(arg):
+            # (NumPy's stacking of a sequence operand, recorded, as ``apply`` does)
+            return _traced_apply(op, tensor_module._stack_sequences(args), attrs)
+        values.append(np.asarray(arg) if sequence else arg)
         boxes.append(None)
         edges.append(None)
         tensors.append(None)
     if tensor_module._cuda_used and tensor_module._cuda_device.any_device_array(values):
         trace.refuse("CUDA tensors")
         return _saved["apply"](op, args, attrs)
+    arrays, attrs, output = _traced_run(trace, op, values, tensors, attrs, only_tensors,
+                                        requires_grad)
+    result = Tensor._make(output)
+    if requires_grad and tape._state.enabled:
+        result._node = _record(op, edges, arrays, boxes, output, result._version, attrs)
+    trace.record_op(op, tensors, arrays, attrs, output, result._node)
+    return result
+
+
+def _traced_run(trace, op, values, tensors, attrs, only_tensors, recording):
+    """The op's ``(arrays, attrs, output)``, run at a depth the wrappers pass through."""
     trace.depth += 1
     try:
         if not only_tensors:
             # (as ``apply``, but a tensor's own buffer is read where it is, not copied)
             constants = [v for v, t in zip(values, tensors) if t is None]
-            tensor_module._constants(constants, requires_grad, [None] * len(constants))
+            tensor_module._constants(constants, recording, [None] * len(constants))
             constants = iter(constants)
             values = [v if t is not None else next(constants) for v, t in zip(values, tensors)]
-            arrays, attrs, output = op.run_with_constants(values, attrs)
-        else:
-            arrays, attrs, output = op.run(values, attrs)
+            return op.run_with_constants(values, attrs)
+        return op.run(values, attrs)
     finally:
         trace.depth -= 1
-    result = Tensor._make(output)
-    if requires_grad and tape._state.enabled:
-        differentiable = op.differentiable
-        if differentiable is not None and False in differentiable:
-            edges = [e if d else None for e, d in zip(edges, differentiable)]
-            requires_grad = any([e is not None for e in edges])
-        if requires_grad:
-            result._node = tape.record(op, edges, arrays, boxes, output, result._version, attrs)
-    trace.record_op(op, tensors, arrays, attrs, output, result._node)
-    return result
+
+
+def _record(op, edges, arrays, boxes, output, version, attrs):
+    """``tape.record`` of the op, as ``apply`` makes it: the edges of its non-differentiable
+    inputs cut, and no node when none is left."""
+    differentiable = op.differentiable
+    if differentiable is not None and False in differentiable:
+        edges = [e if d else None for e, d in zip(edges, differentiable)]
+        if not any([e is not None for e in edges]):
+            return None
+    return tape.record(op, edges, arrays, boxes, output, version, attrs)
 
 
 def _traced_unary(trace, op, a, attrs):
@@ -478,10 +503,7 @@ def _traced_binary(op, a, b):
     kind_a, kind_b = type(a), type(b)
     done = None
     if not tensor_module._cuda_used and not trace.depth:
-        if kind_a is Tensor and (kind_b is Tensor or kind_b is float or kind_b is int):
-            done = op.run_pair(a._data, b._data if kind_b is Tensor else b)
-        elif kind_b is Tensor and (kind_a is float or kind_a is int):
-            done = op.run_pair(a, b._data)
+        done = _run_pair(op, a, b, kind_a, kind_b)
     if done is None:
         return _traced_apply(op, (a, b), {})
     arrays, attrs, output = done
@@ -504,6 +526,16 @@ def _traced_binary(op, a, b):
                                         result._version, attrs)
     trace.record_op(op, (tensor_a, tensor_b), arrays, attrs, output, result._node)
     return result
+
+
+def _run_pair(op, a, b, kind_a, kind_b):
+    """``op.run_pair`` of two Tensors, or of one and a Python number; None for other operands
+    (or a layout the op has not run before)."""
+    if kind_a is Tensor and (kind_b is Tensor or kind_b is float or kind_b is int):
+        return op.run_pair(a._data, b._data if kind_b is Tensor else b)
+    if kind_b is Tensor and (kind_a is float or kind_a is int):
+        return op.run_pair(a, b._data)
+    return None
 
 
 def _traced_apply_view(op, x, attrs):

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import autograd_nb as anb
-from autograd_nb import config, engine
+from autograd_nb import config
 from autograd_nb.ops.registry import REGISTRY
 
 ELEMENTWISE_UNARY = sorted(
@@ -23,7 +23,7 @@ def batched_path(request, monkeypatch):
     """Run a test through the compiled executor's batched run, and through the Python walk's
     batched kernels: the parallel ones and the row-by-row ones."""
     if request.param != "compiled":
-        monkeypatch.setattr(engine, "COMPILED", False)
+        monkeypatch.setattr(config, "COMPILED_BACKWARD", False)
     threshold = 0 if request.param == "prange" else 1 << 62
     monkeypatch.setattr(config, "PARALLEL_MIN_ELEMENTS", threshold)
     return request.param
@@ -301,7 +301,7 @@ def test_add_of_an_input_to_itself_passes_one_buffer_on(monkeypatch):
     y = anb.tanh(anb.reshape(x + x, (3, 2)))
     v = np.random.default_rng(13).standard_normal((4, 3, 2))
     check_batched(y, [x], v)
-    monkeypatch.setattr(engine, "COMPILED", False)  # the same walk without a batch
+    monkeypatch.setattr(config, "COMPILED_BACKWARD", False)  # the same walk without a batch
     (g,) = anb.grad(y, x, grad_outputs=anb.tensor(v[0]), retain_graph=True)
     want = (v[0] * (1 - np.tanh(2 * x.numpy().reshape(3, 2)) ** 2)).reshape(2, 3) * 2
     np.testing.assert_allclose(g.numpy(), want, rtol=1e-12)

@@ -128,7 +128,7 @@ def test_the_kept_identity_is_read_only_and_no_jacobian_shares_it(func):
 
 def test_the_identity_cache_keeps_at_most_its_budget(monkeypatch):
     monkeypatch.setattr(functional, "_identities", {})
-    monkeypatch.setattr(functional, "IDENTITY_CACHE_BYTES", 3 * 8 * 8 * 8)  # three 8 x 8
+    monkeypatch.setattr(anb.config, "IDENTITY_CACHE_BYTES", 3 * 8 * 8 * 8)  # three 8 x 8
     kept = [functional._identity(8, np.dtype(np.float64)) for _ in range(2)]
     assert kept[0] is kept[1]  # the second call reuses the first
     for n in (8, 9, 10):  # 8x8 and 9x9 fit; 10x10 does not fit beside them

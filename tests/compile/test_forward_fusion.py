@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import autograd_nb as anb
-from autograd_nb.replay import CompileWarning, fusion
+from autograd_nb import config
+from autograd_nb.replay import CompileWarning
 
 UNARY = ("sin", "tanh", "exp", "square", "sigmoid", "softplus", "sqrt", "negative")
 BINARY = ("add", "subtract", "multiply", "divide", "maximum")
@@ -122,7 +123,7 @@ def chain_inputs():
 def test_a_chain_runs_as_one_instruction(chain_inputs, monkeypatch):
     x, column, v = chain_inputs
     fused = _check_against_eager(_chain, chain_inputs, [x, column])
-    monkeypatch.setattr(fusion, "ENABLED", False)
+    monkeypatch.setattr(config, "FUSE_REPLAY", False)
     unfused = _check_against_eager(_chain, chain_inputs, [x, column])
     # 10 elementwise ops and the sum: one group and the sum's instruction.
     assert (_rows(unfused), _rows(fused)) == (11, 2)

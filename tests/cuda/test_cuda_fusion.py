@@ -1,9 +1,9 @@
 """Fused elementwise VJP chains on the GPU (``autograd_nb.cuda.fusion``).
 
-Every case runs three ways, fused on the device, unfused on the device (``ENABLED = False``)
-and on the CPU, and the gradients must agree. Launches are counted, so a test fails if the
-chain silently runs op by op: a fused run must launch the expected fused kernels and no
-per-node VJP of the ops inside them.
+Every case runs three ways, fused on the device, unfused on the device
+(``config.CUDA_FUSE_BACKWARD = False``) and on the CPU, and the gradients must agree. Launches
+are counted, so a test fails if the chain silently runs op by op: a fused run must launch the
+expected fused kernels and no per-node VJP of the ops inside them.
 """
 
 import collections
@@ -67,7 +67,7 @@ def three_ways(monkeypatch, launches, function, arrays, tolerance=1e-12):
     """Gradients fused (returned) after checking them against unfused and CPU ones;
     ``launches`` counts the fused run alone."""
     with monkeypatch.context() as patch:
-        patch.setattr(cuda_fusion, "ENABLED", False)
+        patch.setattr(config, "CUDA_FUSE_BACKWARD", False)
         unfused = gradients(function, arrays, "cuda")
     on_cpu = gradients(function, arrays, "cpu")
     launches.clear()
@@ -118,7 +118,7 @@ def test_no_per_node_vjp_runs_inside_a_fused_chain(launches):
 
 
 def test_disabled_fusion_runs_every_vjp_on_its_own(monkeypatch, launches):
-    monkeypatch.setattr(cuda_fusion, "ENABLED", False)
+    monkeypatch.setattr(config, "CUDA_FUSE_BACKWARD", False)
     gradients(scalar_constants, [values(1)], "cuda")
     assert launches["fused"] == 0
     assert (launches["multiply"], launches["add"], launches["subtract"]) == (2, 1, 1)
@@ -173,7 +173,7 @@ def test_retain_grad_breaks_the_chain_and_gets_its_gradient(monkeypatch, launche
     fused = run("cuda")
     assert launches["fused"] == 2 and launches["fused nodes"] == 4
     with monkeypatch.context() as patch:
-        patch.setattr(cuda_fusion, "ENABLED", False)
+        patch.setattr(config, "CUDA_FUSE_BACKWARD", False)
         unfused = run("cuda")
     for a, b, c in zip(fused, unfused, run("cpu")):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
@@ -234,7 +234,7 @@ def test_batched_vjps_fuse_with_the_batch_as_grid_rows(monkeypatch, launches):
     fused = jacobian_rows("cuda")
     assert launches["fused"] == 1
     with monkeypatch.context() as patch:
-        patch.setattr(cuda_fusion, "ENABLED", False)
+        patch.setattr(config, "CUDA_FUSE_BACKWARD", False)
         unfused = jacobian_rows("cuda")
     np.testing.assert_allclose(fused, unfused, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(fused, jacobian_rows("cpu"), rtol=1e-12, atol=1e-12)

@@ -172,7 +172,7 @@ def test_float32(name):
 @pytest.mark.parametrize("name", ["sum", "prod", "max", "min"])
 def test_long_rows_split_across_blocks(name, monkeypatch):
     # One element per thread: rows of 23 go to 6 blocks each, then a second pass.
-    monkeypatch.setattr(reduction, "ELEMENTS_PER_THREAD", 1)
+    monkeypatch.setattr(config, "CUDA_REDUCTION_ELEMENTS_PER_THREAD", 1)
     assert reduction._chunks(3, 23, reduction.row_threads(23)) == 6
     rng = np.random.default_rng(13)
     check_op(name, KERNELS[name], [_inputs((3, 23), np.float64, rng, name)], {"axis": 1}, rng)

@@ -291,13 +291,15 @@ def test_jacobian_by_batched_vjps_on_the_device():
 def test_the_split_and_unsplit_broadcast_reductions_agree(monkeypatch):
     from autograd_nb.cuda import elementwise
 
-    results = []
+    results, chunks = [], []
     for threads in (1, 1 << 16):  # one thread per target element, or many with atomics
-        monkeypatch.setattr(elementwise, "REDUCTION_THREADS", threads)
+        monkeypatch.setattr(anb.config, "CUDA_VJP_REDUCTION_THREADS", threads)
+        chunks.append(elementwise._chunk(2, 6))  # b's 2 elements, each a sum of 6
         b = cuda_tensor(np.array([[0.5], [1.5]]), requires_grad=True)
         x = cuda_tensor(np.linspace(-1, 1, 12).reshape(3, 2, 2))
         (g,) = anb.grad(x * b, b, anb.ones((3, 2, 2), device="cuda"))
         results.append(g.cpu().numpy())
+    assert chunks == [6, 1]  # both ways ran
     np.testing.assert_allclose(results[0], results[1], rtol=1e-12)
     np.testing.assert_allclose(results[0], np.linspace(-1, 1, 12).reshape(3, 2, 2).sum(
         axis=(0, 2)).reshape(2, 1))

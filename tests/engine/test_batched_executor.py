@@ -1,9 +1,10 @@
 """The compiled executor's batched run: ``grad(..., is_grads_batched=True)`` as one call into
 compiled code, a ``prange`` over blocks of batch rows.
 
-Checked against the Python walk's batched kernels (``engine.COMPILED = False``), against the
-stacked single VJPs and against closed forms; at one and two threads (the same bits); with the
-blocks' edges inside products (``_bmm``'s rows driver) and slots reused or handed on.
+Checked against the Python walk's batched kernels (``config.COMPILED_BACKWARD = False``),
+against the stacked single VJPs and against closed forms; at one and two threads (the same
+bits); with the blocks' edges inside products (``_bmm``'s rows driver) and slots reused or
+handed on.
 """
 
 import numba
@@ -13,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import autograd_nb as anb
-from autograd_nb import config, engine
-from autograd_nb.engine import executor, fusion, plan_cache
+from autograd_nb import config
+from autograd_nb.engine import executor, plan_cache
 from autograd_nb.ops.registry import REGISTRY
 
 from .test_executor import programs, run_program
@@ -50,7 +51,7 @@ def batched(y, inputs, v, **kwargs):
 
 def walked(y, inputs, v, monkeypatch, **kwargs):
     with monkeypatch.context() as patch:
-        patch.setattr(engine, "COMPILED", False)
+        patch.setattr(config, "COMPILED_BACKWARD", False)
         return batched(y, inputs, v, **kwargs)
 
 
@@ -74,14 +75,14 @@ def test_random_programs_agree_with_the_walk_and_across_thread_counts(steps, dty
     saved = config.FUSION_MIN_ELEMENTS
     try:
         for mode in ("walk", "compiled", "fused"):
-            engine.COMPILED = mode != "walk"
-            fusion.ENABLED = mode == "fused"
+            config.COMPILED_BACKWARD = mode != "walk"
+            config.FUSE_BACKWARD = mode == "fused"
             config.FUSION_MIN_ELEMENTS = 1
             for threads in (1, 2):
                 results[mode, threads] = with_threads(
                     threads, lambda: batched(loss, (x, w), v, materialize_grads=True))
     finally:
-        engine.COMPILED, fusion.ENABLED = True, True
+        config.COMPILED_BACKWARD, config.FUSE_BACKWARD = True, True
         config.FUSION_MIN_ELEMENTS = saved
     tolerance = 1e-12 if dtype == "float64" else 2e-5
     for i in range(2):
@@ -293,7 +294,7 @@ def test_batched_templates_replay_a_repeated_structure_with_the_same_bits(monkey
         want = v @ ((1 - np.tanh(w.numpy() @ x.numpy()) ** 2)[:, None] * w.numpy())
         np.testing.assert_allclose(g, want, rtol=1e-12, atol=1e-14)
         with monkeypatch.context() as patch:
-            patch.setattr(engine, "CACHED", False)
+            patch.setattr(config, "CACHED_PLANS", False)
             np.testing.assert_array_equal(g, batched(y, x, v)[0])
     # A template from the second run on; another batch size is another key.
     assert hits == [False, False, True, True, False]

@@ -29,8 +29,8 @@ def modes(monkeypatch):
     def run(function):
         results = {}
         for mode in ("python", "compiled", "fused"):
-            monkeypatch.setattr(engine, "COMPILED", mode != "python")
-            monkeypatch.setattr(fusion, "ENABLED", mode == "fused")
+            monkeypatch.setattr(config, "COMPILED_BACKWARD", mode != "python")
+            monkeypatch.setattr(config, "FUSE_BACKWARD", mode == "fused")
             monkeypatch.setattr(config, "FUSION_MIN_ELEMENTS", 1)
             results[mode] = function()
         return results
@@ -120,8 +120,8 @@ def test_random_programs_agree_across_modes_and_with_the_rules(steps, dtype):
     w0 = rng.uniform(-1, 1, (4,)).astype(dtype)
     results = {}
     for mode in ("python", "compiled", "fused"):
-        engine.COMPILED = mode != "python"
-        fusion.ENABLED = mode == "fused"
+        config.COMPILED_BACKWARD = mode != "python"
+        config.FUSE_BACKWARD = mode == "fused"
         saved, config.FUSION_MIN_ELEMENTS = config.FUSION_MIN_ELEMENTS, 1
         try:
             x = anb.tensor(x0, requires_grad=True)
@@ -130,7 +130,7 @@ def test_random_programs_agree_across_modes_and_with_the_rules(steps, dtype):
                                                          allow_unused=True,
                                                          materialize_grads=True)]
         finally:
-            engine.COMPILED, fusion.ENABLED = True, True
+            config.COMPILED_BACKWARD, config.FUSE_BACKWARD = True, True
             config.FUSION_MIN_ELEMENTS = saved
     x = anb.tensor(x0, requires_grad=True)
     w = anb.tensor(w0, requires_grad=True)
@@ -228,7 +228,7 @@ def test_fusion_groups_a_chain_and_stops_at_a_second_consumer(monkeypatch):
     chains = {id(g): [n.name for n in g.nodes] for g in groups.values()}
     assert sorted(chains.values()) == [["exp", "multiply", "tanh"]]
     expected = anb.grad(loss, x, retain_graph=True)[0].numpy()
-    monkeypatch.setattr(fusion, "ENABLED", False)
+    monkeypatch.setattr(config, "FUSE_BACKWARD", False)
     np.testing.assert_allclose(anb.grad(loss, x)[0].numpy(), expected, rtol=1e-15)
 
 
@@ -239,7 +239,7 @@ def test_long_chains_are_cut_into_groups_of_bounded_size(monkeypatch):
     monkeypatch.setattr(config, "FUSION_MIN_ELEMENTS", 1)
     x = anb.tensor(np.linspace(-1, 1, 5), requires_grad=True)
     w = anb.tensor(np.linspace(0.5, 1.5, 5))
-    n = 3 * fusion.MAX_NODES + 2
+    n = 3 * config.FUSION_MAX_NODES + 2
     h = x
     for _ in range(n):
         h = h * w  # each VJP reads one operand array, w
@@ -250,7 +250,7 @@ def test_long_chains_are_cut_into_groups_of_bounded_size(monkeypatch):
         found = fusion.groups(plan, {id(x)}, False, {id(loss._node)})
         return sorted(len(g.nodes) for g in {id(g): g for g in found.values()}.values())
 
-    assert sizes() == sorted([fusion.MAX_NODES] * 3 + [2])
+    assert sizes() == sorted([config.FUSION_MAX_NODES] * 3 + [2])
     monkeypatch.setattr(fusion, "MAX_OPERANDS", 3)
     assert sizes() == sorted([3] * (n // 3) + ([n % 3] if n % 3 > 1 else []))
     (g,) = anb.grad(loss, x, retain_graph=True)

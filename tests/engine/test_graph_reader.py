@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import autograd_nb as anb
-from autograd_nb import engine, layout, tape
+from autograd_nb import config, layout, tape
 from autograd_nb.engine import graph_reader, plan_cache
 
 pytestmark = pytest.mark.skipif(
@@ -156,11 +156,11 @@ def test_a_backward_from_a_template_frees_the_saved_buffers():
 
 def test_threads_backward_from_one_template_at_once():
     values = [-1 + 0.05 * k for k in range(40)]
-    engine.CACHED = False
+    config.CACHED_PLANS = False
     try:
         expected = [grads(value, 0.4) for value in values]
     finally:
-        engine.CACHED = True
+        config.CACHED_PLANS = True
     for _ in range(2):
         grads(0.3, -0.7)
     errors = []
@@ -218,9 +218,9 @@ def test_a_sequence_op_given_one_more_input_is_no_match():
     hits, compiled = counts()
     got = [g.item() for g in anb.grad(loss([a, b, c, d]), [a, b, c])]
     assert counts() == (hits, compiled)
-    engine.CACHED = False
+    config.CACHED_PLANS = False
     try:
         expected = [g.item() for g in anb.grad(loss([a, b, c, d]), [a, b, c])]
     finally:
-        engine.CACHED = True
+        config.CACHED_PLANS = True
     assert got == expected

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import autograd_nb as anb
-from autograd_nb import engine
+from autograd_nb import config
 from autograd_nb.engine import graph_reader, plan_cache
 
 from .test_executor import programs, run_program
@@ -28,7 +28,7 @@ def fresh_cache(request, monkeypatch):
     plan_cache.clear()
     yield
     plan_cache.clear()
-    engine.CACHED = True
+    config.CACHED_PLANS = True
 
 
 def hits():
@@ -36,11 +36,11 @@ def hits():
 
 
 def uncached(function):
-    engine.CACHED = False
+    config.CACHED_PLANS = False
     try:
         return function()
     finally:
-        engine.CACHED = True
+        config.CACHED_PLANS = True
 
 
 def grads(loss_of, values, targets=None):
@@ -108,7 +108,7 @@ def test_backward_accumulates_from_a_template_as_without():
     step(x, y)
     step(x, y)  # accumulates into .grad
     assert hits() - before == 2
-    engine.CACHED = False
+    config.CACHED_PLANS = False
     x2, y2 = (anb.tensor(v, requires_grad=True) for v in (0.2, 0.4))
     step(x2, y2)
     step(x2, y2)
@@ -166,7 +166,7 @@ def test_a_dtype_change_behind_a_constant_does_not_match():
         anb.grad(loss_of(x, c32)(), x)
     c64 = np.full(4, 0.5)
     cached = anb.grad(loss_of(x, c64)(), x)[0]
-    engine.CACHED = False
+    config.CACHED_PLANS = False
     expected = anb.grad(loss_of(x, c64)(), x)[0]
     assert cached.dtype == expected.dtype
     np.testing.assert_array_equal(cached.numpy(), expected.numpy())
@@ -330,7 +330,7 @@ def test_a_freed_node_shared_by_a_later_graph_raises_from_a_template_too():
 def test_the_callers_grad_outputs_are_only_read(cached):
     # The seeds are read in place (no copy) where they are C-contiguous and of the graph's
     # dtype: a backward must leave them as they were, also when an output feeds another one.
-    engine.CACHED = cached
+    config.CACHED_PLANS = cached
     x = anb.tensor(np.linspace(-1, 1, 4), requires_grad=True)
     for _ in range(4):
         y = anb.outer(x, x)

@@ -1,7 +1,7 @@
 """The compiled executor's drivers of ``anb.linalg`` (``_lu_solve``, ``_slogdet``, ``_det``,
 ``_cholesky``; ops/decompositions.py) against the Python walk over the same kernels
-(``engine.COMPILED = False``): the same bits, batched and not, float32 and float64, from LU's
-factors and from Cholesky's (symmetric positive-definite matrices), one backward and
+(``config.COMPILED_BACKWARD = False``): the same bits, batched and not, float32 and float64,
+from LU's factors and from Cholesky's (symmetric positive-definite matrices), one backward and
 ``is_grads_batched``; and the kernels of ``_lapack`` behind them, at orders where they
 recurse, against NumPy.
 """
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import autograd_nb as anb
-from autograd_nb import engine
+from autograd_nb import config
 from autograd_nb.engine import executor
 from autograd_nb.ops import _lapack, decompositions
 
@@ -90,7 +90,7 @@ def gradients(function, arrays, dtype, rows=None):
 
 def walk_and_compiled(monkeypatch, executions, *args, **kwargs):
     with monkeypatch.context() as patch:
-        patch.setattr(engine, "COMPILED", False)
+        patch.setattr(config, "COMPILED_BACKWARD", False)
         walked = gradients(*args, **kwargs)
     assert not executions
     compiled = gradients(*args, **kwargs)

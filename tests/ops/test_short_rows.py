@@ -1,7 +1,7 @@
 """Fast paths for short rows and contiguous strided rows give the bits of the general loops.
 
 * The strided VJP kernels of elementwise ops (``_kernels._short_rows``): a 2-D layout with
-  rows of at most ``SHORT_ROW`` elements runs its own loops; the same kernel over the same
+  rows of at most ``config.SHORT_ROW`` elements runs its own loops; the same kernel over the same
   layout written as 3-D (a leading dimension of 1, which the general loop walks) is the
   reference, bit for bit.
 * ``_strided.gather`` / ``scatter_add`` over rows of stride 1, against a Python loop in the
@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import autograd_nb as anb
-from autograd_nb.ops import _kernels, _strided
+from autograd_nb.ops import _strided
 from autograd_nb.ops.registry import REGISTRY
 
 #: (formula's VJP, the input it reads): multiply's VJP of ``a`` reads ``b``, and the reverse.
@@ -51,7 +51,7 @@ def _run_vjp(k, shape, read_broadcast, target_broadcast, g, x, lead):
 @settings(max_examples=40, deadline=None)
 @given(
     rows=st.integers(1, 70),
-    inner=st.integers(1, _kernels.SHORT_ROW + 1),
+    inner=st.integers(1, anb.config.SHORT_ROW + 1),
     read_broadcast=st.sampled_from([(), (0,), (1,)]),
     target_broadcast=st.sampled_from([(), (0,), (1,), (0, 1)]),
     vjp=st.sampled_from(_MULTIPLY_VJPS),

@@ -34,7 +34,7 @@ import numba
 import numpy as np
 
 import autograd_nb as anb
-from autograd_nb import engine
+from autograd_nb import config
 from autograd_nb.ops import _parallel
 
 rng = np.random.default_rng(0)
@@ -67,7 +67,7 @@ def batched_vjp():
 def walked_vjp():
     """128 VJPs through the Python walk: the ops' own batched kernels (elementwise and
     ``sum``'s loops over the batch, ``_bmm``'s split GEMM and its GEMM per vector)."""
-    engine.COMPILED = False
+    config.COMPILED_BACKWARD = False
     try:
         a = anb.tensor(A, requires_grad=True)
         w = anb.tensor(W, requires_grad=True)
@@ -75,7 +75,7 @@ def walked_vjp():
         vectors = V[:128]
         ga, gw = anb.grad(y, [a, w], grad_outputs=anb.tensor(vectors), is_grads_batched=True)
     finally:
-        engine.COMPILED = True
+        config.COMPILED_BACKWARD = True
     t = np.tanh(A @ W)
     inner = vectors[:, None, :] * np.exp(0.5 * t) * 0.5 * (1 - t * t)
     np.testing.assert_allclose(ga.numpy(), inner @ W.T, rtol=1e-9, atol=1e-12)

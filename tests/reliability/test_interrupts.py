@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import autograd_nb as anb
-from autograd_nb import engine, tape
+from autograd_nb import config, tape
 from autograd_nb.engine import plan_cache
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="no setitimer")
@@ -43,9 +43,9 @@ def way(request, monkeypatch):
     """A backward from a plan template, planned afresh for the compiled executor, or walked in
     Python."""
     if request.param == "compiled":
-        monkeypatch.setattr(engine, "CACHED", False)
+        monkeypatch.setattr(config, "CACHED_PLANS", False)
     elif request.param == "python":
-        monkeypatch.setattr(engine, "COMPILED", False)
+        monkeypatch.setattr(config, "COMPILED_BACKWARD", False)
     return request.param
 
 

@@ -1,0 +1,234 @@
+"""The one planner of a backward: a plan's nodes become a list of steps over gradient slots.
+
+:func:`autograd_nb.engine.backward.make_plan` decides *which* nodes run (pruned, ordered,
+checked); :func:`schedule` decides *how*, once for every way a backward runs: which buffer
+holds each gradient, which buffers are handed back, which are reused, where a VJP is the
+identity and passes its buffer on, which elementwise chains run fused. Each interpreter walks
+the same :class:`Schedule`:
+
+* the compiled executor (:mod:`.executor`) writes it as instruction tables and runs them in
+  one call into compiled code, with or without a batch; the plan cache (:mod:`.plan_cache`)
+  keeps those tables, and ``anb.compile`` (:mod:`autograd_nb.replay`) copies them into its
+  programs;
+* the Python walk (:mod:`.backward`), the reference, runs it op by op: with the ops' VJP
+  kernels, on CUDA device arrays, or with their differentiable rules (``create_graph``, and
+  tier 0 of :mod:`autograd_nb.tiering`).
+
+A *slot* is one gradient buffer (:class:`Slot`): ``ARENA`` for an intermediate gradient, which
+the run owns and reuses once consumed; ``RESULT`` for a gradient handed back (a target, a leaf
+met, a node that retains its gradient); ``SEED`` for a caller's grad_output that is only read
+(the gradient of the newest node, seeded once: usually the loss's ``1``).
+
+A *step* (:class:`Step`) accumulates into its ``target`` slot: the VJP of ``origin``'s input
+``k`` of the gradient in slot ``source``; a fused chain (``k == GROUP``, ``origin`` a
+:class:`autograd_nb.engine.fusion.Group`); a grad_output (``k == SEED``: ``source`` is its
+SEED slot); or it clears a reused slot (``k == RESET``, ``origin`` None). Every step that writes
+a slot follows the step that made it, so an interpreter may create a buffer at its first
+write.
+"""
+
+from typing import NamedTuple
+
+from .. import tape
+
+#: Slot kinds.
+ARENA, RESULT, SEED = range(3)
+#: ``Step.k`` of a step that is not one input's VJP.
+GROUP, SEED_STEP, RESET = -1, -2, -3
+
+
+class Slot(NamedTuple):
+    """One gradient buffer: its kind, the edge whose gradient it first holds (a Node or a
+    leaf; a reused ARENA slot holds others later, of the same shape and dtype), and for a
+    SEED slot the index of its grad_output."""
+
+    kind: int
+    edge: object
+    seed: int = -1
+
+
+class Step(NamedTuple):
+    """Accumulate into slot ``target`` (see the module docstring for ``k``)."""
+
+    origin: object
+    k: int
+    source: int
+    target: int
+
+
+_new = tuple.__new__  # (a Step without NamedTuple's keyword-taking constructor: it is hot)
+
+
+class Schedule:
+    """A plan's steps, slots and what they give back.
+
+    Attributes
+    ----------
+    steps : list of Step
+        In order.
+    slots : list of Slot
+    slot_of : dict
+        ``id`` of node or leaf -> its slot (after the run: the last one it had).
+    ran : list of Node
+        The nodes whose gradient was computed (a fused group's members included), in order;
+        their saved buffers may be freed after the run.
+    leaves : dict
+        ``id`` -> the leaves given a gradient, in the order met.
+    """
+
+    __slots__ = ("steps", "slots", "slot_of", "ran", "leaves")
+
+    def __init__(self):
+        self.steps = []
+        self.slots = []
+        self.slot_of = {}
+        self.ran = []
+        self.leaves = {}
+
+    def results(self):
+        """``(edge, slot)`` of every RESULT slot."""
+        return [(slot.edge, s) for s, slot in enumerate(self.slots) if slot.kind == RESULT]
+
+
+def schedule(plan, seeds, targets, all_leaves, groups=None, pass_through=True):
+    """The steps of ``plan`` (see the module docstring).
+
+    ``seeds`` are ``(edge, grad_output)`` pairs (only the edges are read), ``targets`` the
+    ``id`` of the edges asked for, ``groups`` the fused chains by ``id`` of their member nodes
+    (:func:`autograd_nb.engine.fusion.groups`), and ``pass_through`` whether an identity VJP
+    (``Op.identity_vjp``) may hand its ARENA slot on to the input, with no step: at most one
+    input per node, one with no slot yet, not asked for nor retaining, of the node's dtype.
+    """
+    planner = _Planner(plan, targets, all_leaves, pass_through)
+    planner.seed(seeds)
+    out = planner.out
+    for node in plan.nodes:
+        slot = out.slot_of.get(id(node))
+        if slot is None:
+            continue  # (no gradient reached it)
+        out.ran.append(node)
+        group = groups.get(id(node)) if groups else None
+        if group is not None:
+            planner.group(group, slot)
+        else:
+            planner.node(node, slot)
+    return out
+
+
+class _Planner:
+    """The state of one :func:`schedule`: its output, and the ARENA slots consumed, by shape
+    and dtype, to reuse."""
+
+    def __init__(self, plan, targets, all_leaves, pass_through):
+        self.out = Schedule()
+        self.plan = plan
+        self.targets = targets
+        self.all_leaves = all_leaves
+        self.pass_through = pass_through
+        self.free = {}
+
+    def seed(self, seeds):
+        """The grad_outputs: the newest node's, when it is seeded once and not asked for, is
+        its SEED slot as it is (only read); every other one is accumulated into its edge's
+        slot."""
+        out = self.out
+        nodes = self.plan.nodes
+        newest = nodes[0] if nodes else None
+        seeded = [id(edge) for edge, _ in seeds]
+        for index, (edge, _) in enumerate(seeds):
+            key = id(edge)
+            slot = out.slot_of.get(key)
+            out.slots.append(Slot(SEED, edge, index))
+            seed_slot = len(out.slots) - 1
+            if (
+                slot is None and edge is newest and key not in self.targets
+                and not edge.retained and seeded.count(key) == 1
+            ):
+                out.slot_of[key] = seed_slot
+                continue
+            if slot is None:
+                slot = self.slot(edge)
+            out.steps.append(Step(None, SEED_STEP, seed_slot, slot))
+            if not isinstance(edge, tape.Node):
+                out.leaves[key] = edge
+
+    def group(self, group, slot):
+        """A fused chain from its head's ``slot`` into its target's."""
+        out = self.out
+        out.ran.extend(group.nodes[1:])
+        target = group.target
+        if not isinstance(target, tape.Node):
+            out.leaves[id(target)] = target
+        target_slot = out.slot_of.get(id(target))
+        if target_slot is None:
+            target_slot = self.slot(target)
+        out.steps.append(Step(group, GROUP, slot, target_slot))
+        self.release(group.head, slot)
+
+    def node(self, node, slot):
+        """The VJPs of ``node``, reading its gradient's ``slot`` (the hot loop of planning a
+        backward: local names)."""
+        out = self.out
+        slot_of = out.slot_of
+        steps = out.steps
+        needed = self.plan.needed
+        Node = tape.Node
+        passable = (self.pass_through and out.slots[slot].kind == ARENA
+                    and node.op.has_identity_vjp)
+        k = -1
+        for edge in node.edges:
+            k += 1
+            if edge is None:
+                continue
+            key = id(edge)
+            if type(edge) is Node or isinstance(edge, Node):
+                if key not in needed:
+                    continue
+                if passable and key not in slot_of and self.passes(node, k, edge):
+                    slot_of[key] = slot
+                    passable = None  # (passed on: the slot is the input's now)
+                    continue
+            elif self.all_leaves or key in self.targets:
+                out.leaves[key] = edge
+            else:
+                continue
+            target = slot_of.get(key)
+            if target is None:
+                target = self.slot(edge)
+            steps.append(_new(Step, (node, k, slot, target)))
+        if passable is not None:
+            self.release(node, slot)
+
+    def passes(self, node, k, edge):
+        """Whether ``node``'s VJP ``k`` may hand its slot on to the node ``edge`` (no slot
+        yet)."""
+        return (
+            id(edge) not in self.targets
+            and not edge.retained and edge.dtype == node.dtype and node.op.identity_vjp(k, node)
+        )
+
+    def release(self, node, slot):
+        """``node``'s gradient is consumed: its ARENA slot may be reused."""
+        if self.out.slots[slot].kind == ARENA:
+            self.free.setdefault((node.shape, node.dtype), []).append(slot)
+
+    def slot(self, edge):
+        """The slot that first receives ``edge``'s gradient: a RESULT slot for a leaf, a
+        target or a node that retains its gradient; else an ARENA slot, a consumed one of its
+        shape and dtype where there is one (cleared first by a RESET step)."""
+        out = self.out
+        key = id(edge)
+        if not isinstance(edge, tape.Node) or key in self.targets or edge.retained:
+            out.slots.append(_new(Slot, (RESULT, edge, -1)))
+            slot = len(out.slots) - 1
+        else:
+            reusable = self.free.get((edge.shape, edge.dtype))
+            if reusable:
+                slot = reusable.pop()
+                out.slots[slot] = _new(Slot, (ARENA, edge, -1))
+                out.steps.append(_new(Step, (None, RESET, slot, slot)))
+            else:
+                out.slots.append(_new(Slot, (ARENA, edge, -1)))
+                slot = len(out.slots) - 1
+        out.slot_of[key] = slot
+        return slot
