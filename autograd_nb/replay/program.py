@@ -437,7 +437,12 @@ class Program:
             ids[self.const_base + c] = id(array)
         self.ids_template = np.array(ids, dtype=np.int64)
         self.n_objects = n
+        # Per output, the argument and outside tensors its backward reads: their versions are
+        # taken at each call (the arena and constants, which most reads are, have none).
+        self.version_reads = {}
         for n_out, (op, attrs, reads, *rest) in list(self.backward_outputs.items()):
+            self.version_reads[n_out] = tuple(
+                (kind, index) for kind, index in reads if kind in ("input", "external"))
             table = op.table
             if table is None:
                 self.backward_outputs[n_out] = (op, attrs, reads, [], *rest)
@@ -549,7 +554,7 @@ class Program:
         saved = (arena, ids, holder)
         new_node = tape.new_node
         for n, entry in self.backward_outputs.items():
-            op, attrs, reads, outputs_read, mine, inputs_op, inputs_like = entry[:7]
+            op, attrs, _, outputs_read, mine, inputs_op, inputs_like = entry[:7]
             edges = []
             for k in mine:
                 kind, index = differentiable[k]
@@ -559,13 +564,8 @@ class Program:
             inputs_node = new_node(inputs_op, tuple(edges), _NO_ATTRS, (None,) * len(edges),
                                    None, (), inputs_like)
             versions = []
-            for kind, index in reads:
-                if kind == "input":
-                    box = leaves[index]._version
-                elif kind == "external":
-                    box = externals[index]._version
-                else:
-                    continue
+            for kind, index in self.version_reads[n]:
+                box = (leaves if kind == "input" else externals)[index]._version
                 versions += (box, box[0])
             for m in outputs_read:
                 box = boxes[m]
