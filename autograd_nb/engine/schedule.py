@@ -56,6 +56,7 @@ class Step(NamedTuple):
     target: int
 
 
+_Node = tape.Node
 _new = tuple.__new__  # (a Step without NamedTuple's keyword-taking constructor: it is hot)
 
 
@@ -172,7 +173,7 @@ class _Planner:
         slot_of = out.slot_of
         steps = out.steps
         needed = self.plan.needed
-        Node = tape.Node
+        Node = _Node
         passable = (self.pass_through and out.slots[slot].kind == ARENA
                     and node.op.has_identity_vjp)
         k = -1
@@ -210,7 +211,12 @@ class _Planner:
     def release(self, node, slot):
         """``node``'s gradient is consumed: its ARENA slot may be reused."""
         if self.out.slots[slot].kind == ARENA:
-            self.free.setdefault((node.shape, node.dtype), []).append(slot)
+            key = (node.shape, node.dtype)
+            reusable = self.free.get(key)
+            if reusable is None:
+                self.free[key] = [slot]
+            else:
+                reusable.append(slot)
 
     def slot(self, edge):
         """The slot that first receives ``edge``'s gradient: a RESULT slot for a leaf, a
@@ -218,17 +224,20 @@ class _Planner:
         shape and dtype where there is one (cleared first by a RESET step)."""
         out = self.out
         key = id(edge)
-        if not isinstance(edge, tape.Node) or key in self.targets or edge.retained:
-            out.slots.append(_new(Slot, (RESULT, edge, -1)))
-            slot = len(out.slots) - 1
+        slots = out.slots
+        if type(edge) is not _Node and not isinstance(edge, _Node) or (
+            key in self.targets or edge.retained
+        ):
+            slot = len(slots)
+            slots.append(_new(Slot, (RESULT, edge, -1)))
         else:
             reusable = self.free.get((edge.shape, edge.dtype))
             if reusable:
+                # (the slot keeps its first edge: one of the same shape and dtype)
                 slot = reusable.pop()
-                out.slots[slot] = _new(Slot, (ARENA, edge, -1))
                 out.steps.append(_new(Step, (None, RESET, slot, slot)))
             else:
-                out.slots.append(_new(Slot, (ARENA, edge, -1)))
-                slot = len(out.slots) - 1
+                slot = len(slots)
+                slots.append(_new(Slot, (ARENA, edge, -1)))
         out.slot_of[key] = slot
         return slot
