@@ -14,7 +14,7 @@ help:
 	@echo "make demo          create $(VENV), install the package, run the grad_outputs tour"
 	@echo "make test          install the test, docs and cuda extras into $(VENV) and run the whole"
 	@echo "                   suite (the CUDA tests on numba's simulator: no GPU needed)"
-	@echo "make test-fast     the same without the tests marked slow (subprocesses, clusters)"
+	@echo "make test-fast     the same without the tests marked slow (subprocesses, clusters, longest)"
 	@echo "make test-gpu      run the CUDA tests (tests/cuda) on a real NVIDIA GPU"
 	@echo "make bench         install the bench extra and run the asv suite in $(VENV)"
 	@echo "make bench-report  turn the asv results into HTML (asv_bench/html)"
@@ -36,7 +36,8 @@ test: $(PY)
 	$(PIP_INSTALL) -e ".[test,docs,cuda,distributed]"
 	$(PY) -m pytest
 
-# The inner loop: every test but those marked slow (fresh processes, empty caches, clusters).
+# The inner loop: every test but those marked slow (fresh processes, empty caches, clusters,
+# the longest checks; pyproject.toml lists them).
 test-fast: $(PY)
 	$(PIP_INSTALL) -e ".[test,docs,cuda]"
 	$(PY) -m pytest -m "not slow"

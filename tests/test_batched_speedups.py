@@ -285,6 +285,7 @@ print(started, child_started)
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork() on this platform")
+@pytest.mark.slow
 @pytest.mark.parametrize("parent", ["forward only", "threads started"])
 def test_matrix_vector_products_leave_a_forked_child_able_to_compute_them(parent):
     # GNU OpenMP terminates a forked child that starts a parallel region once its parent ran

@@ -218,6 +218,7 @@ def test_clearing_the_grad_frees_its_graph_without_a_collection(walk):
         gc.enable()
 
 
+@pytest.mark.slow
 def test_threads_recording_and_keeping_at_once(walk):
     """Collections (and their hook) run in whichever thread allocates, while other threads
     record graphs and store gradients that keep them tracked."""

@@ -181,6 +181,7 @@ def test_tape_picture_is_what_to_dot_prints():
     importlib.util.find_spec("sphinx") is None or importlib.util.find_spec("myst_parser") is None,
     reason="Sphinx and myst-parser (the docs extra) are not installed; `make docs` builds the site",
 )
+@pytest.mark.slow
 def test_sphinx_build(tmp_path):
     result = subprocess.run(
         [

@@ -189,6 +189,7 @@ def test_unknown_devices_are_refused():
     assert anb.tensor([1.0], device="cuda:0").device == "cuda"
 
 
+@pytest.mark.slow
 def test_importing_the_package_does_not_import_numba_cuda():
     code = "import sys, autograd_nb; print('numba.cuda' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -5,6 +5,7 @@ import tracemalloc
 import weakref
 
 import numpy as np
+import pytest
 
 import autograd_nb as anb
 from autograd_nb import tape
@@ -34,6 +35,7 @@ def train_steps(w, x, target, steps, lr=0.01, nodes=None):
             w -= lr * g
 
 
+@pytest.mark.slow
 def test_ten_thousand_training_steps_hold_flat_memory():
     rng = np.random.default_rng(0)
     w = anb.tensor(rng.standard_normal((4, 3)) * 0.1, requires_grad=True)

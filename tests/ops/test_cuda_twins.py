@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import autograd_nb
 from autograd_nb.ops.registry import REGISTRY
 
@@ -35,6 +37,7 @@ def test_no_op_inherits_the_twin_of_another_op():
         assert vars(declaring).get("name", name) == name, (name, declaring)
 
 
+@pytest.mark.slow
 def test_importing_and_running_on_the_cpu_loads_no_cuda_module():
     code = (
         "import sys, autograd_nb as anb\n"

@@ -229,6 +229,7 @@ EDGES = [
 # float64
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_float64_against_long_double(name):
     if not HAVE_EXTENDED:

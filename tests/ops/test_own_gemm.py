@@ -205,6 +205,7 @@ print(repr(float(jac.numpy().sum() + sum(g.numpy().sum() for g in grads) + out.s
 """
 
 
+@pytest.mark.slow
 def test_compiled_products_load_from_numbas_cache_in_a_new_process(tmp_path):
     # The second process loads what the first compiled. (A recursive own_gemm_add compiled,
     # cached and ran in one process, and crashed when loaded in the next.)

@@ -110,6 +110,7 @@ def attempt(forward, leaves, expected, delay):
     return first, "right gradient"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workload", [scalar_chain, mlp_step])
 def test_a_backward_interrupted_anywhere_leaves_the_graph_whole_or_freed(workload, way):
     forward, leaves = workload()
