@@ -1,8 +1,9 @@
 """The compiled backward: a plan becomes an instruction table, run in ONE call into compiled code.
 
 :func:`run` is what :func:`autograd_nb.engine.run_plan` tries first for ``create_graph=False``,
-with or without a batch. It turns the plan (:func:`autograd_nb.engine.backward.make_plan`, which has
-already pruned the graph and checked every saved buffer's version) into flat tables:
+with or without a batch. It writes the plan's steps (:func:`autograd_nb.engine.schedule.schedule`
+of the plan of :func:`autograd_nb.engine.backward.make_plan`, which has already pruned the graph
+and checked every saved buffer's version) as flat tables, one table slot per schedule slot:
 
 * ``objects``: every array the backward reads or writes outside the arena (saved values,
   seeds, the gradient buffers handed back to the caller), passed as ``id()`` values; the
