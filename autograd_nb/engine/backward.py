@@ -197,23 +197,35 @@ def _seed_buffer(edge, grad, walk_rules, rules, lead):
     return np.ascontiguousarray(grad, dtype=edge.dtype).reshape(lead + edge.shape)
 
 
-def _walk_kernels(steps, buffers, retain_graph, lead, batch):
-    """The steps with the ops' VJP kernels (``Op.vjp``, ``Op.vjp_batched``; their CUDA twins
-    for device arrays), each accumulating into its target's buffer, made at its first
-    write. A node's saved buffers are freed after its last step unless ``retain_graph``."""
-    slots = steps.slots
+def _by_origin(steps, buffers, retain_graph):
+    """The steps of both walks, each with whether it is its origin's first: a RESET step
+    clears its buffer here, and unless ``retain_graph`` an origin's saved buffers are freed
+    once its steps are done (the run's other nodes at the end)."""
     current = None
-    saved = None
-    for origin, k, source, target in steps.steps:
-        if k == schedule.RESET:  # (between a node's steps: not a change of origin)
-            buffers[target] = None
+    for step in steps.steps:
+        if step.k == schedule.RESET:  # (between a node's steps: not a change of origin)
+            buffers[step.target] = None
             continue
-        if origin is not current:
+        origin = step.origin
+        first = origin is not current
+        if first:
             if current is not None and not retain_graph:
                 _free(current)
             current = origin
-            if origin is not None and k != schedule.GROUP:
-                saved = Saved(origin.saved_inputs, origin.saved_output)
+        yield step, first
+    if not retain_graph:
+        _free_rest(steps, current)
+
+
+def _walk_kernels(steps, buffers, retain_graph, lead, batch):
+    """The steps with the ops' VJP kernels (``Op.vjp``, ``Op.vjp_batched``; their CUDA twins
+    for device arrays), each accumulating into its target's buffer, made at its first
+    write."""
+    slots = steps.slots
+    saved = None
+    for (origin, k, source, target), first in _by_origin(steps, buffers, retain_graph):
+        if first and origin is not None and k != schedule.GROUP:
+            saved = Saved(origin.saved_inputs, origin.saved_output)
         grad = buffers[source]
         edge = slots[target].edge if k < 0 else origin.edges[k]
         buffer = buffers[target]
@@ -226,8 +238,6 @@ def _walk_kernels(steps, buffers, retain_graph, lead, batch):
             _run_group(origin, grad, buffer, batch)
         else:
             _vjp(origin, k, grad, saved, buffer, lead, batch)
-    if not retain_graph:
-        _free_rest(steps, current)
 
 
 def _vjp(node, k, grad, saved, buffer, lead, batch):
@@ -247,18 +257,10 @@ def _walk_rules(steps, buffers, retain_graph):
     """The steps with the ops' differentiable rules (``Op.rule``) on Tensors: each adds a new
     Tensor into its target (``create_graph`` records them)."""
     slots = steps.slots
-    current = None
     inputs = output = None
-    for origin, k, source, target in steps.steps:
-        if k == schedule.RESET:  # (between a node's steps: not a change of origin)
-            buffers[target] = None
-            continue
-        if origin is not current:
-            if current is not None and not retain_graph:
-                _free(current)
-            current = origin
-            if origin is not None:
-                inputs, output = _unpack_inputs(origin)
+    for (origin, k, source, target), first in _by_origin(steps, buffers, retain_graph):
+        if first and origin is not None:
+            inputs, output = _unpack_inputs(origin)
         grad = buffers[source]
         if k == schedule.SEED_STEP:
             contribution = grad
@@ -269,8 +271,6 @@ def _walk_rules(steps, buffers, retain_graph):
             contribution = contribution.astype(edge.dtype)
         current_value = buffers[target]
         buffers[target] = contribution if current_value is None else current_value + contribution
-    if not retain_graph:
-        _free_rest(steps, current)
 
 
 def _free(origin):

@@ -269,6 +269,7 @@ class _Tables:
         # takes a block of rows.
         self.slot_rows = []
         self.modes = []
+        self.written = set()  # (a batch's slots with a ZERO row so far)
 
     def add_slots(self, slots, seeds):
         """A table slot per schedule slot, same numbering: the seeds (read as they are where
@@ -306,7 +307,6 @@ class _Tables:
     def write(self, steps):
         """One code row per step (see the module docstring). (The hot loop of an uncached
         backward: local names, one call per step.)"""
-        self.written = set()  # (a batch's slots written so far)
         batch = self.batch
         code, objects, origins = self.code, self.objects, self.origins
         ints_list, floats_list, modes = self.ints, self.floats, self.modes

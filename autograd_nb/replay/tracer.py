@@ -508,24 +508,24 @@ def _traced_binary(op, a, b):
         return _traced_apply(op, (a, b), {})
     arrays, attrs, output = done
     result = Tensor._make(output)
-    edge_a = box_a = edge_b = box_b = tensor_a = tensor_b = None
-    if kind_a is Tensor:
-        tensor_a = a
-        box_a = a._version
-        edge_a = a._node
-        if edge_a is None and a._requires_grad:
-            edge_a = a
-    if kind_b is Tensor:
-        tensor_b = b
-        box_b = b._version
-        edge_b = b._node
-        if edge_b is None and b._requires_grad:
-            edge_b = b
+    tensor_a, edge_a, box_a = _binary_operand(a, kind_a)
+    tensor_b, edge_b, box_b = _binary_operand(b, kind_b)
     if (edge_a is not None or edge_b is not None) and tape._state.enabled:
         result._node = tape.record_pair(op, edge_a, edge_b, arrays, box_a, box_b, output,
                                         result._version, attrs)
     trace.record_op(op, (tensor_a, tensor_b), arrays, attrs, output, result._node)
     return result
+
+
+def _binary_operand(value, kind):
+    """``(tensor, edge, version box)`` of an operand of a traced binary op (Nones for a
+    number or an array)."""
+    if kind is not Tensor:
+        return None, None, None
+    edge = value._node
+    if edge is None and value._requires_grad:
+        edge = value
+    return value, edge, value._version
 
 
 def _run_pair(op, a, b, kind_a, kind_b):
