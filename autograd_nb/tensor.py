@@ -1021,8 +1021,11 @@ def _inplace(target, op_name, other, **attrs):
     if type(other) in (list, tuple) and _holds_tensor(other):
         other = _stacked(other)  # as ``apply`` would, but before ``other_requires`` is read
     other_requires = isinstance(other, Tensor) and other.requires_grad
+    records = recording and (target._node is not None or other_requires)
+    if not (records or attrs) and _write_into(target, op, other):
+        return target
     source = target
-    if recording and 0 in op.saves and (target._node is not None or other_requires):
+    if records and 0 in op.saves:
         source = Tensor._make(_copy_data(target._data), target._node, target._requires_grad)
     result = registry.call(op_name, source, other, **attrs)
     if result.shape != target.shape:
@@ -1049,6 +1052,23 @@ def _inplace(target, op_name, other, **attrs):
             target._retains_grad = False
             target.retain_grad()  # .grad now means the gradient of the new value
     return target
+
+
+def _write_into(target, op, other):
+    """``target op= other`` with nothing to record, by the op's kernel writing straight into
+    the target's buffer (``p -= lr * g`` under ``no_grad``: no result buffer and no copy
+    back), where the op's run cache knows the layout and the result has the target's shape
+    and dtype (``ElementwiseOp.run_pair_into``); else False, with nothing changed."""
+    data = target._data
+    run_into = getattr(op, "run_pair_into", None)
+    if run_into is None or type(data) is not np.ndarray or not data.flags.c_contiguous:
+        return False
+    value = other._data if isinstance(other, Tensor) else other
+    if not run_into(data, value, data):
+        return False
+    target._version[0] += 1
+    tape.mutated()
+    return True
 
 
 def _cast_back(result, dtype):

@@ -352,29 +352,12 @@ def _emit_batched(lines, fname, inputs, ins, strided, strided_head, target, expr
 
     A batch of grad_outputs (and of gradient targets), one row of ``g_step`` and ``t_step``
     elements per batch entry, over the same saved values: rows never write to the same
-    target element. The strided loop body gains one branch: where every operand's innermost
-    stride is 1 (no input broadcast along it: the common case), the loop reads slice views,
-    which vectorises (measured: 128 x 512 float64 ``tanh`` VJP 35 us strided, 10 us sliced).
+    target element. The loop body is the strided VJP's (:func:`_strided_body`), offset by
+    the batch row.
     """
     body = _strided_body(
         inputs, ins, strided, target, expression, True, reads_g, reads_y, batched=True
     )
-    unit = " and ".join(f"t{n} == 1" for n in strided)
-    views = [f"{n}_r = {n}[o{n}:o{n} + inner_]" for n in ins]
-    loads = [f"{inputs[int(n[1:])]} = {n}_r[j_]" for n in ins]
-    if reads_g:
-        views.append("g_r = g[gb_ + base_:gb_ + base_ + inner_]")
-        loads.append("g_ = g_r[j_]")
-    if reads_y:
-        views.append("y_r = y[base_:base_ + inner_]")
-        loads.append("y_ = y_r[j_]")
-    views.append(f"t_r = {target}[tb_ + o{target}:tb_ + o{target} + inner_]")
-    contiguous = [f"    elif {unit}:"] + ["        " + line for line in views]
-    contiguous.append("        for j_ in range(inner_):")
-    contiguous += ["            " + line for line in loads]
-    contiguous.append(f"            t_r[j_] += {expression}")
-    split = body.index("    else:")
-    body = body[:split] + contiguous + body[split:]
     for suffix, jit, loop in (("", JIT_PARALLEL, "prange"), ("_serial", JIT, "range")):
         lines.append(jit)
         lines.append(
@@ -443,10 +426,37 @@ def _strided_body(inputs, ins, strided, target, expression, is_vjp, reads_g, rea
     body += [f"    if t{target} == 0:", "        acc_ = 0.0", "        for j_ in range(inner_):"]
     body += ["            " + line for line in loads]
     body += [f"            acc_ += {expression}", f"        {target}[{row_start}] += acc_"]
+    body += _unit_rows(inputs, ins, strided, target, expression, reads_g, reads_y, batched)
     body += ["    else:", "        for j_ in range(inner_):"]
     body += ["            " + line for line in loads]
     body.append(f"            {target}[{t_at}] += {expression}")
     return body
+
+
+def _unit_rows(inputs, ins, strided, target, expression, reads_g, reads_y, batched):
+    """The VJP's branch for rows where every operand's innermost stride is 1 (no input
+    broadcast along the row: a bias's gradient, the common case): the loop reads slice views,
+    which vectorises, with the same additions in the same order. Measured: 128 x 512 float64
+    ``tanh`` VJP, batched, 35 us strided, 10 us sliced; float32 ``a + b`` into a (512,) bias
+    from (256, 512), ``vjp1_strided``, 83 -> 19 us (docs/benchmarking.rst, "Rows of stride
+    1")."""
+    g_at = "gb_ + base_" if batched else "base_"
+    t_at = f"tb_ + o{target}" if batched else f"o{target}"
+    views = [f"{n}_r = {n}[o{n}:o{n} + inner_]" for n in ins]
+    loads = [f"{inputs[int(n[1:])]} = {n}_r[j_]" for n in ins]
+    if reads_g:
+        views.append(f"g_r = g[{g_at}:{g_at} + inner_]")
+        loads.append("g_ = g_r[j_]")
+    if reads_y:
+        views.append("y_r = y[base_:base_ + inner_]")
+        loads.append("y_ = y_r[j_]")
+    views.append(f"t_r = {target}[{t_at}:{t_at} + inner_]")
+    unit = " and ".join(f"t{n} == 1" for n in strided)
+    lines = [f"    elif {unit}:"] + ["        " + line for line in views]
+    lines.append("        for j_ in range(inner_):")
+    lines += ["            " + line for line in loads]
+    lines.append(f"            t_r[j_] += {expression}")
+    return lines
 
 
 def _short_rows(inputs, ins, strided, target, expression, reads_g, reads_y):

@@ -21,6 +21,15 @@ from .registry import ExecSpec, Op, call, cuda_twin, public
 
 _NO_PARAMS = np.empty(0, dtype=np.float64)
 
+
+def _call_pair(kernel, strided, a, b, out):
+    """A binary forward kernel of the run cache on ``a`` and ``b`` into ``out``."""
+    if strided is None:
+        kernel(a.ravel(), b.ravel(), out.ravel(), _NO_PARAMS)
+    else:  # broadcast over strides, laid out once per key
+        collapsed, a_strides, b_strides = strided
+        kernel(a.ravel(), a_strides, b.ravel(), b_strides, out.ravel(), collapsed, _NO_PARAMS)
+
 # Tensor-side meaning of each function name a formula may use.
 _FORMULA_FUNCTIONS = _scalar.MATH_NAMES + _scalar.SCALAR_NAMES
 
@@ -303,6 +312,35 @@ class ElementwiseOp(Op):
         int (``2.0 * x``, ``x - 1``), which becomes a 0-d array of the computation dtype, as
         ``prepare`` makes it (the key, the scalar's type and the array's layout, determines
         that dtype)."""
+        found, a, b = self._pair_layout(a, b)
+        if found is None:
+            return None
+        kernel, shape, dtype, attrs, strided = found
+        out = np.empty(shape, dtype)
+        _call_pair(kernel, strided, a, b, out)
+        return (a, b), attrs, out
+
+    def run_pair_into(self, a, b, out):
+        """``run_pair`` writing into ``out``, a C-contiguous array (in-place arithmetic that
+        records nothing: ``p -= lr * g`` under ``no_grad``): True where the cache knows the
+        layout, its result has ``out``'s shape and dtype and ``b`` shares no memory with
+        ``out`` unless it is ``out``; else False, and nothing is written. ``a`` is ``out`` or
+        has its layout, so each element is read before it is written: the same bits as
+        ``run_pair``."""
+        found, a, b = self._pair_layout(a, b)
+        if found is None:
+            return False
+        kernel, shape, dtype, _, strided = found
+        if shape != out.shape or dtype != out.dtype:
+            return False
+        if b is not out and type(b) is np.ndarray and np.may_share_memory(b, out):
+            return False
+        _call_pair(kernel, strided, a, b, out)
+        return True
+
+    def _pair_layout(self, a, b):
+        """``(found, a, b)``: the run cache's entry for the operands (None where it has
+        none), with a Python scalar made a 0-d array of the computation dtype."""
         kind_a, kind_b = type(a), type(b)
         if kind_a is np.ndarray:
             if kind_b is np.ndarray:
@@ -314,23 +352,14 @@ class ElementwiseOp(Op):
                 if found is not None:
                     b = np.asarray(b, a.dtype)
             else:
-                return None
+                return None, a, b
         elif kind_b is np.ndarray and (kind_a is float or kind_a is int):
             found = self._run_cache.get((kind_a, b.shape, b.strides, b.dtype))
             if found is not None:
                 a = np.asarray(a, b.dtype)
         else:
-            return None
-        if found is None:
-            return None
-        kernel, shape, dtype, attrs, strided = found
-        out = np.empty(shape, dtype)
-        if strided is None:
-            kernel(a.ravel(), b.ravel(), out.ravel(), _NO_PARAMS)
-        else:  # broadcast over strides, laid out once per key
-            collapsed, a_strides, b_strides = strided
-            kernel(a.ravel(), a_strides, b.ravel(), b_strides, out.ravel(), collapsed, _NO_PARAMS)
-        return (a, b), attrs, out
+            return None, a, b
+        return found, a, b
 
     def _first_run(self, key, values, attrs):
         """``prepare`` and ``forward``; remembered for ``run`` when the key determines all that

@@ -1,11 +1,11 @@
 """Recording a program: fn runs eagerly once while every op it applies is written down.
 
 While a :class:`Trace` is active on a thread, the eager entry points of :mod:`autograd_nb.tensor`
-(``apply``, the arithmetic operators' ``_binary``, ``_apply_view``, ``_inplace`` and its
-``_copy_data``) and the Tensor methods that turn values into Python (``item``, ``numpy``,
-``float()``, ``bool()``, ...) are wrapped. The wrappers run the eager code unchanged and note,
-per op, its inputs, its attributes and where its result lives, so that
-:mod:`autograd_nb.replay.program` can lay the program out. Other threads pass straight
+(``apply``, the arithmetic operators' ``_binary``, ``_apply_view``, ``_inplace`` with its
+``_copy_data`` and ``_write_into``) and the Tensor methods that turn values into Python
+(``item``, ``numpy``, ``float()``, ``bool()``, ...) are wrapped. The wrappers run the eager
+code unchanged and note, per op, its inputs, its attributes and where its result lives, so
+that :mod:`autograd_nb.replay.program` can lay the program out. Other threads pass straight
 through to the eager code (they check a thread-local), and nothing is wrapped while no trace
 is active: eager code pays nothing for this module.
 
@@ -564,6 +564,15 @@ def _traced_inplace(target, op_name, other, **attrs):
     return result
 
 
+def _traced_write_into(target, op, other):
+    # A recording trace follows an in-place update through the out-of-place op it records
+    # (``_traced_inplace``), not the kernel writing straight into the target.
+    trace = current()
+    if trace is not None and not trace.depth:
+        return False
+    return _saved["_write_into"](target, op, other)
+
+
 def _traced_copy_data(data):
     copy = _saved["_copy_data"](data)
     trace = current()
@@ -619,11 +628,13 @@ def _install():
     _saved["_apply_view"] = tensor_module._apply_view
     _saved["_inplace"] = tensor_module._inplace
     _saved["_copy_data"] = tensor_module._copy_data
+    _saved["_write_into"] = tensor_module._write_into
     tensor_module.apply = _traced_apply
     tensor_module._binary = _traced_binary
     tensor_module._apply_view = _traced_apply_view
     tensor_module._inplace = _traced_inplace
     tensor_module._copy_data = _traced_copy_data
+    tensor_module._write_into = _traced_write_into
     registry.set_dispatch(_traced_apply, _traced_apply_view)
     _saved["_no_grad_result"] = tensor_module._no_grad_result
     tensor_module._no_grad_result = _traced_no_grad_result
@@ -644,6 +655,7 @@ def _uninstall():
     tensor_module._apply_view = _saved["_apply_view"]
     tensor_module._inplace = _saved["_inplace"]
     tensor_module._copy_data = _saved["_copy_data"]
+    tensor_module._write_into = _saved["_write_into"]
     registry.set_dispatch(_saved["apply"], _saved["_apply_view"])
     tensor_module._no_grad_result = _saved["_no_grad_result"]
     _wrap._unwrap = _saved["_unwrap"]

@@ -2,6 +2,8 @@
 repeated indices accumulating) against finite differences and ``np.add.at``, and
 ``t[index] = v`` and the in-place operators as recorded in-place ops."""
 
+import operator
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -9,6 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import autograd_nb as anb
+from autograd_nb.ops import registry
 from autograd_nb.ops.registry import REGISTRY
 from tests.checks import check_gradients
 from tests.ops.test_elementwise import assert_run_matches_general, layout_variant
@@ -436,6 +439,13 @@ INPLACE = {
     "/=": lambda y, w: y.__itruediv__(w),
     "**=": lambda y, w: y.__ipow__(w),
 }
+OUT_OF_PLACE = {
+    "+=": operator.add,
+    "-=": operator.sub,
+    "*=": operator.mul,
+    "/=": operator.truediv,
+    "**=": operator.pow,
+}
 NUMPY_INPLACE = {
     "+=": np.add,
     "-=": np.subtract,
@@ -494,6 +504,39 @@ def test_inplace_operator_on_a_leaf_under_no_grad(symbol):
         INPLACE[symbol](x, 2.0)
     np.testing.assert_allclose(x.numpy(), NUMPY_INPLACE[symbol](np.array([1.0, 2.0]), 2.0))
     assert x.is_leaf and x.requires_grad and x._version_number == 1
+
+
+@pytest.mark.parametrize("symbol", list(INPLACE))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_inplace_under_no_grad_writes_the_out_of_place_bits_into_the_buffer(symbol, dtype,
+                                                                          monkeypatch):
+    # ``p -= lr * g`` under no_grad: the op's kernel writes straight into p's buffer
+    # (ElementwiseOp.run_pair_into) from the second call of a layout on, the same bits as the
+    # out-of-place result; operands that share p's memory go the out-of-place way.
+    a = (np.abs(data((4, 5))) + 0.5).astype(dtype)
+    out_of_place = []
+    for other in (np.abs(data((4, 5), seed=1)) + 0.5, np.abs(data((5,), seed=2)) + 0.5, 1.5):
+        other = anb.tensor(other.astype(dtype)) if isinstance(other, np.ndarray) else other
+        p = anb.tensor(a, requires_grad=True)
+        buffer = p.numpy()
+        with anb.no_grad():
+            for version in (1, 2, 3):
+                expected = OUT_OF_PLACE[symbol](anb.tensor(p.numpy()), other).numpy()
+                monkeypatch.setattr(registry, "call",
+                                    lambda *args, **attrs: out_of_place.append(args))
+                assert INPLACE[symbol](p, other) is p
+                monkeypatch.undo()
+                assert out_of_place == []  # (the layout is known: the operators ran it)
+                assert p.numpy() is buffer and p._version_number == version
+                np.testing.assert_array_equal(p.numpy().view(np.uint8), expected.view(np.uint8))
+        assert p.is_leaf and p.requires_grad and p.grad_fn is None
+    q = anb.tensor(a)
+    same = q.detach()  # q's own buffer, read while it is written
+    assert same.numpy() is q.numpy()
+    for _ in range(2):
+        expected = OUT_OF_PLACE[symbol](anb.tensor(q.numpy()), anb.tensor(q.numpy())).numpy()
+        INPLACE[symbol](q, same)
+        np.testing.assert_array_equal(q.numpy().view(np.uint8), expected.view(np.uint8))
 
 
 @pytest.mark.parametrize("symbol", list(INPLACE))

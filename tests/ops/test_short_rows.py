@@ -4,6 +4,8 @@
   rows of at most ``config.SHORT_ROW`` elements runs its own loops; the same kernel over the same
   layout written as 3-D (a leading dimension of 1, which the general loop walks) is the
   reference, bit for bit.
+* The strided VJPs over rows where every operand has stride 1 (``_kernels._unit_rows``: a
+  bias's gradient), against additions in the general loop's order.
 * ``_strided.gather`` / ``scatter_add`` over rows of stride 1, against a Python loop in the
   general loop's order.
 * ``sum`` over short rows: forward against a running sum, VJP against broadcasting.
@@ -76,6 +78,43 @@ def test_short_row_vjps_match_the_general_loop(rows, inner, read_broadcast, targ
     axes = tuple(target_broadcast)
     expected = full.sum(axis=axes, keepdims=True).reshape(-1) if axes else full.reshape(-1)
     np.testing.assert_allclose(fast, expected, rtol=1e-12, atol=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    rows=st.integers(1, 40),
+    inner=st.integers(anb.config.SHORT_ROW + 1, 40),
+    read_broadcast=st.sampled_from([(), (0,), (1,)]),
+    target_broadcast=st.sampled_from([(), (0,)]),
+    vjp=st.sampled_from(_MULTIPLY_VJPS),
+    dtype=st.sampled_from([np.float32, np.float64]),
+    seed=st.integers(0, 2**16),
+)
+def test_rows_of_stride_one_add_in_the_general_loops_order(rows, inner, read_broadcast,
+                                                           target_broadcast, vjp, dtype, seed):
+    """``_kernels._unit_rows``: a VJP whose operands all have stride 1 along the row (a
+    bias's gradient: the target broadcast over rows) reads slice views; each target element
+    still gets its products added row after row, from zero (``np.add.accumulate`` is that
+    order), bit for bit."""
+    k, _ = vjp
+    shape = (rows, inner)
+    rng = np.random.default_rng(seed)
+    g = rng.standard_normal(rows * inner).astype(dtype)
+    g[rng.random(g.size) < 0.2] = -0.0
+    x_strides, x_size = _strides(shape, read_broadcast)
+    t_strides, t_size = _strides(shape, target_broadcast)
+    x = rng.standard_normal(x_size).astype(dtype)
+    target = np.zeros(t_size, dtype=dtype)
+    getattr(REGISTRY["multiply"].kernels, f"vjp{k}_strided")(
+        g, x, np.array(x_strides, dtype=np.int64), target, np.array(t_strides, dtype=np.int64),
+        np.array(shape, dtype=np.int64), np.zeros(0))
+    products = g.reshape(shape) * np.broadcast_to(
+        x.reshape([1 if d in read_broadcast else n for d, n in enumerate(shape)]), shape)
+    zero = np.zeros((1, inner), dtype=dtype)
+    expected = np.add.accumulate(np.concatenate([zero, products]), axis=0)[-1] if (
+        target_broadcast) else products.reshape(-1) + zero.reshape(-1)[0]
+    assert target.dtype == dtype
+    np.testing.assert_array_equal(target.view(np.uint8), expected.view(np.uint8))
 
 
 def test_short_row_vjp_through_the_executor_matches_eager():
