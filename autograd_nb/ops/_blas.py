@@ -63,25 +63,9 @@ def gemm_add(gemm, tiles, x, transpose_x, y, transpose_y, out):
     column-major: the row-major ``out`` is its ``out.T = y'.T @ x'.T``, which swaps the
     operands and reads each stored matrix as its own transpose.
     """
-    rows, columns = out.shape
-    depth = x.shape[0] if transpose_x else x.shape[1]
-    if rows == 0 or columns == 0 or depth == 0:
+    if _done_without_blas(tiles, x, transpose_x, y, transpose_y, out):
         return
-    if tiles != 0 and own_fits(out):
-        own_gemm_add(x, transpose_x, y, transpose_y, out, tiles)
-        return
-    item = out.itemsize
-    ints = np.empty(6, dtype=np.int32)
-    ints[0] = columns
-    ints[1] = rows
-    ints[2] = depth
-    ints[3] = max(y.strides[0] // item, y.shape[1], 1)
-    ints[4] = max(x.strides[0] // item, x.shape[1], 1)
-    ints[5] = max(out.strides[0] // item, columns, 1)
-    flags = np.empty(2, dtype=np.uint8)
-    flags[0] = 84 if transpose_y else 78  # "T" or "N"
-    flags[1] = 84 if transpose_x else 78
-    one = np.ones(1, dtype=out.dtype)
+    ints, flags, one = _blas_arguments(x, transpose_x, y, transpose_y, out)
     gemm(
         flags[0:1].ctypes,
         flags[1:2].ctypes,
@@ -97,6 +81,71 @@ def gemm_add(gemm, tiles, x, transpose_x, y, transpose_y, out):
         out.ctypes,
         ints[5:6].ctypes,
     )
+
+
+@njit(cache=True, nogil=True)
+def gemm_add_at(address, tiles, x, transpose_x, y, transpose_y, out):
+    """``gemm_add`` with BLAS's GEMM given by its address (``gemm_address``): for drivers,
+    which receive it among their int attributes. Adds into ``out`` directly (BLAS's beta is
+    1), with no product buffer and no second pass over ``out``."""
+    if _done_without_blas(tiles, x, transpose_x, y, transpose_y, out):
+        return
+    ints, flags, one = _blas_arguments(x, transpose_x, y, transpose_y, out)
+    at, f, o = ints.ctypes.data, flags.ctypes.data, one.ctypes.data
+    _call_gemm_at(address, f, f + 1, at, at + 4, at + 8, o, y.ctypes.data, at + 12,
+                  x.ctypes.data, at + 16, o, out.ctypes.data, at + 20)
+
+
+@njit(cache=True, nogil=True)
+def _done_without_blas(tiles, x, transpose_x, y, transpose_y, out):
+    """Whether ``out += x' @ y'`` needed no BLAS call: an empty product, or one that
+    ``_gemm``'s own kernel took (see ``gemm_add``)."""
+    rows, columns = out.shape
+    depth = x.shape[0] if transpose_x else x.shape[1]
+    if rows == 0 or columns == 0 or depth == 0:
+        return True
+    if tiles != 0 and own_fits(out):
+        own_gemm_add(x, transpose_x, y, transpose_y, out, tiles)
+        return True
+    return False
+
+
+@njit(cache=True, nogil=True)
+def _blas_arguments(x, transpose_x, y, transpose_y, out):
+    """The sizes and leading dimensions (int32), the transpositions (``"T"``/``"N"``) and
+    the scalar 1 (alpha and beta) of ``gemm_add``'s BLAS call."""
+    rows, columns = out.shape
+    item = out.itemsize
+    ints = np.empty(6, dtype=np.int32)
+    ints[0] = columns
+    ints[1] = rows
+    ints[2] = x.shape[0] if transpose_x else x.shape[1]
+    ints[3] = max(y.strides[0] // item, y.shape[1], 1)
+    ints[4] = max(x.strides[0] // item, x.shape[1], 1)
+    ints[5] = max(out.strides[0] // item, columns, 1)
+    flags = np.empty(2, dtype=np.uint8)
+    flags[0] = 84 if transpose_y else 78  # "T" or "N"
+    flags[1] = 84 if transpose_x else 78
+    return ints, flags, np.ones(1, dtype=out.dtype)
+
+
+@intrinsic
+def _call_gemm_at(typingctx, address, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12):
+    """Call the Fortran GEMM at ``address`` with its 13 pointer arguments."""
+
+    def codegen(context, builder, signature, args):
+        pointer = ir.IntType(8).as_pointer()
+        fnty = ir.FunctionType(ir.VoidType(), [pointer] * 13)
+        target = builder.inttoptr(args[0], fnty.as_pointer())
+        builder.call(target, [builder.inttoptr(a, pointer) for a in args[1:]])
+        return context.get_dummy_value()
+
+    return types.void(*([types.int64] * 14)), codegen
+
+
+def gemm_address(dtype):
+    """The address of SciPy's GEMM for ``dtype`` (float32 or float64), for ``gemm_add_at``."""
+    return ctypes.cast(GEMM[np.dtype(dtype)], ctypes.c_void_p).value
 
 
 @njit(cache=True, nogil=True)

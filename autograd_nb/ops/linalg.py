@@ -1,7 +1,8 @@
 """Linear algebra: one batched-matmul primitive, ``(batch, m, k) @ (batch, k, n)``, and the
 NumPy functions composed from it (matmul with its 1-D and batch-broadcasting rules, dot, outer,
-einsum). The BLAS kernels call numba's ``np.dot``, and the batched VJPs SciPy's GEMM directly
-(accumulating in place, split over numba's threads: see ``_blas``): SciPy's BLAS at run time
+einsum). The forward calls numba's ``np.dot``, and the VJPs SciPy's GEMM directly
+(accumulating in place; the batched ones split over numba's threads: see ``_blas``): SciPy's
+BLAS at run time
 either way, or, where ``_blas.own_kernel_preferred`` says so (an AVX-512 CPU whose BLAS runs
 narrower kernels), ``_gemm``'s own kernel for every product wide enough for its tiles. Small
 products and integer dtypes, which BLAS does not serve, go through plain loops.
@@ -21,7 +22,9 @@ from ._blas import (
     SPLIT_MIN_WORK,
     THREAD_CONTROLS,
     gemm_add,
+    gemm_add_at,
     gemm_add_split,
+    gemm_address,
     hold_blas_threads,
     hold_blas_threads_at,
     own_kernel,
@@ -61,30 +64,24 @@ def _bmm_forward(a, b, out, tiles):
             np.dot(a[i], b[i], out[i])
 
 
+# The VJPs add each product straight into the target (BLAS's beta = 1, ``gemm_add_at``), as
+# the own kernel does: a product into a scratch buffer and then ``target += scratch`` cost a
+# second pass over the target (784 x 512 float32 weight gradient of a batch of 256: 1.69 ->
+# 1.35 ms, docs/benchmarking.rst, "Matrix products add into their target").
+
+
 @njit(cache=True, nogil=True)
-def _bmm_vjp_a(g, b, grad_a, scratch, tiles):
-    # grad_a[i] += g[i] @ b[i].T
+def _bmm_vjp_a(gemm, g, b, grad_a, tiles):
+    # grad_a[i] += g[i] @ b[i].T (``gemm``: ``_blas.gemm_address``)
     for i in range(g.shape[0]):
-        if tiles != 0 and own_fits(grad_a[i]):
-            own_gemm_add(g[i], False, b[i], True, grad_a[i], tiles)
-        else:
-            np.dot(g[i], b[i].T, scratch)
-            # (a view's ``+=``, not ``grad_a[i] += ...``: numba compiles an assignment into a
-            # slice with its error-message machinery, about 2 s of a cold first gradient)
-            target = grad_a[i]
-            target += scratch
+        gemm_add_at(gemm, tiles, g[i], False, b[i], True, grad_a[i])
 
 
 @njit(cache=True, nogil=True)
-def _bmm_vjp_b(g, a, grad_b, scratch, tiles):
+def _bmm_vjp_b(gemm, g, a, grad_b, tiles):
     # grad_b[i] += a[i].T @ g[i]
     for i in range(g.shape[0]):
-        if tiles != 0 and own_fits(grad_b[i]):
-            own_gemm_add(a[i], True, g[i], False, grad_b[i], tiles)
-        else:
-            np.dot(a[i].T, g[i], scratch)
-            target = grad_b[i]
-            target += scratch
+        gemm_add_at(gemm, tiles, a[i], True, g[i], False, grad_b[i])
 
 
 @njit(cache=True, nogil=True)
@@ -209,7 +206,7 @@ def _bmm_vjp_batched(gemm, tiles, k, g, factor, grad, parallel):
 
 
 @njit(cache=True, nogil=True)
-def _bmm_vjp_rows(tiles, k, g, factor, grad):
+def _bmm_vjp_rows(gemm, tiles, k, g, factor, grad):
     """``_bmm_vjp_batched`` for one block of rows of a batch, on this thread: the stacked
     cases as one product (``_stack_add``), the others one product per row and entry."""
     vectors, batch, m, n = g.shape
@@ -224,13 +221,11 @@ def _bmm_vjp_rows(tiles, k, g, factor, grad):
         for i in range(batch):
             _stack_add(tiles, g[:, i, :, 0], factor[i], False, grad[:, i, :, 0], columns)
     elif k == 0:
-        scratch = np.empty(grad.shape[2:], dtype=grad.dtype)
         for v in range(vectors):
-            _bmm_vjp_a(g[v], factor, grad[v], scratch, tiles)
+            _bmm_vjp_a(gemm, g[v], factor, grad[v], tiles)
     else:
-        scratch = np.empty(grad.shape[2:], dtype=grad.dtype)
         for v in range(vectors):
-            _bmm_vjp_b(g[v], factor, grad[v], scratch, tiles)
+            _bmm_vjp_b(gemm, g[v], factor, grad[v], tiles)
 
 
 @njit(cache=True, nogil=True)
@@ -483,8 +478,7 @@ def _add_vjp_a(g, b, grad_a):
     """``grad_a[i] += g[i] @ b[i].T`` over the batch, through BLAS or loops by size."""
     m, n = g.shape[1:]
     if _blas(g.dtype, m, b.shape[1], n):
-        scratch = np.empty(grad_a.shape[1:], dtype=grad_a.dtype)
-        _bmm_vjp_a(g, b, grad_a, scratch, own_kernel(g.dtype))
+        _bmm_vjp_a(gemm_address(g.dtype), g, b, grad_a, own_kernel(g.dtype))
     else:
         _bmm_vjp_a_loops(g, b, grad_a)
 
@@ -493,8 +487,7 @@ def _add_vjp_b(g, a, grad_b):
     """``grad_b[i] += a[i].T @ g[i]`` over the batch, through BLAS or loops by size."""
     m, n = g.shape[1:]
     if _blas(g.dtype, m, a.shape[2], n):
-        scratch = np.empty(grad_b.shape[1:], dtype=grad_b.dtype)
-        _bmm_vjp_b(g, a, grad_b, scratch, own_kernel(g.dtype))
+        _bmm_vjp_b(gemm_address(g.dtype), g, a, grad_b, own_kernel(g.dtype))
     else:
         _bmm_vjp_b_loops(g, a, grad_b)
 
@@ -502,23 +495,23 @@ def _add_vjp_b(g, a, grad_b):
 @njit(cache=True, nogil=True)
 def _bmm_driver(operands, ints, floats, like):
     """The compiled executor's driver of ``_bmm``'s VJPs: ``ints`` is ``[k, batch, m, inner,
-    n, blas, tiles]`` (``tiles``: see ``_bmm_forward``); operands the gradient, the other
-    factor and the target."""
+    n, blas, tiles, gemm]`` (``tiles``: see ``_bmm_forward``; ``gemm``: BLAS's, by
+    ``_blas.gemm_address``); operands the gradient, the other factor and the target."""
     k, batch, m, inner, n, blas = ints[0], ints[1], ints[2], ints[3], ints[4], ints[5]
-    tiles = ints[6]
+    tiles, gemm = ints[6], ints[7]
     g = array_at(operands[0], batch * m * n, like).reshape((batch, m, n))
     if k == 0:
         b = array_at(operands[1], batch * inner * n, like).reshape((batch, inner, n))
         grad_a = array_at(operands[2], batch * m * inner, like).reshape((batch, m, inner))
         if blas:
-            _bmm_vjp_a(g, b, grad_a, np.empty((m, inner), dtype=like.dtype), tiles)
+            _bmm_vjp_a(gemm, g, b, grad_a, tiles)
         else:
             _bmm_vjp_a_loops(g, b, grad_a)
     else:
         a = array_at(operands[1], batch * m * inner, like).reshape((batch, m, inner))
         grad_b = array_at(operands[2], batch * inner * n, like).reshape((batch, inner, n))
         if blas:
-            _bmm_vjp_b(g, a, grad_b, np.empty((inner, n), dtype=like.dtype), tiles)
+            _bmm_vjp_b(gemm, g, a, grad_b, tiles)
         else:
             _bmm_vjp_b_loops(g, a, grad_b)
 
@@ -529,7 +522,7 @@ def _bmm_rows_driver(operands, ints, floats, like):
     of gradients and targets, stacked into one product where they line up
     (``_bmm_vjp_rows``)."""
     k, batch, m, inner, n = ints[0], ints[1], ints[2], ints[3], ints[4]
-    tiles = ints[6]
+    tiles, gemm = ints[6], ints[7]
     rows = operands[3]
     g = array_at(operands[0], rows * batch * m * n, like).reshape((rows, batch, m, n))
     if k == 0:
@@ -542,7 +535,7 @@ def _bmm_rows_driver(operands, ints, floats, like):
         grad = grad.reshape((rows, batch, inner, n))
     stacked = rows if (batch == 1 or (m if k == 0 else n) == 1) else 1
     if stacked * m * inner * n > SMALL_PRODUCT:
-        _bmm_vjp_rows(tiles, k, g, factor, grad)
+        _bmm_vjp_rows(gemm, tiles, k, g, factor, grad)
     else:
         _bmm_vjp_batched_loops(k, g, factor, grad)
 
@@ -708,7 +701,8 @@ class BatchedMatmul(Op):
         blas = _blas(a.dtype, m, inner, n)
         tiles = own_kernel(a.dtype) if blas else 0  # chosen when planned: a cached plan keeps it
         operands = (b if k == 0 else a,)
-        return ExecSpec(_bmm_driver, operands, (k, batch, m, inner, n, blas, tiles), ())
+        return ExecSpec(_bmm_driver, operands,
+                        (k, batch, m, inner, n, blas, tiles, gemm_address(a.dtype)), ())
 
     def exec_rows_spec(self, k, node):
         spec = self.exec_spec(k, node)

@@ -96,6 +96,33 @@ def test_zero_sized_products_leave_out_alone():
     np.testing.assert_array_equal(out, 1.0)
 
 
+@settings(max_examples=30, deadline=None)
+@given(
+    rows=st.integers(1, 40),
+    depth=st.integers(1, 40),
+    columns=st.integers(1, 40),
+    dtype=st.sampled_from([np.float32, np.float64]),
+    transpose_x=st.booleans(),
+    transpose_y=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_gemm_add_at_adds_into_out_as_gemm_add(rows, depth, columns, dtype, transpose_x,
+                                               transpose_y, seed):
+    # The drivers' GEMM, called by address: ``out += x' @ y'`` into an ``out`` that already
+    # holds values, the same bits as the ctypes call (one BLAS routine, the same arguments).
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((depth, rows) if transpose_x else (rows, depth)).astype(dtype)
+    y = rng.standard_normal((columns, depth) if transpose_y else (depth, columns)).astype(dtype)
+    start = rng.standard_normal((rows, columns)).astype(dtype)
+    by_address, by_call = start.copy(), start.copy()
+    _blas.gemm_add_at(_blas.gemm_address(dtype), 0, x, transpose_x, y, transpose_y, by_address)
+    _blas.gemm_add(_blas.GEMM[np.dtype(dtype)], 0, x, transpose_x, y, transpose_y, by_call)
+    np.testing.assert_array_equal(by_address, by_call)
+    product = (x.T if transpose_x else x) @ (y.T if transpose_y else y)
+    tolerance = 1e-4 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(by_address, start + product, rtol=tolerance, atol=tolerance)
+
+
 def test_small_products_go_to_blas_even_when_the_own_kernel_is_chosen():
     # Fewer than ROWS // 2 rows (a vector times a matrix) or columns than a tile: BLAS.
     rng = np.random.default_rng(3)
