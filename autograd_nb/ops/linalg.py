@@ -2,10 +2,9 @@
 NumPy functions composed from it (matmul with its 1-D and batch-broadcasting rules, dot, outer,
 einsum). The forward calls numba's ``np.dot``, and the VJPs SciPy's GEMM directly
 (accumulating in place; the batched ones split over numba's threads: see ``_blas``): SciPy's
-BLAS at run time
-either way, or, where ``_blas.own_kernel_preferred`` says so (an AVX-512 CPU whose BLAS runs
-narrower kernels), ``_gemm``'s own kernel for every product wide enough for its tiles. Small
-products and integer dtypes, which BLAS does not serve, go through plain loops.
+BLAS at run time either way, or, where ``_blas.own_kernel_preferred`` says so (an AVX-512 CPU
+whose BLAS runs narrower kernels), ``_gemm``'s own kernel for every product wide enough for its
+tiles. Small products and integer dtypes, which BLAS does not serve, go through plain loops.
 
 The composites record only shape ops, ``_bmm``, ``sum``, ``multiply`` and ``getitem``, so their
 gradients (of any order) come from those ops' rules.
