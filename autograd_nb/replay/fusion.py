@@ -257,6 +257,63 @@ def _strided_layouts(kernels, ints, count):
     return n, driver, layouts
 
 
+def fold_in_place_writes(events, kept):
+    """The events with each in-place write of an argument or outside tensor (``p -= lr * g``:
+    an elementwise op into a fresh buffer, then a copy into ``p``) made one event that writes
+    the op's result into the target itself; and the targets so written.
+
+    Folded where the op is elementwise with a layout :func:`_layouts` knows, the copy comes
+    right after it, nothing else reads the fresh buffer (no later event, no backward table,
+    no output: ``kept``), and the op reads the target, if at all, element for element (a
+    flat operand at its start): each element is then read before it is written, and what
+    runs after the copy saw the new values anyway. Saves the copy's pass over the target
+    (``mlp_train_step``'s SGD update of a 784 x 512 float32 weight: 158 + 346 -> ~160 us).
+    """
+    reads = {}
+    for event in events:
+        for buffer in _read_buffers(event):
+            reads[buffer] = reads.get(buffer, 0) + 1
+    folded = []
+    targets = set()
+    skip = False
+    for index, event in enumerate(events):
+        if skip:
+            skip = False
+            continue
+        following = events[index + 1] if index + 1 < len(events) else None
+        target = _fold_target(event, following, reads, kept)
+        if target is None:
+            folded.append(event)
+            continue
+        folded.append(type(event)(event.op, event.operands, target, event.spec, event.dtype))
+        targets.add(target)
+        skip = True
+    return folded, targets
+
+
+def _fold_target(event, copy, reads, kept):
+    """The buffer ``event`` may write in place of ``copy``'s target (see
+    :func:`fold_in_place_writes`), or None."""
+    if copy is None or copy.op is not None or event.output is None:
+        return None
+    (source, source_offset), (target, target_offset) = copy.operands
+    output = event.output
+    if source is not output or source_offset or target_offset or output in kept:
+        return None
+    if target.kind not in ("input", "external") or reads.get(output) != 1:
+        return None
+    if target.array.dtype != event.dtype or target.array.nbytes != output.array.nbytes:
+        return None
+    found = _layouts(event)
+    if found is None:
+        return None
+    n, _, layouts = found
+    for (buffer, offset), layout in zip(event.operands, layouts, strict=True):
+        if buffer is target and (offset or (layout != "full" and n != 1)):
+            return None
+    return target
+
+
 def plan(events):
     """The events as they run, each an event or a :class:`Group`, and per buffer the index of
     the last event that reads it."""

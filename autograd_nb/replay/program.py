@@ -176,8 +176,10 @@ class Program:
         builder = interpreter.Builder()
         value = _value_numbers(builder, self.location)
         copy_entry = _pointers.entry_address(interpreter.copy_driver, np.dtype(np.float64))
-        items, readers = fusion.plan(trace.events)
-        kept = self._kept(trace) if len(items) < len(trace.events) else set()
+        events, written = fusion.fold_in_place_writes(trace.events, self._kept(trace))
+        items, readers = fusion.plan(events)
+        # (a folded write's target is read after the program: its values reach memory)
+        kept = self._kept(trace) | written if len(items) < len(events) else set()
         scratch_at = -(-self.arena_bytes // _ALIGN) * _ALIGN
         scratch_bytes = 0
         for event in items:

@@ -190,3 +190,55 @@ def test_threads_replay_fused_programs_each_on_its_own_values():
     for t in threads:
         t.join()
     assert not wrong
+
+
+def _copies(compiled):
+    """The copy instructions of the compiled function's one program."""
+    from autograd_nb.ops import _pointers
+    from autograd_nb.replay import interpreter
+
+    program = next(iter(compiled._programs.values())).program
+    table = program.forward_table
+    n_rows = int(table[0])
+    rows = table[interpreter.HEADER:interpreter.HEADER + n_rows * interpreter.ROW]
+    at = interpreter.HEADER + n_rows * interpreter.ROW + 2 * int(table[1]) + int(table[2])
+    entries = table[at:at + int(table[3])]
+    copy = _pointers.entry_address(interpreter.copy_driver, np.dtype(np.float64))
+    return sum(1 for r in range(n_rows) if rows[r * interpreter.ROW] >= 0
+               and entries[rows[r * interpreter.ROW]] == copy)
+
+
+@pytest.mark.parametrize("fuse", [True, False])
+@pytest.mark.parametrize("shape", [(3, 4), (40, 30)])
+def test_in_place_updates_write_into_their_target(fuse, shape, monkeypatch):
+    # ``p -= lr * g`` and ``q *= q`` (the target read by the op writing it) replay without a
+    # copy and give the eager bits; ``r``'s new value is also returned through a second op,
+    # and ``s``'s fresh value is read again after the write (kept: its copy stays).
+    monkeypatch.setattr(config, "FUSE_REPLAY", fuse)
+    rng = np.random.default_rng(4)
+    start = [rng.standard_normal(shape) for _ in range(4)]
+
+    def step(params, g):
+        p, q, r, s = params
+        with anb.no_grad():
+            p -= 0.1 * g
+            q *= q
+            r += g
+            fresh = s * 0.5
+            s[...] = fresh
+        return anb.sum(r * 2.0), fresh + 1.0
+
+    g = anb.tensor(rng.standard_normal(shape))
+    eager = [anb.tensor(a.copy()) for a in start]
+    replayed = [anb.tensor(a.copy()) for a in start]
+    compiled = anb.compile(step)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CompileWarning)
+        for _ in range(3):
+            want, got = step(eager, g), compiled(replayed, g)
+            for w, o in zip(want, got, strict=True):
+                np.testing.assert_array_equal(o.numpy(), w.numpy())
+            for e, r in zip(eager, replayed, strict=True):
+                np.testing.assert_array_equal(r.numpy(), e.numpy())
+    assert compiled.cache_info().traces == 1
+    assert _copies(compiled) == 1  # ``s[...] = fresh`` only
