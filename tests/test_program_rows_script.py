@@ -1,0 +1,51 @@
+"""``asv_bench/program_rows.py``: a compiled step's tables timed by kind of instruction."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+#: Fresh processes that build and replay a workload: ``make test-fast`` leaves them out.
+pytestmark = pytest.mark.slow
+
+_PATH = os.path.join(os.path.dirname(__file__), os.pardir, "asv_bench", "program_rows.py")
+
+
+def _run(*arguments):
+    env = dict(os.environ, NUMBA_NUM_THREADS="1")
+    done = subprocess.run([sys.executable, _PATH, *arguments], capture_output=True, text=True,
+                          env=env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _section(output, title):
+    lines = output[output.index(title):].splitlines()
+    rows = []
+    for line in lines[2:]:
+        if line.split()[0] == "sum":
+            return rows
+        count, _, _, driver = line.split(maxsplit=3)
+        rows.append((int(count), driver))
+    raise AssertionError(f"no sum line after {title!r}")
+
+
+def test_each_table_is_timed_by_kind_with_every_instruction_counted():
+    output = _run("chain_1000x16", "--rounds", "2")
+    header = output[output.index("forward:"):].splitlines()[0]
+    total = int(header.split(":")[1].split()[0])  # "forward: N instructions, ..."
+    rows = _section(output, "forward:")
+    assert sum(count for count, _ in rows) == total
+    assert any(driver.startswith("fusion.group_driver") or "forward" in driver
+               for _, driver in rows)
+    backward = _section(output, "backward (of the first output)")
+    assert backward and all(count > 0 for count, _ in backward)
+
+
+def test_rows_alone_lists_every_instruction_in_order():
+    output = _run("chain_1000x16", "--rows", "--rounds", "1")
+    rows = _section(output, "forward:")
+    assert all(count == 1 for count, _ in rows)
+    positions = [int(driver.split()[0]) for _, driver in rows]
+    assert positions == list(range(len(rows)))
