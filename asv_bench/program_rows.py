@@ -140,7 +140,8 @@ def _backward_table(op, saved, size, dtype):
 
 def report(title, table, by_row, rounds):
     whole = _median_us(lambda: table.run(table.table), rounds)
-    empty = _median_us(lambda: table.run(table.only([])), rounds)
+    nothing = table.only([])
+    empty = _median_us(lambda: table.run(nothing), rounds)
     print(f"\n{title}: {table.n_rows} instructions, {whole:.1f} us whole, {empty:.1f} us empty")
     if by_row:
         groups = [([i], f"{i:4d} {name}") for i, name in enumerate(table.names)]
