@@ -951,7 +951,8 @@ def _binary(op, a, b):
     """
     kind_a, kind_b = type(a), type(b)
     # The edges and version boxes, as ``apply`` collects them (both inputs are
-    # differentiable: ``_install_arithmetic_operators`` checks).
+    # differentiable: ``_install_arithmetic_operators`` checks); each operand's read inline,
+    # not through a helper: this is every arithmetic operator's hot path.
     edge_a = box_a = edge_b = box_b = None
     if kind_a is Tensor:
         x = a._data
@@ -1058,13 +1059,13 @@ def _write_into(target, op, other):
     """``target op= other`` with nothing to record, by the op's kernel writing straight into
     the target's buffer (``p -= lr * g`` under ``no_grad``: no result buffer and no copy
     back), where the op's run cache knows the layout and the result has the target's shape
-    and dtype (``ElementwiseOp.run_pair_into``); else False, with nothing changed."""
+    and dtype (``ElementwiseOp.run_pair`` with ``out``); else False, with nothing changed."""
     data = target._data
-    run_into = getattr(op, "run_pair_into", None)
-    if run_into is None or type(data) is not np.ndarray or not data.flags.c_contiguous:
+    run_pair = getattr(op, "run_pair", None)
+    if run_pair is None or type(data) is not np.ndarray or not data.flags.c_contiguous:
         return False
     value = other._data if isinstance(other, Tensor) else other
-    if not run_into(data, value, data):
+    if run_pair(data, value, data) is None:
         return False
     target._version[0] += 1
     tape.mutated()

@@ -1,4 +1,5 @@
-"""``asv_bench/program_rows.py``: a compiled step's tables timed by kind of instruction."""
+"""``asv_bench/program_rows.py`` (a compiled step's tables timed by kind of instruction) and
+``asv_bench/step_pieces.py`` (the pieces it pointed at, eager)."""
 
 import os
 import subprocess
@@ -49,3 +50,19 @@ def test_rows_alone_lists_every_instruction_in_order():
     assert all(count == 1 for count, _ in rows)
     positions = [int(driver.split()[0]) for _, driver in rows]
     assert positions == list(range(len(rows)))
+
+
+def test_step_pieces_prints_a_median_per_engine_of_each_piece():
+    script = os.path.join(os.path.dirname(_PATH), "step_pieces.py")
+    done = subprocess.run([sys.executable, script, "--rounds", "2"], capture_output=True,
+                          text=True, env=dict(os.environ, NUMBA_NUM_THREADS="1"), timeout=600)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 5
+    for line in lines:
+        name, cells = line.split(": ", 1)
+        assert name and cells.startswith("autograd_nb ")
+        for cell in cells.split(", "):
+            engine, value, unit = cell.split()
+            assert engine in ("autograd_nb", "numpy", "torch") and unit == "us"
+            assert float(value) > 0

@@ -63,7 +63,7 @@ def gemm_add(gemm, tiles, x, transpose_x, y, transpose_y, out):
     column-major: the row-major ``out`` is its ``out.T = y'.T @ x'.T``, which swaps the
     operands and reads each stored matrix as its own transpose.
     """
-    if _done_without_blas(tiles, x, transpose_x, y, transpose_y, out):
+    if _added_without_blas(tiles, x, transpose_x, y, transpose_y, out):
         return
     ints, flags, one = _blas_arguments(x, transpose_x, y, transpose_y, out)
     gemm(
@@ -88,7 +88,7 @@ def gemm_add_at(address, tiles, x, transpose_x, y, transpose_y, out):
     """``gemm_add`` with BLAS's GEMM given by its address (``gemm_address``): for drivers,
     which receive it among their int attributes. Adds into ``out`` directly (BLAS's beta is
     1), with no product buffer and no second pass over ``out``."""
-    if _done_without_blas(tiles, x, transpose_x, y, transpose_y, out):
+    if _added_without_blas(tiles, x, transpose_x, y, transpose_y, out):
         return
     ints, flags, one = _blas_arguments(x, transpose_x, y, transpose_y, out)
     at, f, o = ints.ctypes.data, flags.ctypes.data, one.ctypes.data
@@ -97,9 +97,9 @@ def gemm_add_at(address, tiles, x, transpose_x, y, transpose_y, out):
 
 
 @njit(cache=True, nogil=True)
-def _done_without_blas(tiles, x, transpose_x, y, transpose_y, out):
-    """Whether ``out += x' @ y'`` needed no BLAS call: an empty product, or one that
-    ``_gemm``'s own kernel took (see ``gemm_add``)."""
+def _added_without_blas(tiles, x, transpose_x, y, transpose_y, out):
+    """``out += x' @ y'`` where it needs no BLAS call (an empty product, or one that
+    ``_gemm``'s own kernel takes: see ``gemm_add``), and whether it did."""
     rows, columns = out.shape
     depth = x.shape[0] if transpose_x else x.shape[1]
     if rows == 0 or columns == 0 or depth == 0:
@@ -143,9 +143,12 @@ def _call_gemm_at(typingctx, address, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a1
     return types.void(*([types.int64] * 14)), codegen
 
 
+_GEMM_ADDRESS = {dtype: ctypes.cast(gemm, ctypes.c_void_p).value for dtype, gemm in GEMM.items()}
+
+
 def gemm_address(dtype):
     """The address of SciPy's GEMM for ``dtype`` (float32 or float64), for ``gemm_add_at``."""
-    return ctypes.cast(GEMM[np.dtype(dtype)], ctypes.c_void_p).value
+    return _GEMM_ADDRESS[np.dtype(dtype)]
 
 
 @njit(cache=True, nogil=True)

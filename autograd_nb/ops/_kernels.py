@@ -438,7 +438,7 @@ def _unit_rows(inputs, ins, strided, target, expression, reads_g, reads_y, batch
     broadcast along the row: a bias's gradient, the common case): the loop reads slice views,
     which vectorises, with the same additions in the same order. Measured: 128 x 512 float64
     ``tanh`` VJP, batched, 35 us strided, 10 us sliced; both gradients of a float32 ``(256,
-    512) + (512,)`` (the bias's through ``vjp1_strided``) 106-113 -> 47-51 us
+    512) + (512,)`` (the bias's through ``vjp1_strided``) 96 -> 50 us
     (docs/benchmarking.rst, "Where a compiled step's time goes")."""
     g_at = "gb_ + base_" if batched else "base_"
     t_at = f"tb_ + o{target}" if batched else f"o{target}"

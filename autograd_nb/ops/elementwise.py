@@ -21,15 +21,6 @@ from .registry import ExecSpec, Op, call, cuda_twin, public
 
 _NO_PARAMS = np.empty(0, dtype=np.float64)
 
-
-def _call_pair(kernel, strided, a, b, out):
-    """A binary forward kernel of the run cache on ``a`` and ``b`` into ``out``."""
-    if strided is None:
-        kernel(a.ravel(), b.ravel(), out.ravel(), _NO_PARAMS)
-    else:  # broadcast over strides, laid out once per key
-        collapsed, a_strides, b_strides = strided
-        kernel(a.ravel(), a_strides, b.ravel(), b_strides, out.ravel(), collapsed, _NO_PARAMS)
-
 # Tensor-side meaning of each function name a formula may use.
 _FORMULA_FUNCTIONS = _scalar.MATH_NAMES + _scalar.SCALAR_NAMES
 
@@ -306,41 +297,19 @@ class ElementwiseOp(Op):
                 return done
         return self._first_run(_pair_key(values) if not attrs else None, values, attrs)
 
-    def run_pair(self, a, b):
+    def run_pair(self, a, b, out=None):
         """``run`` of a binary op without attributes, when its cache knows the arguments'
         layout; else None. ``a`` and ``b``: NumPy arrays, or one of them a Python float or
         int (``2.0 * x``, ``x - 1``), which becomes a 0-d array of the computation dtype, as
         ``prepare`` makes it (the key, the scalar's type and the array's layout, determines
-        that dtype)."""
-        found, a, b = self._pair_layout(a, b)
-        if found is None:
-            return None
-        kernel, shape, dtype, attrs, strided = found
-        out = np.empty(shape, dtype)
-        _call_pair(kernel, strided, a, b, out)
-        return (a, b), attrs, out
+        that dtype).
 
-    def run_pair_into(self, a, b, out):
-        """``run_pair`` writing into ``out``, a C-contiguous array (in-place arithmetic that
-        records nothing: ``p -= lr * g`` under ``no_grad``): True where the cache knows the
-        layout, its result has ``out``'s shape and dtype and ``b`` shares no memory with
-        ``out`` unless it is ``out``; else False, and nothing is written. ``a`` is ``out`` or
-        has its layout, so each element is read before it is written: the same bits as
-        ``run_pair``."""
-        found, a, b = self._pair_layout(a, b)
-        if found is None:
-            return False
-        kernel, shape, dtype, _, strided = found
-        if shape != out.shape or dtype != out.dtype:
-            return False
-        if b is not out and type(b) is np.ndarray and np.may_share_memory(b, out):
-            return False
-        _call_pair(kernel, strided, a, b, out)
-        return True
-
-    def _pair_layout(self, a, b):
-        """``(found, a, b)``: the run cache's entry for the operands (None where it has
-        none), with a Python scalar made a 0-d array of the computation dtype."""
+        With ``out``, a C-contiguous array (in-place arithmetic that records nothing: ``p -=
+        lr * g`` under ``no_grad``), the result is written there, where it has ``out``'s shape
+        and dtype and ``b`` shares no memory with ``out`` unless it is ``out``; else None, and
+        nothing is written. ``a`` is ``out`` or has its layout, so each element is read before
+        it is written: the same bits as into a new array. (One method, the lookup inline: this
+        is every arithmetic operator's hot path.)"""
         kind_a, kind_b = type(a), type(b)
         if kind_a is np.ndarray:
             if kind_b is np.ndarray:
@@ -349,17 +318,27 @@ class ElementwiseOp(Op):
                 )
             elif kind_b is float or kind_b is int:
                 found = self._run_cache.get((a.shape, a.strides, a.dtype, kind_b))
-                if found is not None:
-                    b = np.asarray(b, a.dtype)
+                b = b if found is None else np.asarray(b, a.dtype)
             else:
-                return None, a, b
+                return None
         elif kind_b is np.ndarray and (kind_a is float or kind_a is int):
             found = self._run_cache.get((kind_a, b.shape, b.strides, b.dtype))
-            if found is not None:
-                a = np.asarray(a, b.dtype)
+            a = a if found is None else np.asarray(a, b.dtype)
         else:
-            return None, a, b
-        return found, a, b
+            return None
+        if found is None:
+            return None
+        kernel, shape, dtype, attrs, strided = found
+        if out is None:
+            out = np.empty(shape, dtype)
+        elif not _writable_into(out, shape, dtype, b):
+            return None
+        if strided is None:
+            kernel(a.ravel(), b.ravel(), out.ravel(), _NO_PARAMS)
+        else:  # broadcast over strides, laid out once per key
+            collapsed, a_strides, b_strides = strided
+            kernel(a.ravel(), a_strides, b.ravel(), b_strides, out.ravel(), collapsed, _NO_PARAMS)
+        return (a, b), attrs, out
 
     def _first_run(self, key, values, attrs):
         """``prepare`` and ``forward``; remembered for ``run`` when the key determines all that
@@ -509,6 +488,15 @@ class ElementwiseOp(Op):
             namespace[p] = float(attrs["params"][i])
         result = eval(self._compiled_rules[k], {"__builtins__": {"abs": abs}}, namespace)
         return _broadcast.sum_to_shape(result, attrs["shapes"][k])
+
+
+def _writable_into(out, shape, dtype, b):
+    """Whether ``run_pair`` may write its result (``shape``, ``dtype``) into ``out`` while
+    reading ``b``: the same shape and dtype, and ``b`` is ``out`` or shares none of its
+    memory."""
+    if shape != out.shape or dtype != out.dtype:
+        return False
+    return b is out or type(b) is not np.ndarray or not np.may_share_memory(b, out)
 
 
 def _pair_key(values):

@@ -97,7 +97,7 @@ def _gather(source, target, start, m, shape, strides, coords):
 def _gather_rows(source, target, start, m, inner, row_stride, step):
     """:func:`_gather` over two dimensions (the usual broadcasts: a ``(63, 1)`` column times a
     ``(63, 2)`` matrix, a bias added to each row), a row at a time without the general carry:
-    190 -> 100 ns for that column on ``ode_rollout``."""
+    with ``concatenate``'s flat driver, ``ode_rollout``'s forward table 257 -> 226 us."""
     row = start // inner
     column = start - row * inner
     i = 0
@@ -270,7 +270,7 @@ def fold_in_place_writes(events, kept):
     no output: ``kept``), and the op reads the target, if at all, element for element (a
     flat operand at its start): each element is then read before it is written, and what
     runs after the copy saw the new values anyway. Saves the copy's pass over the target
-    (``mlp_train_step``'s SGD update of a 784 x 512 float32 weight: 158 + 346 -> ~160 us).
+    (``mlp_train_step``'s compiled step: six copies, 587 us of its 7.81 ms table).
     """
     candidates = {event.output for event, following in zip(events, events[1:])
                   if following.op is None and event.output is not None}
@@ -330,7 +330,7 @@ def plan(events):
         if event.op == "block":
             for buffer in _read_buffers(event):
                 readers[buffer] = index
-        else:  # (inline: a generator per event cost ~10 ms of a 10,000-op first call)
+        else:  # (inline, not a generator per event: this runs once per recorded op)
             for buffer, _ in event.operands:
                 readers[buffer] = index
     planned = []

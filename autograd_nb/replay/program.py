@@ -177,7 +177,7 @@ class Program:
         value = _value_numbers(builder, self.location)
         copy_entry = _pointers.entry_address(interpreter.copy_driver, np.dtype(np.float64))
         events, written = trace.events, set()
-        if trace.writes:  # (in-place writes to fold: a pass over the events, ~0.7 us each)
+        if trace.writes:  # (only then: the fold is a pass over every event)
             events, written = fusion.fold_in_place_writes(events, self._kept(trace))
         items, readers = fusion.plan(events)
         # (a folded write's target is read after the program: its values reach memory)

@@ -511,7 +511,7 @@ def test_inplace_operator_on_a_leaf_under_no_grad(symbol):
 def test_inplace_under_no_grad_writes_the_out_of_place_bits_into_the_buffer(symbol, dtype,
                                                                           monkeypatch):
     # ``p -= lr * g`` under no_grad: the op's kernel writes straight into p's buffer
-    # (ElementwiseOp.run_pair_into) from the second call of a layout on, the same bits as the
+    # (ElementwiseOp.run_pair with out) from the second call of a layout on, the same bits as the
     # out-of-place result; operands that share p's memory go the out-of-place way.
     a = (np.abs(data((4, 5))) + 0.5).astype(dtype)
     out_of_place = []
