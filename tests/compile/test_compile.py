@@ -384,6 +384,45 @@ def test_a_new_function_of_known_ops_compiles_nothing():
     assert check.buffer
 
 
+def _rollout(x, v, steps):
+    """Values read only by the next few ops (slices, a column, a join), values the backward
+    reads, a view handed out, and a gradient taken inside: the arena's places are shared."""
+    for _ in range(steps):
+        d = x[1:] - x[:-1]
+        length = anb.sqrt(anb.sum(d * d, axis=1, keepdims=True))
+        pull = (length - 1.0) / length * d
+        zero = anb.zeros((1, 2))
+        force = anb.concatenate([pull, zero]) - anb.concatenate([zero, pull]) - 0.1 * x
+        v = v + 0.05 * force
+        x = x + 0.05 * v
+    inner = anb.grad(anb.sum(anb.square(x[2:] - x[:-2])), x)[0]
+    return anb.sum(v * v) + anb.sum(anb.tanh(inner)), x[1:3]
+
+
+def test_values_only_the_forward_reads_share_arena_places():
+    rng = np.random.default_rng(8)
+    x0 = anb.tensor(rng.standard_normal((12, 2)) + np.arange(12.0)[:, None],
+                    requires_grad=True)
+    v0 = anb.tensor(rng.standard_normal((12, 2)) * 0.1)
+    compiled = anb.compile(_rollout)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CompileWarning)
+        for _ in range(3):
+            want_energy, want_view = _rollout(x0, v0, 20)
+            energy, view = compiled(x0, v0, 20)
+            assert energy.item() == want_energy.item()
+            np.testing.assert_array_equal(view.numpy(), want_view.numpy())
+            for out, want_out in ((energy, want_energy), (view, want_view)):
+                seed = anb.ones_like(out)
+                got = anb.grad(out, x0, grad_outputs=seed, retain_graph=True)[0]
+                want = anb.grad(want_out, x0, grad_outputs=seed, retain_graph=True)[0]
+                np.testing.assert_array_equal(got.numpy(), want.numpy())
+    (entry,) = compiled._programs.values()
+    program = entry.program
+    # 20 steps of ~10 values of 12 x 2: those only the forward reads take a few places.
+    assert program.arena_bytes < program.unpacked_arena_bytes / 3
+
+
 # -- gradients inside fn ------------------------------------------------------------------------
 
 
