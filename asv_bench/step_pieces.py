@@ -1,5 +1,6 @@
 """The pieces of ``mlp_train_step`` that ``program_rows.py`` pointed at, eager, beside torch and
-NumPy where they have the same operation.
+NumPy where they have the same operation; and a replayed broadcast add, its operand gathered
+into a fused group's register or read in place (``config.REPLAY_GATHER_ROW``), per row length.
 
     python asv_bench/step_pieces.py [--rounds N]
 
@@ -18,6 +19,7 @@ import time
 import numpy as np
 
 import autograd_nb as anb
+from autograd_nb import config
 
 try:
     import torch
@@ -83,11 +85,34 @@ def _pieces():
     return pieces
 
 
+def _gather_pieces():
+    """``(z + b) * 1.5`` replayed, ``b`` a row broadcast over ``z``: recorded once with the
+    row gathered into the group's register, once with the add reading it in place."""
+    rng = np.random.default_rng(1)
+    pieces = []
+    shapes = [(4096 // n, n) for n in (4, 8, 16, 32, 64)] + [(256, 512)]
+    for shape, dtype in [(s, np.float32) for s in shapes] + [((256, 512), np.float64)]:
+        z = anb.tensor(rng.standard_normal(shape).astype(dtype))
+        b = anb.tensor(rng.standard_normal(shape[1]).astype(dtype))
+        runs = {}
+        for how, threshold in (("gathered", shape[1] + 1), ("in place", shape[1])):
+            compiled = anb.compile(lambda z, b: (z + b) * 1.5)
+            saved, config.REPLAY_GATHER_ROW = config.REPLAY_GATHER_ROW, threshold
+            try:
+                compiled(z, b)  # (records under this threshold)
+            finally:
+                config.REPLAY_GATHER_ROW = saved
+            runs[how] = lambda compiled=compiled, z=z, b=b: compiled(z, b)
+        name = np.dtype(dtype).name
+        pieces.append((f"replayed (z + b) * 1.5, z {shape[0]} x {shape[1]} {name}", runs))
+    return pieces
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=60)
     args = parser.parse_args()
-    for name, engines in _pieces():
+    for name, engines in _pieces() + _gather_pieces():
         cells = [f"{engine} {_median_us(run, args.rounds):.1f} us" for engine, run in
                  engines.items()]
         print(f"{name}: " + ", ".join(cells))

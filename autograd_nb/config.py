@@ -178,6 +178,11 @@ REPLAY_FUSION_BLOCK = 512
 #: Groups without a broadcast operand fuse from this many elements: below, a group's step costs
 #: more than an instruction (docs/benchmarking.rst, "Fused forward").
 REPLAY_FUSION_MIN_ELEMENTS = 64
+#: An op that reads a broadcast operand of rows of at least this many elements runs unfused,
+#: reading it in place, instead of gathering it into a group's register (on 4,096 elements
+#: gathering wins up to rows of 8: ``asv_bench/step_pieces.py``, docs/benchmarking.rst,
+#: "Fused forward").
+REPLAY_GATHER_ROW = 16
 #: Programs a compiled function keeps, least recently used dropped first; read when
 #: ``anb.compile`` wraps a function (a bound, not measured).
 COMPILE_MAX_PROGRAMS = 64

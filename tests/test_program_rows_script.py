@@ -58,11 +58,17 @@ def test_step_pieces_prints_a_median_per_engine_of_each_piece():
                           text=True, env=dict(os.environ, NUMBA_NUM_THREADS="1"), timeout=600)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert len(lines) == 5
-    for line in lines:
+    assert len(lines) == 5 + 7
+    for line in lines[:5]:
         name, cells = line.split(": ", 1)
         assert name and cells.startswith("autograd_nb ")
         for cell in cells.split(", "):
             engine, value, unit = cell.split()
             assert engine in ("autograd_nb", "numpy", "torch") and unit == "us"
             assert float(value) > 0
+    for line in lines[5:]:  # a replayed broadcast add, its operand gathered or read in place
+        name, cells = line.split(": ", 1)
+        assert name.startswith("replayed (z + b) * 1.5, z ")
+        timed = [cell.rsplit(" ", 2) for cell in cells.split(", ")]
+        assert [how for how, _, _ in timed] == ["gathered", "in place"]
+        assert all(float(value) > 0 and unit == "us" for _, value, unit in timed)

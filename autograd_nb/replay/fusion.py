@@ -351,6 +351,8 @@ def _grouped(events):
         found = _layouts(event) if config.FUSE_REPLAY else None
         if found is not None and found[0] < minimum and _flat(found[2]):
             found = None  # (a group of these would not be worth running fused: ``_worth``)
+        if found is not None and _long_rows(found[2]):
+            found = None
         if found is not None and group is not None and not _joins(group, event, *found):
             items.append(group)
             group = None
@@ -384,6 +386,18 @@ def _joins(group, event, n, driver, layouts):
 def _flat(layouts):
     """Whether no operand of these layouts is gathered (every one full or a scalar)."""
     return all(type(layout) is str for layout in layouts)
+
+
+def _long_rows(layouts):
+    """Whether an op gathers a broadcast operand of rows of at least
+    ``config.REPLAY_GATHER_ROW`` elements: its own strided driver then reads the operand in
+    place, row by row (a bias added to a batch), where gathering it into a register first
+    would cost a second pass: ``mlp_train_step``'s ``tanh(h @ W + b)``, float32 ``(256,
+    512)``, 224 us fused -> 12 + 153 us (``asv_bench/program_rows.py``)."""
+    for layout in layouts:
+        if type(layout) is not str and layout[0][-1] >= config.REPLAY_GATHER_ROW:
+            return True
+    return False
 
 
 def _worth(group):

@@ -152,6 +152,23 @@ def test_small_chains_stay_unfused():
     assert _rows(compiled) == 4
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_long_broadcast_rows_are_read_in_place_short_ones_gathered(dtype):
+    rng = np.random.default_rng(2)
+
+    def fn(x, b):
+        return (anb.sum(anb.tanh(x + b) * 2.0),)
+
+    rows = {}
+    for columns in (config.REPLAY_GATHER_ROW - 1, config.REPLAY_GATHER_ROW):
+        x = anb.tensor(rng.standard_normal((64, columns)).astype(dtype), requires_grad=True)
+        b = anb.tensor(rng.standard_normal(columns).astype(dtype), requires_grad=True)
+        rows[columns] = _rows(_check_against_eager(fn, [x, b], [x, b]))
+    # Short rows: the bias gathered, the add in the group with tanh and the product; long
+    # rows: the add on its own (its driver reads the bias row by row), then the group.
+    assert rows == {config.REPLAY_GATHER_ROW - 1: 2, config.REPLAY_GATHER_ROW: 3}
+
+
 def test_a_new_fused_function_of_known_ops_compiles_nothing(chain_inputs):
     x, column, v = chain_inputs
     first = anb.compile(_chain)
