@@ -223,48 +223,12 @@ class Program:
         for event in events:
             if event.op == "block":
                 pinned.update(fusion._read_buffers(event))
-        n = len(buffers)
-        old = np.array(self.arena_offsets, dtype=np.int64)
-        made = np.full(n, -1, dtype=np.int64)  # per arena value, the first event that makes it
-        outputs = [e.output if e.output is not None or e.op == "block" else e.operands[1][0]
-                   for e in events]  # (a copy's output is its target)
-        made_index = np.array([-1 if out is None or out.kind != "arena" else out.index
-                               for out in outputs], dtype=np.int64)
-        index, first_at = np.unique(made_index, return_index=True)
-        made[index[index >= 0]] = first_at[index >= 0]
-        read = np.array([readers.get(b, -1) for b in buffers], dtype=np.int64)
-        raw_bytes = np.array([b.array.nbytes for b in buffers], dtype=np.int64)
-        n_bytes = -(-raw_bytes // _ALIGN) * _ALIGN
-        keep = np.zeros(n, dtype=bool)
+        keep = np.zeros(len(buffers), dtype=bool)
         keep[[b.index for b in pinned if b.kind == "arena"]] = True
-        keep |= (made < 0) & (read >= 0)
-        counts = [len(item.steps) if type(item) is fusion.Group else 1 for item in items]
-        item_of = np.repeat(np.arange(len(items), dtype=np.int64), counts)
-        shared = np.flatnonzero(~keep & (made >= 0))
-        offsets = np.zeros(n, dtype=np.int64)
-        offsets[keep] = np.cumsum(n_bytes[keep]) - n_bytes[keep]
-        size = int(n_bytes[keep].sum())
-        # Per shared value, its first item (where it takes a place) and its last (after which
-        # the place is free); taken in item order, places before frees within an item.
-        first = item_of[made[shared]]
-        last = item_of[np.maximum(read[shared], made[shared])]
-        order = np.lexsort((np.r_[np.zeros_like(first), np.ones_like(last)], np.r_[first, last]))
-        steps = np.r_[shared, ~shared][order].tolist()
-        sizes = n_bytes.tolist()
-        places = offsets.tolist()
-        free = {}  # bytes -> places free
-        for j in steps:
-            if j >= 0:
-                spare = free.get(sizes[j])
-                if spare:
-                    places[j] = spare.pop()
-                else:
-                    places[j] = size
-                    size += sizes[j]
-            else:
-                j = ~j
-                free.setdefault(sizes[j], []).append(places[j])
-        offsets = places
+        raw_bytes = np.array([b.array.nbytes for b in buffers], dtype=np.int64)
+        offsets, size = _shared_places(_lives(buffers, events, items, readers, keep),
+                                       -(-raw_bytes // _ALIGN) * _ALIGN)
+        old = np.array(self.arena_offsets, dtype=np.int64)
         self.arena_offsets = offsets
         self.unpacked_arena_bytes = self.arena_bytes  # (what a place per value would take)
         self.arena_bytes = max(size, 1)
@@ -711,6 +675,57 @@ _NO_ATTRS = {}
 _STALE = {0: 1}  # (a version box one past the version a stale output's node expects)
 _GRADIENT = -1
 _BUFFER = -2
+
+
+def _lives(buffers, events, items, readers, keep):
+    """Per arena value, the item of the forward table that makes it and the last that names
+    it (-1, -1: kept in a place of its own, ``keep``, or named by no item: no place); a value
+    read but made by no item is kept (``keep`` is updated)."""
+    made = np.full(len(buffers), -1, dtype=np.int64)  # the first event that makes each
+    outputs = [e.output if e.output is not None or e.op == "block" else e.operands[1][0]
+               for e in events]  # (a copy's output is its target)
+    made_index = np.array([-1 if out is None or out.kind != "arena" else out.index
+                           for out in outputs], dtype=np.int64)
+    index, first_at = np.unique(made_index, return_index=True)
+    made[index[index >= 0]] = first_at[index >= 0]
+    read = np.array([readers.get(b, -1) for b in buffers], dtype=np.int64)
+    keep |= (made < 0) & (read >= 0)
+    counts = [len(item.steps) if type(item) is fusion.Group else 1 for item in items]
+    item_of = np.repeat(np.arange(len(items), dtype=np.int64), counts)
+    first = np.full(len(buffers), -1, dtype=np.int64)
+    last = first.copy()
+    shared = ~keep & (made >= 0)
+    first[shared] = item_of[made[shared]]
+    last[shared] = item_of[np.maximum(read[shared], made[shared])]
+    return keep, first, last
+
+
+def _shared_places(lives, n_bytes):
+    """Byte offsets of the arena's values and the arena's size: the kept values first, a
+    place each, then the others in item order, each taking a free place of its size (one
+    freed by a value whose last item came before its first) or a new one."""
+    keep, first, last = lives
+    offsets = np.zeros(keep.size, dtype=np.int64)
+    offsets[keep] = np.cumsum(n_bytes[keep]) - n_bytes[keep]
+    size = int(n_bytes[keep].sum())
+    shared = np.flatnonzero(first >= 0)
+    # Takings and freeings in item order, the takings of an item before its freeings.
+    order = np.lexsort((np.r_[np.zeros(shared.size), np.ones(shared.size)],
+                        np.r_[first[shared], last[shared]]))
+    sizes = n_bytes.tolist()
+    places = offsets.tolist()
+    free = {}  # bytes -> free places
+    for j in np.r_[shared, ~shared][order].tolist():
+        if j >= 0:
+            spare = free.get(sizes[j])
+            if spare:
+                places[j] = spare.pop()
+            else:
+                places[j] = size
+                size += sizes[j]
+        else:
+            free.setdefault(sizes[~j], []).append(places[~j])
+    return places, size
 
 
 def _value_numbers(builder, location):
