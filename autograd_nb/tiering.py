@@ -3,9 +3,12 @@
 A fresh process with an empty kernel cache would compile every kernel it meets, about a
 second of numba and LLVM per function (docs/benchmarking.rst, "Compile latency"). Instead, a
 call whose kernels are not known to be cached runs *tier 0*: the op's forward is NumPy code
-that gives the same values (``Op.forward_numpy``; to a few ulp where NumPy's math library or
-summation order differs from the kernels'), and a backward walks the ops' differentiable rules
-in Python. Both compile nothing.
+that gives the kernels' results bit for bit (``Op.forward_numpy``: the same operations in the
+same order, the fast-math functions through their NumPy twins in ``ops/_fastmath_numpy.py``,
+products through the BLAS calls numba makes), so the results do not change when the compiled
+kernels take over; and a backward walks the ops' differentiable rules in Python (the same
+formulas, but each op rounds to the dtype where a VJP kernel may keep float64: float32
+gradients can differ from the compiled backward's in the last bit). Both compile nothing.
 
 Meanwhile a **background process** (a niced ``python``, outside this process's GIL) replays
 the calls this process made, on the same shapes and dtypes, and runs a backward over them,
@@ -20,11 +23,13 @@ remains on the hot path.
 Rules: at most one worker per process at a time and one per cache generation on the machine
 (a lock file); a worker starts at the first backward that walked rules, or after
 ``config.TIER0_RECORD_LIMIT`` tier-0 calls; it outlives this process if need be, to finish
-filling the cache. Ops that NumPy cannot serve (special functions, linear algebra, integer
-layouts) compile as before, and so does a backward on a GPU. Should a worker fail to start or to
-finish, the process leaves tier 0 and compiles as without it; a call a worker could not
-replay compiles in the process. ``AUTOGRAD_NB_TIERED=0`` turns tiering off (the test suite
-does, except the tests of this module); it is also off where numba's JIT is disabled.
+filling the cache. Ops that NumPy cannot serve with the kernels' bits (special functions, the
+libm functions but sqrt and hypot, ``**``, linear algebra, the matrix-vector products split
+over threads, integer layouts) compile as before, and so does a backward on a GPU. Should a
+worker fail to start or to finish, the process leaves tier 0 and compiles as without it; a
+call a worker could not replay compiles in the process. ``AUTOGRAD_NB_TIERED=0`` turns
+tiering off (the test suite does, except the tests of this module); it is also off where
+numba's JIT is disabled.
 """
 
 import json
@@ -135,7 +140,7 @@ def _enter(op):
         op.run_pair = _no_pair
 
 
-def _no_pair(a, b):
+def _no_pair(a, b, out=None):
     return None
 
 

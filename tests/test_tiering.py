@@ -31,8 +31,39 @@ TIERED = sorted(
     name for name, op in REGISTRY.items() if type(op).forward_numpy is not Op.forward_numpy
 )
 ELEMENTWISE = [n for n in TIERED if isinstance(REGISTRY[n], ElementwiseOp)]
+#: The elementwise ops whose kernels call libm (or pow) where NumPy runs its own SIMD loops,
+#: which differ in the last bits: no NumPy forward, they compile from their first call.
+LIBM = {"power", "arcsin", "arccos", "arctan2", "log2", "log10", "arcsinh", "arccosh", "arctanh"}
+NUMPY_ELEMENTWISE = [n for n in ELEMENTWISE if n not in LIBM]
 REDUCTIONS = [n for n in TIERED if getattr(REGISTRY[n], "numpy_function", None) is not None]
-TOLERANCE = {np.float32: dict(rtol=2e-6, atol=1e-6), np.float64: dict(rtol=1e-13, atol=1e-14)}
+# The thresholds of the kernels' functions (overflow and underflow of exp, the switches of
+# tanh, sinh, expm1, the 2**20 switch of sin/cos/tan, their hardest argument) and IEEE's edges.
+EDGES = [
+    0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, -5e-324, 2.2250738585072014e-308, 1e-310,
+    -1e-300, 709.782712893384, 710.0, 711.0, -745.1332191019411, -746.0, 88.72283, -103.97208,
+    -87.33655, 20.0, -22.0, 40.0, -60.0, 1.0, -1.0, 0.41421356237309503, 2.414213562373095,
+    1048576.0, -1048576.0000000002, 1e22, 6381956970095103.0 * 2.0**797, 1.7976931348623157e308,
+    3.4028234663852886e38, 1e-40,
+]
+
+
+def edges(dtype):
+    with np.errstate(over="ignore"):
+        return np.array(EDGES).astype(dtype)
+
+
+def with_extremes(data, values, dtype):
+    """``values`` with some elements replaced by drawn extremes: any float of the dtype
+    (hypothesis favours zeros, infinities, NaN, subnormals and the largest) or an edge."""
+    width = 32 if dtype == np.float32 else 64
+    extreme = st.one_of(st.floats(width=width), st.sampled_from(edges(dtype).tolist()))
+    for v in values:
+        if v.size:
+            drawn = data.draw(st.lists(st.tuples(st.integers(0, v.size - 1), extreme),
+                                       max_size=v.size))
+            for i, x in drawn:
+                v.flat[i] = x
+    return values
 
 
 def both(op, values, attrs):
@@ -45,9 +76,9 @@ def both(op, values, attrs):
 
 def assert_same(compiled, numpy, dtype):
     assert numpy is not None
-    assert numpy.shape == compiled.shape and numpy.dtype == compiled.dtype
+    assert numpy.shape == compiled.shape and numpy.dtype == compiled.dtype == dtype
     assert numpy.flags.c_contiguous
-    np.testing.assert_allclose(numpy, compiled, **TOLERANCE[dtype])
+    np.testing.assert_array_equal(numpy, compiled)
 
 
 def test_the_tiered_ops_cover_the_common_ones():
@@ -59,25 +90,66 @@ def test_the_tiered_ops_cover_the_common_ones():
     assert "erf" not in TIERED  # NumPy has no erf: it compiles from its first call
 
 
-@pytest.mark.parametrize("name", ELEMENTWISE)
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@settings(max_examples=6, deadline=None)
-@given(data=st.data())
-def test_elementwise_forward_numpy_matches_the_kernels(name, dtype, data):
-    op = REGISTRY[name]
-    shapes = data.draw(
-        hnp.mutually_broadcastable_shapes(num_shapes=op.n_inputs, max_dims=3, max_side=4)
-    ).input_shapes
+def elementwise_values(op, name, dtype, shapes, rng):
     low, high = op.domain
-    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
     values = [rng.uniform(low, high, size=s).astype(dtype) for s in shapes]
     attrs = {}
     if name == "where":
         values[0] = values[0] > (low + high) / 2
     if op.params:
         attrs = {op.params[0]: low / 2, op.params[1]: high / 2}
+    return values, attrs
+
+
+@pytest.mark.parametrize("name", NUMPY_ELEMENTWISE)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@settings(max_examples=10, deadline=None)
+@given(data=st.data())
+def test_elementwise_forward_numpy_matches_the_kernels(name, dtype, data):
+    op = REGISTRY[name]
+    shapes = data.draw(
+        hnp.mutually_broadcastable_shapes(num_shapes=op.n_inputs, max_dims=3, max_side=4)
+    ).input_shapes
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    values, attrs = elementwise_values(op, name, dtype, shapes, rng)
+    first = 1 if name == "where" else 0
+    values[first:] = with_extremes(data, values[first:], dtype)
     compiled, numpy = both(op, values, attrs)
     assert_same(compiled, numpy, dtype)
+
+
+@pytest.mark.parametrize("name", NUMPY_ELEMENTWISE)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_elementwise_forward_numpy_matches_the_kernels_everywhere(name, dtype):
+    # Many values at once: the domain, every magnitude of both signs, the edges (flat, and
+    # for two inputs also broadcast); once without arguments of 2**20 or more, which the
+    # kernels of sin and cos take through their reduced-range loop.
+    op = REGISTRY[name]
+    rng = np.random.default_rng(NUMPY_ELEMENTWISE.index(name))
+    n = 3000
+    size = 3 * n + len(EDGES)
+    for limit in (np.inf, 2.0**20):
+        values, attrs = elementwise_values(op, name, dtype, [(size,)] * op.n_inputs, rng)
+        first = 1 if name == "where" else 0
+        with np.errstate(over="ignore", invalid="ignore"):
+            for v in values[first:]:
+                v[:n] = 10.0 ** rng.uniform(-320, 310, n) * rng.choice([-1, 1], n)
+                v[n : 2 * n] = rng.standard_normal(n) * 30
+                v[2 * n : 2 * n + len(EDGES)] = rng.permutation(edges(dtype))
+                v[np.abs(v) >= limit] = 0.25
+        compiled, numpy = both(op, values, attrs)
+        assert_same(compiled, numpy, dtype)
+        if op.n_inputs == 2:
+            columns = [v.reshape(-1, 1) if i == 0 else v[:7] for i, v in enumerate(values)]
+            assert_same(*both(op, columns, attrs), dtype)
+
+
+def test_the_ops_on_libm_functions_compile_from_their_first_call():
+    for name in LIBM:
+        op = REGISTRY[name]
+        values, attrs = elementwise_values(op, name, np.float64, [(3,)] * op.n_inputs,
+                                           np.random.default_rng(0))
+        assert both(op, values, attrs)[1] is None, name
 
 
 @pytest.mark.parametrize("name", REDUCTIONS)
@@ -89,6 +161,8 @@ def test_reduction_forward_numpy_matches_the_kernels(name, data):
     shape = data.draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=5))
     rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
     x = rng.uniform(0.5, 1.5, size=shape).astype(dtype)
+    if data.draw(st.booleans()):
+        (x,) = with_extremes(data, [x], dtype)
     if op.single_axis:
         attrs = {"axis": data.draw(st.integers(-len(shape), len(shape) - 1))}
     elif name in ("cumsum", "cumprod"):
@@ -101,6 +175,43 @@ def test_reduction_forward_numpy_matches_the_kernels(name, data):
         assert REGISTRY[name].prepare([x], attrs)[1]["layout"].permuted is not None
         return
     assert_same(compiled, numpy, dtype)
+
+
+@pytest.mark.parametrize("name", REDUCTIONS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_long_reductions_keep_the_kernels_order(name, dtype):
+    # Rows long enough for NumPy's pairwise sum and the kernels' eight running sums to part,
+    # and softmax over lanes with -inf, inf and NaN.
+    rng = np.random.default_rng(REDUCTIONS.index(name))
+    positive = name in ("prod", "cumprod")
+    for shape, axis in [((3, 1000), 1), ((1000, 3), 0), ((5, 200, 4), 1), ((7, 131), -1),
+                        ((4000,), 0), ((2, 9), 1)]:
+        x = rng.uniform(0.99, 1.01, shape) if positive else rng.standard_normal(shape) * 5
+        x = x.astype(dtype)
+        assert_same(*both(REGISTRY[name], [x], {"axis": axis}), dtype)
+    x = rng.standard_normal((6, 5)).astype(dtype)
+    x[1, 2], x[2, :], x[3, 1], x[4, 0], x[5, :] = -np.inf, -np.inf, np.inf, np.nan, 1e30
+    assert_same(*both(REGISTRY[name], [x], {"axis": 1}), dtype)
+
+
+#: ``_bmm`` shapes (batch, m, k, n) over the forward's paths: rank one, its own loops, BLAS's
+#: dot, matrix-vector both ways and GEMM, on one thread and on OpenBLAS's, and empty ones.
+PRODUCTS = [(1, 1, 1, 1), (2, 3, 1, 4), (3, 4, 5, 2), (1, 8, 8, 8), (1, 9, 9, 9), (2, 1, 300, 1),
+            (1, 1, 600, 7), (4, 1, 300, 5), (3, 5, 300, 1), (1, 32, 64, 32), (1, 32, 32, 10),
+            (2, 100, 70, 90), (1, 1, 1000, 1000), (1, 700, 3000, 1), (1, 200, 300, 400),
+            (1, 0, 3, 4), (1, 3, 0, 4)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_products_match_on_every_path(dtype):
+    rng = np.random.default_rng(3)
+    for batch, m, k, n in PRODUCTS:
+        a = rng.standard_normal((batch, m, k)).astype(dtype)
+        b = rng.standard_normal((batch, k, n)).astype(dtype)
+        assert_same(*both(REGISTRY["_bmm"], [a, b], {}), dtype)
+    # A matrix-vector product of the size ``_matvec`` splits: reassociated sums, compiled.
+    a = rng.standard_normal((1, 300, 300)).astype(dtype)
+    assert both(REGISTRY["_bmm"], [a, a[:, :, :1].copy()], {})[1] is None
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -166,8 +277,8 @@ def mlp_step(dtype):
     return loss, [w1, b1, w2]
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_tier0_gradients_equal_the_compiled_ones(tier0, dtype):
+def tier0_and_compiled(dtype):
+    """An MLP step's loss and gradients in tier 0, then compiled: the same loss."""
     loss, params = mlp_step(dtype)
     assert all(tiering.in_tier0(REGISTRY[n]) for n in ("tanh", "_bmm", "log_softmax"))
     value = loss()
@@ -178,10 +289,46 @@ def test_tier0_gradients_equal_the_compiled_ones(tier0, dtype):
     tiering.backward_pending = False
     compiled_value = loss()
     compiled = anb.grad(compiled_value, params)
-    np.testing.assert_allclose(value.numpy(), compiled_value.numpy(), **TOLERANCE[dtype])
+    np.testing.assert_array_equal(value.numpy(), compiled_value.numpy())
     for g, c in zip(grads, compiled, strict=True):
         assert type(g._data) is np.ndarray and g.dtype == c.dtype and g.shape == c.shape
-        np.testing.assert_allclose(g.numpy(), c.numpy(), **TOLERANCE[dtype])
+    return [g.numpy() for g in grads], [c.numpy() for c in compiled]
+
+
+def test_tier0_gradients_equal_the_compiled_ones(tier0):
+    grads, compiled = tier0_and_compiled(np.float64)
+    for g, c in zip(grads, compiled, strict=True):
+        np.testing.assert_array_equal(g, c)
+
+
+def test_tier0_float32_gradients_are_within_an_ulp_of_the_compiled_ones(tier0):
+    grads, compiled = tier0_and_compiled(np.float32)
+    for g, c in zip(grads, compiled, strict=True):
+        np.testing.assert_allclose(g, c, rtol=2e-6, atol=1e-7)
+
+
+@pytest.mark.xfail(strict=True, reason="float32 rules round where the VJP kernels do not")
+def test_tier0_float32_gradients_equal_the_compiled_ones(tier0):
+    # The loss is the same. The backward walks the ops' rules, each op rounding to float32,
+    # where the VJP kernels compute in float64 what numba promotes (``1 - y * y``: an int
+    # literal; softmax's float64 dot) and round once: gradients an ulp apart.
+    grads, compiled = tier0_and_compiled(np.float32)
+    for g, c in zip(grads, compiled, strict=True):
+        np.testing.assert_array_equal(g, c)
+
+
+def test_tier0_in_place_arithmetic_runs(tier0):
+    # ``p -= lr * g`` under no_grad: the operators' in-place path asks tier 0's override of
+    # ``run_pair`` for an ``out`` (it once took two arguments only, and raised).
+    rng = np.random.default_rng(3)
+    start = rng.standard_normal((4, 3))
+    p = anb.tensor(start.copy(), requires_grad=True)
+    (g,) = anb.grad(anb.sum(anb.tanh(p)), p)
+    with anb.no_grad():
+        p -= 0.5 * g
+        p += 1.0
+    assert tiering.in_tier0(REGISTRY["subtract"])
+    np.testing.assert_array_equal(p.numpy(), (start - 0.5 * g.numpy()) + 1.0)
 
 
 def test_tier0_gradients_against_finite_differences(tier0):
@@ -252,6 +399,7 @@ CHILD = textwrap.dedent(
     def step():
         loss = -anb.log_softmax(anb.tanh(x @ w + b), axis=1)[np.arange(16), labels].mean()
         grads = [g.numpy().tolist() for g in anb.grad(loss, [w, b])]
+        grads.append(float(loss.numpy()))
         if sys.argv[1] == "many":  # two more programs: a fused chain, a batched Jacobian
             h = z
             for _ in range(4):
@@ -301,6 +449,8 @@ def test_cold_process_compiles_nothing_first_then_swaps(tmp_path):
     assert ours(cold["during"]) == []  # the first gradients: NumPy and the rules only
     assert cold["finished"] and cold["after_wait"] == [False, False]
     assert ours(cold["after_compiles"]) == []  # the worker's kernels, loaded from the cache
+    assert cold["first"][2] == cold["second"][2]  # the loss: tier 0's forwards are the kernels'
+    # (float32 gradients: the rules round where the VJP kernels do not, an ulp apart)
     np.testing.assert_allclose(cold["first"][0], cold["second"][0], rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(cold["first"][1], cold["second"][1], rtol=1e-5, atol=1e-7)
     assert cold["new_call"] == 1
@@ -334,6 +484,7 @@ def test_a_worker_that_fails_leaves_the_process_compiling(tmp_path):
     assert result["new_call"] == 0  # (tier 0 left for good)
     assert result["finished"] and result["after_wait"] == [False, False]
     assert ours(result["after_compiles"])  # compiled here, as without tiering
+    assert result["first"][2] == result["second"][2]
     np.testing.assert_allclose(result["first"][0], result["second"][0], rtol=1e-5, atol=1e-7)
     assert not list((tmp_path / "k").glob(f"*/{tiering.READY_FILE}"))
 

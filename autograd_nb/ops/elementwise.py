@@ -11,10 +11,12 @@ Write derivatives with ``g`` first in a product (``g * (a > b)``) so that a bool
 Python number never widens a float32 gradient to float64.
 """
 
+import ast
+
 import numpy as np
 from numba import njit
 
-from . import _broadcast, _kernels, _scalar, registry
+from . import _broadcast, _fastmath_numpy, _kernels, _scalar, registry
 from ._parallel import use_threads
 from ._pointers import array_at
 from .registry import ExecSpec, Op, call, cuda_twin, public
@@ -25,23 +27,45 @@ _NO_PARAMS = np.empty(0, dtype=np.float64)
 _FORMULA_FUNCTIONS = _scalar.MATH_NAMES + _scalar.SCALAR_NAMES
 
 
-def _numpy_sigmoid(x):
-    # The kernels' two branches, each where it cannot overflow.
-    z = np.exp(-np.abs(x))
-    return np.where(x >= 0, 1.0 / (1.0 + z), z / (1.0 + z))
-
-
 def _numpy_sign(x):
     return np.where(x > 0, 1.0, np.where(x < 0, -1.0, x * 0.0))  # keeps 0.0 and NaN
 
 
-#: The formulas' names over NumPy arrays (tier 0's forward, ``ElementwiseOp.forward_numpy``);
-#: the special functions have none here, so those ops compile from their first call.
-_NUMPY_NAMESPACE = {name: getattr(np, name) for name in _scalar.MATH_NAMES}
+#: The formulas' names over NumPy arrays (tier 0's forward, ``ElementwiseOp.forward_numpy``),
+#: each giving the kernels' bits: ``_fastmath``'s twins, and NumPy where the kernels' function
+#: rounds correctly (sqrt) or is the same libm call (hypot). The other libm functions (arcsin,
+#: log2, ...), ``**`` (pow) and the special functions differ from NumPy's SIMD loops in the
+#: last bits, so the ops that use them compile from their first call.
+_NUMPY_NAMESPACE = dict(_fastmath_numpy.FUNCTIONS)
 _NUMPY_NAMESPACE.update(
-    where=np.where, maximum=np.maximum, minimum=np.minimum, sign=_numpy_sign,
-    sigmoid=_numpy_sigmoid, rint=np.rint, floor=np.floor, abs=np.abs, __builtins__={},
+    sqrt=np.sqrt, hypot=np.hypot, where=np.where, maximum=np.maximum, minimum=np.minimum,
+    sign=_numpy_sign, rint=np.rint, floor=np.floor, abs=np.abs, __builtins__={},
+    # A formula's constants, typed as the kernels type them (float64 and int64, so that a
+    # float32 operand computes in float64 there, as in numba, not in float32).
+    _float64=np.float64, _int64=np.int64,
 )
+
+
+class _TypedConstants(ast.NodeTransformer):
+    def visit_Constant(self, node):
+        if type(node.value) not in (int, float):
+            return node
+        kind = "_int64" if type(node.value) is int else "_float64"
+        return ast.Call(ast.Name(kind, ast.Load()), [node], [])
+
+
+def _numpy_formula(formula, name):
+    """``formula`` compiled for NumPy arrays, or None where it uses a name that NumPy cannot
+    evaluate with the kernels' bits, or ``**``."""
+    tree = ast.parse(formula, mode="eval")
+    names = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    if any(isinstance(node, ast.Pow) for node in ast.walk(tree)) or any(
+        n in _scalar.MATH_NAMES + _scalar.SCALAR_NAMES and n not in _NUMPY_NAMESPACE
+        for n in names
+    ):
+        return None
+    tree = ast.fix_missing_locations(_TypedConstants().visit(tree))
+    return compile(tree, f"<{name} numpy>", "eval")
 
 
 def _tensor_namespace():
@@ -238,9 +262,11 @@ class ElementwiseOp(Op):
         if any(a.dtype.kind != "f" for a, kind in zip(arrays, kinds) if kind != "bool"):
             return None
         if self._numpy_formula is None:
-            self._numpy_formula = compile(self.formula, f"<{self.name} numpy>", "eval")
+            self._numpy_formula = _numpy_formula(self.formula, self.name) or False
+        if self._numpy_formula is False:
+            return None
         names = dict(zip(self.input_names, arrays, strict=True))
-        names.update(zip(self.params, (float(p) for p in attrs["params"])))
+        names.update(zip(self.params, attrs["params"]))  # (float64 scalars, as compiled)
         with np.errstate(all="ignore"):
             value = eval(self._numpy_formula, _NUMPY_NAMESPACE, names)  # noqa: S307
         out = np.empty(attrs["shape"], dtype=dtype)

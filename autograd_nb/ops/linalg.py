@@ -10,13 +10,15 @@ The composites record only shape ops, ``_bmm``, ``sum``, ``multiply`` and ``geti
 gradients (of any order) come from those ops' rules.
 """
 
+import ctypes
 import math
 
 import numpy as np
 from numba import njit, prange
+from numba.extending import get_cython_function_address
 
 from .. import config
-from . import _broadcast
+from . import _broadcast, _gemm
 from ._blas import (
     SPLIT_MIN_WORK,
     THREAD_CONTROLS,
@@ -27,6 +29,7 @@ from ._blas import (
     hold_blas_threads,
     hold_blas_threads_at,
     own_kernel,
+    own_kernel_preferred,
     product_kernel,
     release_blas_threads,
     release_blas_threads_at,
@@ -454,6 +457,60 @@ def _bmm_forward_bool_driver(operands, ints, floats, like):
         out[i] = flat[i] != 0
 
 
+_BLAS_FUNCTIONS = {}
+
+
+def _blas_function(name, dtype):
+    """SciPy's BLAS ``sdot``/``ddot``, ``?gemv`` or ``?gemm``, the one numba's ``np.dot``
+    calls for ``dtype``, taking its arguments as addresses."""
+    dot = name == "dot"
+    key = ("s" if dtype == np.float32 else "d") + name
+    function = _BLAS_FUNCTIONS.get(key)
+    if function is None:
+        result = (ctypes.c_float if dtype == np.float32 else ctypes.c_double) if dot else None
+        count = {"dot": 5, "gemv": 11, "gemm": 13}[name]
+        prototype = ctypes.CFUNCTYPE(result, *[ctypes.c_void_p] * count)
+        address = get_cython_function_address("scipy.linalg.cython_blas", key)
+        function = _BLAS_FUNCTIONS[key] = prototype(address)
+    return function
+
+
+def _numba_dot(a, b, out):
+    """``np.dot(a, b, out)`` as numba compiles it for C-ordered matrices (``m, k, n > 0``),
+    from Python: the same BLAS call with the same arguments (numba's ``dot_3_mm``: a dot
+    product, a matrix-vector product either way, or the product as its transpose in Fortran
+    order, ``out.T = b.T @ a.T``), so the same bits, and nothing to compile."""
+    (m, k), n = a.shape, b.shape[1]
+    scalar = ctypes.c_float if a.dtype == np.float32 else ctypes.c_double
+    kept = []  # (the ctypes values, alive until the call returns)
+
+    def at(value):
+        kept.append(value)
+        return ctypes.addressof(value)
+
+    one, zero, step = at(scalar(1.0)), at(scalar(0.0)), at(ctypes.c_int(1))
+    if m == 1 and n == 1:
+        out[0, 0] = _blas_function("dot", a.dtype)(at(ctypes.c_int(k)), a.ctypes.data, step,
+                                                   b.ctypes.data, step)
+    elif n == 1:
+        _blas_function("gemv", a.dtype)(at(ctypes.c_char(b"t")), at(ctypes.c_int(k)),
+                                        at(ctypes.c_int(m)), one, a.ctypes.data,
+                                        at(ctypes.c_int(k)), b.ctypes.data, step, zero,
+                                        out.ctypes.data, step)
+    elif m == 1:
+        _blas_function("gemv", a.dtype)(at(ctypes.c_char(b"n")), at(ctypes.c_int(n)),
+                                        at(ctypes.c_int(k)), one, b.ctypes.data,
+                                        at(ctypes.c_int(n)), a.ctypes.data, step, zero,
+                                        out.ctypes.data, step)
+    else:
+        no = at(ctypes.c_char(b"n"))
+        _blas_function("gemm", a.dtype)(no, no, at(ctypes.c_int(n)), at(ctypes.c_int(m)),
+                                        at(ctypes.c_int(k)), one, b.ctypes.data,
+                                        at(ctypes.c_int(n)), a.ctypes.data,
+                                        at(ctypes.c_int(k)), zero, out.ctypes.data,
+                                        at(ctypes.c_int(n)))
+
+
 def _forward_blas(a, b, out):
     """``_bmm_forward``, on one thread below ``SPLIT_MIN_WORK`` multiply-adds.
 
@@ -631,10 +688,31 @@ class BatchedMatmul(Op):
         return out if out.dtype == attrs["dtype"] else out.astype(attrs["dtype"])
 
     def forward_numpy(self, arrays, attrs):
+        # ``forward``'s paths in their order of operations; not ``_matvec``'s reassociated
+        # (vectorised) sums or the own AVX-512 tiles (``_gemm.own_fits``): those compile.
         a, b = arrays
-        if a.dtype.kind != "f":
+        path = _forward_path(a, b)
+        own_tiles = (
+            path == _BLAS and own_kernel_preferred() and a.shape[1] >= _gemm.ROWS // 2
+            and b.shape[2] >= _gemm.VECTORS * 64 // a.dtype.itemsize
+        )
+        if a.dtype.kind != "f" or path == _MATVEC or own_tiles:
             return None
-        out = np.matmul(a, b)
+        out = np.zeros((a.shape[0], a.shape[1], b.shape[2]), dtype=a.dtype)
+        if path == _RANK_ONE:
+            np.multiply(a, b, out=out)
+        elif path == _LOOPS:
+            for p in range(a.shape[2]):  # (as ``_bmm_forward_loops``: p outermost)
+                out += a[:, :, p : p + 1] * b[:, p : p + 1, :]
+        elif path == _BLAS:
+            previous = None
+            if a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2] < SPLIT_MIN_WORK:
+                previous = hold_blas_threads()  # (as ``_forward_blas``)
+            try:
+                for i in range(a.shape[0]):
+                    _numba_dot(a[i], b[i], out[i])
+            finally:
+                release_blas_threads(previous)
         views = attrs.get("views")
         return out if views is None else out.reshape(views[2])
 

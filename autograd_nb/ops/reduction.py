@@ -15,7 +15,7 @@ import numpy as np
 from numba import njit
 
 from .. import config
-from . import _broadcast, _kernels, _strided, registry
+from . import _broadcast, _fastmath_numpy, _kernels, _strided, registry
 from ._fastmath import exp, log  # vectorisable, unlike libm's
 from ._parallel import use_threads
 from .registry import ExecSpec, Op, call, cuda_twin, public, run_key
@@ -380,6 +380,27 @@ def expand_reduced(tensor, attrs):
 # -- sum ---------------------------------------------------------------------------------------
 
 
+def _running_sum(x3):
+    """The sums along axis 1 of ``x3`` in the kernels' order: one after another, from 0."""
+    return np.add.accumulate(x3, axis=1)[:, -1] + x3.dtype.type(0)  # (0 + -0 is +0)
+
+
+def _numpy_sum(x3):
+    """``_sum_forward`` in NumPy, in its order: a contiguous row of 8 or more in eight
+    running sums combined pairwise, then the rest in turn; anything else in turn."""
+    outer, n, inner = x3.shape
+    if inner != 1 or n < 8:
+        return _running_sum(x3)
+    whole = n - n % 8
+    s = _running_sum(x3[:, :whole, 0].reshape(outer, whole // 8, 8))
+    total = ((s[:, 0] + s[:, 1]) + (s[:, 2] + s[:, 3])) + (
+        (s[:, 4] + s[:, 5]) + (s[:, 6] + s[:, 7])
+    )
+    for j in range(whole, n):
+        total += x3[:, j, 0]
+    return total
+
+
 @njit(cache=True, nogil=True)
 def _row_sum(x, o, zero):
     # Eight running sums: independent additions vectorise, and the error grows more slowly
@@ -444,7 +465,7 @@ def _sum_vjp(g, x, y, gx):
 class Sum(AxisOp):
     """``sum(x, axis=None, keepdims=False)``."""
 
-    numpy_function = staticmethod(lambda x3: x3.sum(axis=1))
+    numpy_function = staticmethod(_numpy_sum)
 
     name = "sum"
     forward_kernel = staticmethod(_sum_forward)
@@ -940,13 +961,16 @@ def _log_softmax_vjp(g, x, y, gx):
 
 
 def _numpy_softmax(x3, log):
-    # The kernels' steps along axis 1: the lane's maximum, then a float64 sum of exponentials.
-    top = x3.max(axis=1, keepdims=True)
-    e = np.exp(x3 - top)
-    total = e.sum(axis=1, keepdims=True, dtype=np.float64)
+    # The kernels' steps along axis 1, in float64 as there (``_lane_max`` starts from a
+    # float64 -inf, so a float32 lane's maximum is a float64): ``_fastmath``'s exp of each
+    # difference, their sum in turn, then a scale (of the exponentials rounded to the
+    # result's dtype) or a shift.
+    top = x3.max(axis=1, keepdims=True).astype(np.float64)
+    e = _fastmath_numpy.exp(x3 - top)
+    total = _running_sum(e)[:, None]
     if log:
-        return x3 - (top + np.log(total))
-    return e * (1.0 / total)
+        return x3 - (top + _fastmath_numpy.log(total))
+    return e.astype(x3.dtype) * (1.0 / total)
 
 
 @cuda_twin("reduction", "Softmax")

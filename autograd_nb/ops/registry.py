@@ -257,9 +257,10 @@ class Op:
     def forward_numpy(self, arrays, attrs):
         """``forward`` in NumPy alone, for the first calls of a process whose kernel cache
         lacks this op's kernels (:mod:`autograd_nb.tiering`), or None where it has none for
-        these arrays (then ``forward`` runs). The same values as ``forward``: bit for bit
-        where NumPy does the same arithmetic, to a few ulp where its math library or its
-        order of summation differs. Ops that define it enter tier 0 at import."""
+        these arrays (then ``forward`` runs). The same values as ``forward``, bit for bit:
+        the same operations in the same order (``ops/_fastmath_numpy.py`` for the kernels'
+        fast-math functions), so that nothing changes when the kernels take over; None where
+        NumPy cannot follow the kernel. Ops that define it enter tier 0 at import."""
         return None
 
     def run(self, arrays, attrs):
