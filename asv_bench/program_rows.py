@@ -20,9 +20,7 @@ Run it with the thread caps of ``compare.py --threads 1`` for numbers comparable
 import argparse
 import ctypes
 import gc
-import statistics
 import sys
-import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -31,24 +29,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from benchmarks.workloads import make_step  # noqa: E402
+from benchmarks.workloads import make_step, median_us  # noqa: E402
 
 from autograd_nb.ops import _pointers  # noqa: E402
 from autograd_nb.replay import interpreter  # noqa: E402
 from autograd_nb.replay.program import Program, ReplayOutput  # noqa: E402
 
 HEADER, ROW = interpreter.HEADER, interpreter.ROW
-
-
-def _median_us(run, rounds):
-    for _ in range(3):
-        run()
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e6
 
 
 class Table:
@@ -139,9 +126,9 @@ def _backward_table(op, saved, size, dtype):
 
 
 def report(title, table, by_row, rounds):
-    whole = _median_us(lambda: table.run(table.table), rounds)
+    whole = median_us(lambda: table.run(table.table), rounds)
     nothing = table.only([])
-    empty = _median_us(lambda: table.run(nothing), rounds)
+    empty = median_us(lambda: table.run(nothing), rounds)
     print(f"\n{title}: {table.n_rows} instructions, {whole:.1f} us whole, {empty:.1f} us empty")
     if by_row:
         groups = [([i], f"{i:4d} {name}") for i, name in enumerate(table.names)]
@@ -153,7 +140,7 @@ def report(title, table, by_row, rounds):
     rows = []
     for indices, label in groups:
         part = table.only(indices)
-        cost = _median_us(lambda part=part: table.run(part), rounds) - empty
+        cost = median_us(lambda part=part: table.run(part), rounds) - empty
         rows.append((cost, len(indices), label))
     if not by_row:
         rows.sort(reverse=True)

@@ -13,29 +13,22 @@ numbers comparable to its tables:
 """
 
 import argparse
-import statistics
-import time
+import sys
+from pathlib import Path
 
 import numpy as np
 
-import autograd_nb as anb
-from autograd_nb import config
+sys.path.insert(0, str(Path(__file__).parent))
+
+from benchmarks.workloads import median_us  # noqa: E402
+
+import autograd_nb as anb  # noqa: E402
+from autograd_nb import config  # noqa: E402
 
 try:
     import torch
 except ImportError:  # a peer only: the lines without it still print
     torch = None
-
-
-def _median_us(run, rounds):
-    for _ in range(3):
-        run()
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e6
 
 
 def _pieces():
@@ -113,7 +106,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=60)
     args = parser.parse_args()
     for name, engines in _pieces() + _gather_pieces():
-        cells = [f"{engine} {_median_us(run, args.rounds):.1f} us" for engine, run in
+        cells = [f"{engine} {median_us(run, args.rounds):.1f} us" for engine, run in
                  engines.items()]
         print(f"{name}: " + ", ".join(cells))
 

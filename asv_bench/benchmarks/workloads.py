@@ -125,6 +125,23 @@ def compiled_first_calls(workload, variant, **params):
     return middle - start, time.perf_counter() - middle
 
 
+def median_us(run, rounds, warmup=3):
+    """The median of ``rounds`` calls of ``run`` in microseconds, after ``warmup`` untimed
+    calls (numba compiling or loading its kernels): the diagnostic scripts' timer
+    (``program_rows.py``, ``step_pieces.py``)."""
+    import statistics
+    import time
+
+    for _ in range(warmup):
+        run()
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e6
+
+
 def seeded(shape, seed=0, scale=1.0, dtype="float64"):
     """Reproducible normal data: the same arrays for every engine."""
     data = scale * np.random.default_rng(seed).standard_normal(shape)

@@ -40,6 +40,27 @@ GEMM = {
     ),
 }
 
+_BLAS_CALLS = {}
+
+
+def blas_function(name, dtype):
+    """SciPy's BLAS ``?dot``, ``?gemv`` or ``?gemm`` (``name``: "dot", "gemv", "gemm") for
+    ``dtype``, the one numba's ``np.dot`` calls, by ctypes, every argument an address (tier 0's
+    products, ``linalg._numba_dot``)."""
+    dtype = np.dtype(dtype)
+    if name == "gemm":
+        return GEMM[dtype]
+    key = ("s" if dtype == np.float32 else "d") + name
+    function = _BLAS_CALLS.get(key)
+    if function is None:
+        scalar = ctypes.c_float if dtype == np.float32 else ctypes.c_double
+        result, count = (scalar, 5) if name == "dot" else (None, 11)
+        prototype = ctypes.CFUNCTYPE(result, *[ctypes.c_void_p] * count)
+        address = get_cython_function_address("scipy.linalg.cython_blas", key)
+        function = _BLAS_CALLS[key] = prototype(address)
+    return function
+
+
 # ``config.GEMM_SPLIT_*``, read once, at import: numba compiles them into the functions below,
 # and the Python callers read these copies so that both agree.
 SPLIT_MIN_WORK = config.GEMM_SPLIT_MIN_WORK

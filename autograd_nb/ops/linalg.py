@@ -15,13 +15,13 @@ import math
 
 import numpy as np
 from numba import njit, prange
-from numba.extending import get_cython_function_address
 
 from .. import config
 from . import _broadcast, _gemm
 from ._blas import (
     SPLIT_MIN_WORK,
     THREAD_CONTROLS,
+    blas_function,
     gemm_add,
     gemm_add_at,
     gemm_add_split,
@@ -457,24 +457,6 @@ def _bmm_forward_bool_driver(operands, ints, floats, like):
         out[i] = flat[i] != 0
 
 
-_BLAS_FUNCTIONS = {}
-
-
-def _blas_function(name, dtype):
-    """SciPy's BLAS ``sdot``/``ddot``, ``?gemv`` or ``?gemm``, the one numba's ``np.dot``
-    calls for ``dtype``, taking its arguments as addresses."""
-    dot = name == "dot"
-    key = ("s" if dtype == np.float32 else "d") + name
-    function = _BLAS_FUNCTIONS.get(key)
-    if function is None:
-        result = (ctypes.c_float if dtype == np.float32 else ctypes.c_double) if dot else None
-        count = {"dot": 5, "gemv": 11, "gemm": 13}[name]
-        prototype = ctypes.CFUNCTYPE(result, *[ctypes.c_void_p] * count)
-        address = get_cython_function_address("scipy.linalg.cython_blas", key)
-        function = _BLAS_FUNCTIONS[key] = prototype(address)
-    return function
-
-
 def _numba_dot(a, b, out):
     """``np.dot(a, b, out)`` as numba compiles it for C-ordered matrices (``m, k, n > 0``),
     from Python: the same BLAS call with the same arguments (numba's ``dot_3_mm``: a dot
@@ -490,21 +472,21 @@ def _numba_dot(a, b, out):
 
     one, zero, step = at(scalar(1.0)), at(scalar(0.0)), at(ctypes.c_int(1))
     if m == 1 and n == 1:
-        out[0, 0] = _blas_function("dot", a.dtype)(at(ctypes.c_int(k)), a.ctypes.data, step,
+        out[0, 0] = blas_function("dot", a.dtype)(at(ctypes.c_int(k)), a.ctypes.data, step,
                                                    b.ctypes.data, step)
     elif n == 1:
-        _blas_function("gemv", a.dtype)(at(ctypes.c_char(b"t")), at(ctypes.c_int(k)),
+        blas_function("gemv", a.dtype)(at(ctypes.c_char(b"t")), at(ctypes.c_int(k)),
                                         at(ctypes.c_int(m)), one, a.ctypes.data,
                                         at(ctypes.c_int(k)), b.ctypes.data, step, zero,
                                         out.ctypes.data, step)
     elif m == 1:
-        _blas_function("gemv", a.dtype)(at(ctypes.c_char(b"n")), at(ctypes.c_int(n)),
+        blas_function("gemv", a.dtype)(at(ctypes.c_char(b"n")), at(ctypes.c_int(n)),
                                         at(ctypes.c_int(k)), one, b.ctypes.data,
                                         at(ctypes.c_int(n)), a.ctypes.data, step, zero,
                                         out.ctypes.data, step)
     else:
         no = at(ctypes.c_char(b"n"))
-        _blas_function("gemm", a.dtype)(no, no, at(ctypes.c_int(n)), at(ctypes.c_int(m)),
+        blas_function("gemm", a.dtype)(no, no, at(ctypes.c_int(n)), at(ctypes.c_int(m)),
                                         at(ctypes.c_int(k)), one, b.ctypes.data,
                                         at(ctypes.c_int(n)), a.ctypes.data,
                                         at(ctypes.c_int(k)), zero, out.ctypes.data,

@@ -107,7 +107,7 @@ class Trace:
         self.unsupported = None  # why the program cannot replay, with where
         self.value_dependent = None  # (what, file, line) of the first value read
         self.inputs = inputs
-        self.writes = []  # (event index, target Buffer) of in-place writes into non-arena
+        self.writes = []  # the target Buffer of each in-place write (``record_copy``)
         self.start_seq = next(tape._sequence)
         for i, t in enumerate(inputs):
             if t is not None:
