@@ -1,9 +1,10 @@
-"""NumPy twins of :mod:`autograd_nb.ops._fastmath`: the same float64 operations, in the same
-order, over whole arrays, so that tier 0 (:mod:`autograd_nb.tiering`) gives the compiled
-kernels' bits without compiling anything.
+"""NumPy twins of :mod:`autograd_nb.ops._fastmath`: the same float64 operations (float32 for
+float32 ``tanh``), in the same order, over whole arrays, so that tier 0
+(:mod:`autograd_nb.tiering`) gives the compiled kernels' bits without compiling anything.
 
 Each ``_fastmath`` select (``a if c else b``) is an ``np.where`` here, each integer view of a
-float a ``.view(np.int64)``, and each ``_fma`` the exactly rounded :func:`fma` below. Where
+float a ``.view(np.int64)``, and each ``_fma`` (``_fma32``) the exactly rounded :func:`fma`
+(:func:`fma32`) below. Where
 the compiled code computes a branch for every element and then drops it (the Payne-Hanek
 reduction of sin/cos/tan below 2**20, the Cody-Waite one above), only the elements that keep
 it are computed. The constants are ``_fastmath``'s own.
@@ -237,6 +238,43 @@ def _tanh64(x):
     return _copysign(y, x)
 
 
+def fma32(a, b, c):
+    """``a * b + c`` of float32s rounded once, as ``_fastmath._fma32``: the product is exact in
+    float64, the sum is rounded to odd there (53 bits, two more than float32 needs), then to
+    float32, which rounds the exact value correctly."""
+    product = np.asarray(a, dtype=np.float64) * np.asarray(b, dtype=np.float64)
+    addend = np.broadcast_to(np.asarray(c, dtype=np.float64), product.shape)
+    total = product + addend
+    odd = _add_round_to_odd(product, addend)
+    return np.where(np.isfinite(total), odd, total).astype(np.float32)
+
+
+def _float32(bits):
+    return np.ascontiguousarray(bits, dtype=np.int32).view(np.float32)
+
+
+def _tanh32(x):
+    ax = np.abs(x)
+    ax = np.where(ax > fm._TANH32_ONE_AT, fm._TANH32_ONE_AT, ax)
+    z = ax * ax
+    p = fma32(fm._P32[5], z, fm._P32[4])
+    for coefficient in fm._P32[3::-1]:
+        p = fma32(p, z, coefficient)
+    small = fma32(ax, z * p, ax)
+    t = fm._TWO32 * ax
+    kd = fma32(t, fm._INV_LN2_32, fm._SHIFT32)
+    k = kd.view(np.int32) - fm._SHIFT32_BITS
+    kd = kd - fm._SHIFT32
+    r = fma32(-kd, fm._LN2_LO_32, fma32(-kd, fm._LN2_HI_32, t))
+    q = fma32(fm._Q32[4], r, fm._Q32[3])
+    for coefficient in fm._Q32[2::-1]:
+        q = fma32(q, r, coefficient)
+    e = (fm._ONE32 + fma32(r * r, q, r)) * _float32((k + np.int32(127)) << np.int32(23))
+    big = fm._ONE32 - fm._TWO32 / (e + fm._ONE32)
+    y = np.where(ax < fm._TANH32_SMALL, small, big)
+    return _float32((y.view(np.int32) & fm._ABS32) | (x.view(np.int32) & fm._SIGN32))
+
+
 def _sigmoid64(x):
     ax = np.abs(x)
     ax = np.where(ax > 746.0, 746.0, ax)
@@ -414,8 +452,8 @@ def _tan64(x):
 
 
 # ---------------------------------------------------------------------------------------------
-# The public functions: float32 in -> float32 out (the float64 result rounded once), anything
-# else -> float64, as ``_fastmath``'s.
+# The public functions: float32 in -> float32 out (the float64 result rounded once; tanh's
+# computed in float32), anything else -> float64, as ``_fastmath``'s.
 
 
 #: Elements per block: a block's temporaries stay in the cache and below the size at which
@@ -423,15 +461,28 @@ def _tan64(x):
 _BLOCK = 8192
 
 
-def _public(function64, name):
+def _blocks(function, flat, dtype):
+    """``function`` over the 1-D ``flat``, ``_BLOCK`` elements at a time, into a ``dtype``
+    result."""
+    out = np.empty(flat.shape, dtype=dtype)
+    with np.errstate(all="ignore"):
+        for start in range(0, flat.size, _BLOCK):
+            out[start:start + _BLOCK] = function(flat[start:start + _BLOCK])
+    return out
+
+
+def _public(function64, name, function32=None):
+    """The twin of ``_fastmath.<name>``: ``function32`` on float32 where the kernels compute
+    float32 in float32 (tanh), else ``function64`` on float64, rounded to float32 for
+    float32."""
+
     def twin(x):
         x = np.asarray(x)
+        if x.dtype == np.float32 and function32 is not None:
+            return _blocks(function32, x.reshape(-1), np.float32).reshape(x.shape)
         flat = np.array(x, dtype=np.float64).reshape(-1)
-        out = np.empty(flat.shape, dtype=np.float32 if x.dtype == np.float32 else np.float64)
-        with np.errstate(all="ignore"):
-            for start in range(0, flat.size, _BLOCK):
-                out[start:start + _BLOCK] = function64(flat[start:start + _BLOCK])
-        return out.reshape(x.shape)
+        dtype = np.float32 if x.dtype == np.float32 else np.float64
+        return _blocks(function64, flat, dtype).reshape(x.shape)
 
     twin.__name__ = twin.__qualname__ = name
     twin.__doc__ = f"``_fastmath.{name}`` over an array (see the module's docstring)."
@@ -442,7 +493,7 @@ exp = _public(_exp64, "exp")
 expm1 = _public(_expm1_64, "expm1")
 log = _public(_log64, "log")
 log1p = _public(_log1p64, "log1p")
-tanh = _public(_tanh64, "tanh")
+tanh = _public(_tanh64, "tanh", _tanh32)
 sigmoid = _public(_sigmoid64, "sigmoid")
 sin = _public(lambda x: _sincos64(x, 0), "sin")
 cos = _public(lambda x: _sincos64(x, 1), "cos")
