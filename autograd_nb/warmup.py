@@ -13,7 +13,10 @@ backward chains fuse), then
   template's compiled check (``engine/plan_cache.py``);
 * ``grad(..., create_graph=True)``: the eager walk over the differentiable rules;
 * ``grad(..., is_grads_batched=True)``: the batched VJP kernels;
-* the same function under ``anb.compile``: its replayed forward and backward.
+* the same function under ``anb.compile``: its replayed forward and backward;
+
+and per dtype a compiled ``a - 0.5 * b``, whose replay runs one loop of its own
+(``replay.fusion.scaled_add_driver``).
 
 A function whose arguments are neither arrays alone nor in the short table ``IRREGULAR``
 (``r_``, ``dsplit``, ...) is listed as skipped; its kernels compile on first use, as without
@@ -250,7 +253,22 @@ def warm(names, dtypes, progress=True):
             else:
                 if dtype == dtypes[-1]:
                     report["warmed"].append(name)
+        for dtype in dtypes:
+            warm_scaled_add(dtype)
     return report
+
+
+def warm_scaled_add(dtype):
+    """Compile the replay's one loop for ``a - s * b`` (``replay.fusion.scaled_add_driver``,
+    which no single function's program runs) for ``dtype``."""
+    import autograd_nb as anb
+
+    rng = np.random.default_rng(0)
+    a, b = (anb.tensor(_uniform(rng, SHAPES[-1], -1, 1, dtype), requires_grad=True)
+            for _ in range(2))
+    compiled = anb.compile(lambda a, b: anb.sum(a - 0.5 * b))
+    for _ in range(2):
+        anb.grad(compiled(a, b), [a, b])
 
 
 def _parser():

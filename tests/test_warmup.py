@@ -76,6 +76,11 @@ event.register("numba:compile", Compiled())
 x = anb.tensor(np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3), requires_grad=True)
 for _ in range(3):
     (g,) = anb.grad(anb.tanh(x).sum(), x)
+# (warmup's compiled a - 0.5 * b: the replay's scaled-add loop, its multiply, subtract, sum)
+a, b = (anb.tensor(np.ones((64, 96), dtype=np.float32), requires_grad=True) for _ in "ab")
+descent = anb.compile(lambda a, b: anb.sum(a - 0.5 * b))
+for _ in range(3):
+    anb.grad(descent(a, b), [a, b])
 print(json.dumps({"compiled": compiled, "generation": anb.config.cache_info().generation}))
 """
 

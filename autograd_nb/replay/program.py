@@ -774,6 +774,13 @@ def _block_rows(builder, value, event):
 def _group_row(builder, value, group, kept, readers, scratch_at):
     """Add a fused group's instruction (:mod:`.fusion`): its memory operands, then the
     scratch at ``scratch_at`` in the arena; the scratch bytes it needs."""
+    found = fusion.scaled_add(group, kept, readers)
+    if found is not None:  # (a step of gradient descent: one loop, no scratch)
+        a, s, b, subtract = found
+        operands = [value(*a), value(*s), value(*b), value(group.steps[1].event.output, 0)]
+        builder.call(_pointers.entry_address(fusion.scaled_add_driver, group.dtype), operands,
+                     (group.n, int(subtract)), [])
+        return 0
     operands = []
     numbers = {}
 

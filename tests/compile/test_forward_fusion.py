@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 import autograd_nb as anb
 from autograd_nb import config
-from autograd_nb.replay import CompileWarning
+from autograd_nb.ops import _pointers
+from autograd_nb.replay import CompileWarning, fusion, interpreter
 
 UNARY = ("sin", "tanh", "exp", "square", "sigmoid", "softplus", "sqrt", "negative")
 BINARY = ("add", "subtract", "multiply", "divide", "maximum")
@@ -167,6 +168,78 @@ def test_long_broadcast_rows_are_read_in_place_short_ones_gathered(dtype):
     # Short rows: the bias gathered, the add in the group with tanh and the product; long
     # rows: the add on its own (its driver reads the bias row by row), then the group.
     assert rows == {config.REPLAY_GATHER_ROW - 1: 2, config.REPLAY_GATHER_ROW: 3}
+
+
+def _drivers(compiled, dtype):
+    """The fused drivers of the forward table: "group", "scaled add", counted."""
+    program = next(iter(compiled._programs.values())).program
+    table = program.forward_table
+    rows, row = int(table[0]), interpreter.ROW
+    start = interpreter.HEADER + rows * row + 2 * int(table[1]) + int(table[2])
+    entries = table[start:start + int(table[3])]
+    named = {_pointers.entry_address(fusion.group_driver, dtype): "group",
+             _pointers.entry_address(fusion.scaled_add_driver, dtype): "scaled add"}
+    found = [named.get(int(entries[e])) for e in table[interpreter.HEADER:][:rows * row:row]]
+    return {name: found.count(name) for name in set(found) if name is not None}
+
+
+SCALED_ADDS = {
+    "a - s * b": lambda a, b, s: a - s * b,
+    "a + b * s": lambda a, b, s: a + b * s,
+    "s * b + a": lambda a, b, s: s * b + a,
+    "a - b * (0-d tensor)": lambda a, b, s: a - b * anb.tensor(np.asarray(s, a.dtype)),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("form", sorted(SCALED_ADDS))
+def test_a_scaled_add_is_one_loop_with_the_eager_bits(dtype, form):
+    # Random values: a multiply-add contracted into an fma (one rounding) would differ.
+    rng = np.random.default_rng(5)
+    a = anb.tensor(rng.standard_normal((9, 70)).astype(dtype), requires_grad=True)
+    b = anb.tensor(rng.standard_normal((9, 70)).astype(dtype), requires_grad=True)
+    combine = SCALED_ADDS[form]
+
+    def fn(a, b):
+        total = combine(a, b, 0.37)
+        return anb.sum(total), total
+
+    compiled = _check_against_eager(fn, [a, b], [a, b])
+    assert _drivers(compiled, np.dtype(dtype)) == {"scaled add": 1}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_descent_step_in_place_is_one_loop_with_the_eager_bits(dtype):
+    rng = np.random.default_rng(6)
+    start = rng.standard_normal((9, 70)).astype(dtype)
+    g = anb.tensor(rng.standard_normal((9, 70)).astype(dtype))
+
+    def step(p, g):
+        with anb.no_grad():
+            p -= 0.01 * g
+        return (anb.sum(p),)
+
+    compiled = anb.compile(step)
+    p_compiled, p_eager = anb.tensor(start.copy()), anb.tensor(start.copy())
+    for _ in range(3):
+        compiled(p_compiled, g)
+        step(p_eager, g)
+    np.testing.assert_array_equal(p_compiled.numpy(), p_eager.numpy())
+    assert _drivers(compiled, np.dtype(dtype)) == {"scaled add": 1}
+
+
+def test_a_product_read_again_keeps_the_group():
+    rng = np.random.default_rng(7)
+    a = anb.tensor(rng.standard_normal((9, 70)), requires_grad=True)
+    b = anb.tensor(rng.standard_normal((9, 70)), requires_grad=True)
+
+    def fn(a, b):
+        product = 0.37 * b
+        total = a - product
+        return anb.sum(total), total, product  # the product is an output: it reaches memory
+
+    compiled = _check_against_eager(fn, [a, b], [a, b])
+    assert _drivers(compiled, np.dtype(np.float64)) == {"group": 1}
 
 
 def test_a_new_fused_function_of_known_ops_compiles_nothing(chain_inputs):
