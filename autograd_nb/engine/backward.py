@@ -144,7 +144,7 @@ def _leaf_view(leaf, array):
 
 
 def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch=None,
-             rules=False):
+             twins=False):
     """Run ``plan``'s schedule (:func:`.schedule.schedule`) step by step; return the gradients
     by ``id`` of every target, retaining node and leaf met, and the leaves met.
 
@@ -156,11 +156,12 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch
     The VJPs are the ops' kernels, which accumulate into a buffer (on a GPU where the
     gradients are device arrays, each fused chain one generated kernel); with
     ``create_graph`` the ops' differentiable rules, evaluated on Tensors and recorded; with
-    ``rules`` (tier 0, :mod:`autograd_nb.tiering`; no batch) the rules without recording,
-    and the gradients come back as fresh arrays.
+    ``twins`` (tier 0, :mod:`autograd_nb.tiering`; no batch, host arrays) the kernels' NumPy
+    twins (``Op.vjp_numpy``), which give the compiled backward's bits and compile nothing,
+    and the kernel of an op without one.
     """
-    walk_rules = create_graph or rules
-    device = not walk_rules and _touches_device(plan, seeds)
+    walk_rules = create_graph
+    device = not walk_rules and not twins and _touches_device(plan, seeds)
     groups = _device_groups(plan, seeds, targets, all_leaves) if device else None
     # (an identity VJP passes a host buffer on as a view in the input's shape)
     steps = schedule.schedule(plan, seeds, targets, all_leaves, groups,
@@ -169,26 +170,22 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch
     buffers = [None] * len(steps.slots)
     for s, slot in enumerate(steps.slots):
         if slot.kind == schedule.SEED:
-            buffers[s] = _seed_buffer(slot.edge, seeds[slot.seed][1], walk_rules, rules, lead)
+            buffers[s] = _seed_buffer(slot.edge, seeds[slot.seed][1], walk_rules, lead)
     previous_mode = tape.set_grad_enabled_flag(create_graph)
     try:
         if walk_rules:
             _walk_rules(steps, buffers, retain_graph)
         else:
-            _walk_kernels(steps, buffers, retain_graph, lead, batch)
+            _walk_kernels(steps, buffers, retain_graph, lead, batch, twins)
     finally:
         tape.set_grad_enabled_flag(previous_mode)
     results = {id(edge): buffers[s] for edge, s in steps.results() if buffers[s] is not None}
-    if rules:  # fresh arrays, as the kernels' walk gives (a rule may pass a seed through)
-        results = {key: np.array(value._data, copy=True) for key, value in results.items()}
     return results, steps.leaves
 
 
-def _seed_buffer(edge, grad, walk_rules, rules, lead):
+def _seed_buffer(edge, grad, walk_rules, lead):
     """A grad_output as its SEED slot's buffer (only read)."""
     if walk_rules:
-        if rules:
-            grad = Tensor._make(grad)
         return grad.astype(edge.dtype) if grad.dtype != edge.dtype else grad
     if type(grad) is not np.ndarray and not isinstance(grad, (float, int)):
         from ..cuda import _device  # a CUDA device array
@@ -217,10 +214,10 @@ def _by_origin(steps, buffers, retain_graph):
         _free_rest(steps, current)
 
 
-def _walk_kernels(steps, buffers, retain_graph, lead, batch):
+def _walk_kernels(steps, buffers, retain_graph, lead, batch, twins=False):
     """The steps with the ops' VJP kernels (``Op.vjp``, ``Op.vjp_batched``; their CUDA twins
-    for device arrays), each accumulating into its target's buffer, made at its first
-    write."""
+    for device arrays; with ``twins`` their NumPy twins, ``Op.vjp_numpy``, where they have
+    one), each accumulating into its target's buffer, made at its first write."""
     slots = steps.slots
     saved = None
     for (origin, k, source, target), first in _by_origin(steps, buffers, retain_graph):
@@ -237,14 +234,16 @@ def _walk_kernels(steps, buffers, retain_graph, lead, batch):
         elif k == schedule.GROUP:
             _run_group(origin, grad, buffer, batch)
         else:
-            _vjp(origin, k, grad, saved, buffer, lead, batch)
+            _vjp(origin, k, grad, saved, buffer, lead, batch, twins)
 
 
-def _vjp(node, k, grad, saved, buffer, lead, batch):
+def _vjp(node, k, grad, saved, buffer, lead, batch, twins=False):
     """Accumulate VJP ``k`` of ``node`` of ``grad`` into ``buffer`` (on the device of
-    ``grad``)."""
+    ``grad``; with ``twins``, through the op's NumPy twin where it has one)."""
     if grad.shape[len(lead):] != node.shape:  # (a buffer passed on by an identity)
         grad = grad.reshape(lead + node.shape)
+    if twins and node.op.vjp_numpy(k, grad, saved, node.attrs, buffer):
+        return
     if type(grad) is not np.ndarray:
         _device_vjp(node, k, grad, saved, buffer, batch)
     elif batch is None:

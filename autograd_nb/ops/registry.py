@@ -294,6 +294,14 @@ class Op:
     def vjp(self, k, grad_output, saved, attrs, grad_input):
         raise NotImplementedError
 
+    def vjp_numpy(self, k, grad_output, saved, attrs, grad_input):
+        """``vjp`` in NumPy alone, for tier 0's backward (:mod:`autograd_nb.tiering`): the
+        same accumulation into ``grad_input``, bit for bit (the kernel's typing, the order in
+        which each element receives its values: ``ops/_numpy_vjp.py``). Returns whether it
+        ran; False (this default) where it cannot follow the kernel for these arrays, before
+        writing anything: then the backward calls ``vjp``, which compiles that kernel."""
+        return False
+
     def rule(self, k, grad_output, inputs, output, attrs):
         raise NotImplementedError
 
