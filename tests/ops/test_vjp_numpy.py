@@ -7,7 +7,9 @@ targets in the kernels' order; and the ops that have no twin say so before writi
 import numpy as np
 import pytest
 
+from autograd_nb.ops._blas import own_kernel
 from autograd_nb.ops.elementwise import ElementwiseOp, _numpy_formula
+from autograd_nb.ops.linalg import _blas
 from autograd_nb.ops.registry import REGISTRY, Op, Saved
 
 ELEMENTWISE = sorted(n for n, op in REGISTRY.items() if isinstance(op, ElementwiseOp))
@@ -90,3 +92,110 @@ def test_the_common_elementwise_vjps_have_twins():
 
 def test_the_default_has_no_twin():
     assert Op.vjp_numpy(None, 0, None, None, None, None) is False
+
+
+def check_twins(op, values, attrs, rng, scale=1.0):
+    """Every differentiable input's twin against its kernel, on a node of ``values``."""
+    arrays, prepared = op.prepare(values, attrs)
+    output = op.forward(arrays, prepared)
+    grad = np.asarray(rng.standard_normal(output.shape) * scale, dtype=output.dtype)
+    for k, array in enumerate(arrays):
+        if not op.is_differentiable(k) or array.dtype.kind != "f":
+            continue
+        start = np.asarray(rng.standard_normal(array.shape) / 3, dtype=array.dtype)
+        ran, compiled, twin = run_both(op, k, arrays, prepared, output, grad, start)
+        assert ran, (op.name, k)
+        np.testing.assert_array_equal(twin, compiled, err_msg=f"{op.name} {k} {attrs}")
+
+
+AXIS_OPS = sorted(n for n, op in REGISTRY.items() if getattr(op, "numpy_vjp", None) is not None)
+#: Rows long enough for a float32 sum to part from a float64 one, lanes along each axis,
+#: several axes, all of them (None).
+AXES = [((3, 1000), 1), ((1000, 3), 0), ((5, 200, 4), 1), ((7, 131), -1), ((4000,), 0),
+        ((2, 9), 1), ((4, 5, 6), (1, 2)), ((4, 5, 6), None), ((6, 1), 0)]
+
+
+@pytest.mark.parametrize("name", AXIS_OPS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_reduction_twins_give_the_kernels_bits(name, dtype):
+    op = REGISTRY[name]
+    rng = np.random.default_rng(AXIS_OPS.index(name))
+    for shape, axis in AXES:
+        if op.single_axis and not isinstance(axis, int):
+            continue
+        if name in ("prod", "cumprod"):
+            x = rng.uniform(0.9, 1.1, shape)
+            x.flat[::7] = 0.0  # zeros: the products of the others, without division
+        elif name in ("max", "min"):
+            x = rng.integers(-3, 4, shape) * 0.5  # ties share the gradient
+        else:
+            x = rng.standard_normal(shape) * 5
+        attrs = {"axis": axis} if op.single_axis or name == "cumsum" else {
+            "axis": axis, "keepdims": bool(rng.integers(2))}
+        check_twins(op, [x.astype(dtype)], attrs, rng)
+    # Lanes of -inf, inf and NaN (softmax's and max's special cases).
+    x = rng.standard_normal((6, 5)).astype(dtype)
+    x[1, 2], x[2, :], x[3, 1], x[4, 0], x[5, :] = -np.inf, -np.inf, np.inf, np.nan, 1e30
+    check_twins(op, [x], {"axis": 1}, rng)
+
+
+def test_the_reductions_have_twins():
+    assert {"sum", "prod", "max", "min", "logsumexp", "softmax", "log_softmax", "cumsum",
+            "cumprod", "_norm2"} <= set(AXIS_OPS)
+
+
+#: ``_bmm`` shapes (batch, m, k, n): its loops, BLAS's GEMM on one thread and on OpenBLAS's,
+#: matrix-vector shapes and rank one.
+PRODUCTS = [(1, 1, 1, 1), (2, 3, 1, 4), (3, 4, 5, 2), (1, 8, 8, 8), (1, 9, 9, 9), (2, 1, 300, 1),
+            (1, 1, 600, 7), (4, 1, 300, 5), (3, 5, 300, 1), (1, 32, 64, 32), (2, 100, 70, 90),
+            (1, 200, 300, 400), (1, 0, 3, 4)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_product_twins_give_the_kernels_bits(dtype):
+    op = REGISTRY["_bmm"]
+    rng = np.random.default_rng(5)
+    for batch, m, k, n in PRODUCTS:
+        a = rng.standard_normal((batch, m, k)).astype(dtype)
+        b = rng.standard_normal((batch, k, n)).astype(dtype)
+        if own_kernel(a.dtype) and _blas(a.dtype, m, k, n):
+            arrays, attrs = op.prepare([a, b], {})
+            saved = Saved(arrays, None)
+            grad = np.ones((batch, m, n), dtype)
+            assert not op.vjp_numpy(0, grad, saved, attrs, np.zeros_like(a))
+            continue
+        check_twins(op, [a, b], {}, rng)
+    a = rng.standard_normal((12, 5)).astype(dtype)
+    b = rng.standard_normal((5, 2)).astype(dtype)
+    check_twins(op, [a, b], {"views": ((1, 12, 5), (1, 5, 2), (12, 2))}, rng)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_shape_and_index_twins_give_the_kernels_bits(dtype):
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((3, 4, 5)).astype(dtype)
+    check_twins(REGISTRY["reshape"], [a], {"shape": (12, 5)}, rng)
+    check_twins(REGISTRY["transpose"], [a], {"axes": (2, 0, 1)}, rng)
+    for source in ((4, 1), (3, 1, 5), (1, 1, 1), (5,)):
+        check_twins(REGISTRY["broadcast_to"], [rng.standard_normal(source).astype(dtype)],
+                    {"shape": (2, 3, 4, 5)}, rng, scale=1e3)
+    other = np.float64 if dtype == np.float32 else np.float32
+    check_twins(REGISTRY["astype"], [a], {"dtype": other}, rng)
+    for name in ("concatenate", "stack"):
+        for axis in (0, 1, -1):
+            check_twins(REGISTRY[name], [a, a * 2], {"axis": axis}, rng)
+    indexes = [
+        (slice(None, None, 2), 1), (Ellipsis, slice(1, 4)), 2,
+        (np.array([0, 2, 2, 0, 2]), slice(None), np.array([1, 1, 4, 1, 1])),  # repeats
+        a > 0.3, (np.array([1, 1, 1]),),
+    ]
+    for index in indexes:
+        check_twins(REGISTRY["getitem"], [a], {"index": index}, rng, scale=1e3)
+        source = REGISTRY["getitem"].prepare([a], {"index": index})[1]
+        picked = a[index]
+        check_twins(REGISTRY["_index_scatter"], [np.ascontiguousarray(picked)],
+                    {"source": source}, rng)
+    for index, value in [((slice(None), 1), a[:, 1, :1] * 3),
+                         ((np.array([0, 2, 0]), 1), a[0, 0] * 2),
+                         (a > 0, np.asarray(2.0, dtype))]:
+        check_twins(REGISTRY["setitem"], [a, value], {"index": index}, rng)
