@@ -322,6 +322,42 @@ def test_tier0_float32_gradients_equal_the_compiled_ones(tier0, monkeypatch):
         np.testing.assert_array_equal(g, c)
 
 
+def test_tier0_backward_through_an_op_without_a_twin_walks_the_rules(tier0, monkeypatch):
+    # ``power``'s base: its VJP kernel calls pow, which NumPy cannot follow; the backward
+    # then walks the differentiable rules (no VJP kernel compiles), close to the compiled one.
+    rng = np.random.default_rng(2)
+    x = anb.tensor(rng.uniform(0.5, 2, (4, 3)), requires_grad=True)
+    value = anb.sum(anb.tanh(x) ** 2.5)
+    assert not anb.engine.backward.has_twins(anb.engine.make_plan([value._node], [x], False))
+    with monkeypatch.context() as patch:
+        no_kernel_vjps(patch)
+        (g,) = anb.grad(value, x)
+    t = np.tanh(x.numpy())
+    np.testing.assert_allclose(g.numpy(), 2.5 * t**1.5 * (1 - t * t), rtol=1e-13)
+
+
+def test_tier0_backward_runs_a_custom_function_as_the_compiled_walk_does(tier0):
+    class Cube(anb.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x * x
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return grad * 3.0 * x * x
+
+    x = anb.tensor(np.linspace(-1, 1, 7).astype(np.float32), requires_grad=True)
+    value = anb.sum(anb.tanh(Cube.apply(x)))
+    assert anb.engine.backward.has_twins(anb.engine.make_plan([value._node], [x], False))
+    (g,) = anb.grad(value, x, retain_graph=True)
+    for name in TIERED:
+        tiering._leave(REGISTRY[name])
+    tiering.backward_pending = False
+    np.testing.assert_array_equal(g.numpy(), anb.grad(value, x)[0].numpy())
+
+
 def test_tier0_in_place_arithmetic_runs(tier0):
     # ``p -= lr * g`` under no_grad: the operators' in-place path asks tier 0's override of
     # ``run_pair`` for an ``out`` (it once took two arguments only, and raised).

@@ -144,7 +144,7 @@ def _leaf_view(leaf, array):
 
 
 def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch=None,
-             twins=False):
+             twins=False, rules=False):
     """Run ``plan``'s schedule (:func:`.schedule.schedule`) step by step; return the gradients
     by ``id`` of every target, retaining node and leaf met, and the leaves met.
 
@@ -156,11 +156,12 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch
     The VJPs are the ops' kernels, which accumulate into a buffer (on a GPU where the
     gradients are device arrays, each fused chain one generated kernel); with
     ``create_graph`` the ops' differentiable rules, evaluated on Tensors and recorded; with
-    ``twins`` (tier 0, :mod:`autograd_nb.tiering`; no batch, host arrays) the kernels' NumPy
-    twins (``Op.vjp_numpy``), which give the compiled backward's bits and compile nothing,
-    and the kernel of an op without one.
+    ``twins`` (tier 0, :mod:`autograd_nb.tiering`; no batch, host arrays, every VJP with a
+    twin: :func:`has_twins`) the kernels' NumPy twins (``Op.vjp_numpy``), which give the
+    compiled backward's bits and compile nothing; with ``rules`` (tier 0 where some VJP has
+    no twin) the rules without recording, and the gradients come back as fresh arrays.
     """
-    walk_rules = create_graph
+    walk_rules = create_graph or rules
     device = not walk_rules and not twins and _touches_device(plan, seeds)
     groups = _device_groups(plan, seeds, targets, all_leaves) if device else None
     # (an identity VJP passes a host buffer on as a view in the input's shape)
@@ -170,7 +171,7 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch
     buffers = [None] * len(steps.slots)
     for s, slot in enumerate(steps.slots):
         if slot.kind == schedule.SEED:
-            buffers[s] = _seed_buffer(slot.edge, seeds[slot.seed][1], walk_rules, lead)
+            buffers[s] = _seed_buffer(slot.edge, seeds[slot.seed][1], walk_rules, rules, lead)
     previous_mode = tape.set_grad_enabled_flag(create_graph)
     try:
         if walk_rules:
@@ -180,12 +181,31 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch
     finally:
         tape.set_grad_enabled_flag(previous_mode)
     results = {id(edge): buffers[s] for edge, s in steps.results() if buffers[s] is not None}
+    if rules:  # fresh arrays, as the kernels' walk gives (a rule may pass a seed through)
+        results = {key: np.array(value._data, copy=True) for key, value in results.items()}
     return results, steps.leaves
 
 
-def _seed_buffer(edge, grad, walk_rules, lead):
+def has_twins(plan):
+    """Whether every VJP of ``plan``'s nodes has a NumPy twin (``Op.has_vjp_numpy``), so
+    that tier 0's backward can walk the twins."""
+    for node in plan.nodes:
+        op, saved = node.op, None
+        for k, edge in enumerate(node.edges):
+            if edge is None or not op.is_differentiable(k):
+                continue
+            if saved is None:
+                saved = Saved(node.saved_inputs, node.saved_output)
+            if not op.has_vjp_numpy(k, saved, node.attrs):
+                return False
+    return True
+
+
+def _seed_buffer(edge, grad, walk_rules, rules, lead):
     """A grad_output as its SEED slot's buffer (only read)."""
     if walk_rules:
+        if rules:
+            grad = Tensor._make(grad)
         return grad.astype(edge.dtype) if grad.dtype != edge.dtype else grad
     if type(grad) is not np.ndarray and not isinstance(grad, (float, int)):
         from ..cuda import _device  # a CUDA device array
@@ -216,8 +236,8 @@ def _by_origin(steps, buffers, retain_graph):
 
 def _walk_kernels(steps, buffers, retain_graph, lead, batch, twins=False):
     """The steps with the ops' VJP kernels (``Op.vjp``, ``Op.vjp_batched``; their CUDA twins
-    for device arrays; with ``twins`` their NumPy twins, ``Op.vjp_numpy``, where they have
-    one), each accumulating into its target's buffer, made at its first write."""
+    for device arrays; with ``twins`` their NumPy twins, ``Op.vjp_numpy``), each
+    accumulating into its target's buffer, made at its first write."""
     slots = steps.slots
     saved = None
     for (origin, k, source, target), first in _by_origin(steps, buffers, retain_graph):
@@ -239,10 +259,11 @@ def _walk_kernels(steps, buffers, retain_graph, lead, batch, twins=False):
 
 def _vjp(node, k, grad, saved, buffer, lead, batch, twins=False):
     """Accumulate VJP ``k`` of ``node`` of ``grad`` into ``buffer`` (on the device of
-    ``grad``; with ``twins``, through the op's NumPy twin where it has one)."""
+    ``grad``; with ``twins``, through the op's NumPy twin)."""
     if grad.shape[len(lead):] != node.shape:  # (a buffer passed on by an identity)
         grad = grad.reshape(lead + node.shape)
-    if twins and node.op.vjp_numpy(k, grad, saved, node.attrs, buffer):
+    if twins:
+        node.op.vjp_numpy(k, grad, saved, node.attrs, buffer)
         return
     if type(grad) is not np.ndarray:
         _device_vjp(node, k, grad, saved, buffer, batch)

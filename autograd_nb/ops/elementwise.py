@@ -453,16 +453,8 @@ class ElementwiseOp(Op):
         # The formula over the arrays, typed as the kernels type it (``_numpy_formula``),
         # then added as the kernel adds it: elementwise where the input has the result's
         # shape (the flat and scalar layouts), else summed back in the strided kernel's order.
-        formula = self._numpy_vjps.get(k)
-        if formula is None:
-            formula = _numpy_formula(self.vjp_formulas[k], self.name) or False
-            self._numpy_vjps[k] = formula
+        formula = self._numpy_vjp_formula(k)
         used, _, reads_y = self._vjp_args[k]
-        kinds = self.input_kinds or ("like",) * self.n_inputs
-        if formula is False or grad_input.dtype.kind != "f" or any(
-            saved[i].dtype.kind != "f" for i in used if kinds[i] != "bool"
-        ):
-            return False
         names = {self.input_names[i]: saved[i] for i in used}
         names["g"] = grad_output.reshape(attrs["shape"])
         if reads_y:
@@ -473,7 +465,7 @@ class ElementwiseOp(Op):
         contribution = np.broadcast_to(contribution, attrs["shape"])
         if grad_input.shape == attrs["shape"]:
             _numpy_vjp.add_into(grad_input, contribution)
-            return True
+            return
         # (The kernel's layout collapses the dimensions over every operand it reads: that
         # decides which values it sums in a register before adding them.)
         shapes = attrs["shapes"]
@@ -481,7 +473,23 @@ class ElementwiseOp(Op):
             attrs["shape"], tuple(shapes[i] for i in used) + (shapes[k],)
         )
         _add_strided(contribution.reshape(collapsed), strides[-1], grad_input.reshape(-1))
-        return True
+
+    def has_vjp_numpy(self, k, saved, attrs):
+        # Float operands (integer arithmetic stays the kernels'), and a formula NumPy can
+        # evaluate with the kernel's bits (not ``**``, the special functions, libm's).
+        if not self._numpy_vjp_formula(k):
+            return False
+        kinds = self.input_kinds or ("like",) * self.n_inputs
+        return all(saved[i].dtype.kind == "f" for i in self._vjp_args[k][0]
+                   if kinds[i] != "bool")
+
+    def _numpy_vjp_formula(self, k):
+        """VJP ``k``'s formula compiled for NumPy arrays (``_numpy_formula``), or False."""
+        formula = self._numpy_vjps.get(k)
+        if formula is None:
+            formula = _numpy_formula(self.vjp_formulas[k], self.name) or False
+            self._numpy_vjps[k] = formula
+        return formula
 
     def vjp_batched(self, k, grad_outputs, saved, attrs, grad_inputs):
         # One kernel call for the whole batch: in parallel when it is large enough to pay for

@@ -344,7 +344,6 @@ class GetItem(Op):
 
     def vjp_numpy(self, k, grad_output, saved, attrs, grad_input):
         attrs["selection"].scatter_add_numpy(grad_output, grad_input)
-        return True
 
     def vjp_batched(self, k, grad_outputs, saved, attrs, grad_inputs):
         attrs["selection"].scatter_add_batched(grad_outputs, grad_inputs)
@@ -408,7 +407,6 @@ class IndexScatter(Op):
     def vjp_numpy(self, k, grad_output, saved, attrs, grad_input):
         gathered = attrs["selection"].gather(grad_output)
         _numpy_vjp.add_into(grad_input.reshape(-1), gathered.reshape(-1))
-        return True
 
     def exec_spec(self, k, node):
         # The selection of the scattered gradient, added into this node's input.
@@ -531,14 +529,13 @@ class SetItem(Op):
             keep[selection.unique_positions()] = False
             np.add(grad_input.reshape(-1), grad_output.reshape(-1), out=grad_input.reshape(-1),
                    where=keep)
-            return True
+            return
         gathered = selection.gather(grad_output)
         last = selection.last_writes()
         if last is not None:
             gathered.reshape(-1)[~last] = 0
         _, strides = _value_layout(attrs["value_shape"], gathered.shape)
         _numpy_vjp.scatter_add(gathered, gathered.shape, strides, grad_input.reshape(-1))
-        return True
 
     def rule(self, k, grad_output, inputs, output, attrs):
         if k == 0:

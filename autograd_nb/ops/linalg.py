@@ -725,16 +725,21 @@ class BatchedMatmul(Op):
         if copied:  # the input was cast up for the product, or its buffer is strided
             grad_input += target.reshape(grad_input.shape)
 
+    def has_vjp_numpy(self, k, saved, attrs):
+        # ``vjp``'s paths but the own AVX-512 tiles.
+        a, b = saved[0], saved[1]
+        return a.dtype.kind == "f" and not (
+            _blas(a.dtype, a.shape[1], a.shape[2], b.shape[2]) and own_kernel(a.dtype)
+        )
+
     def vjp_numpy(self, k, grad_output, saved, attrs, grad_input):
-        # ``vjp``'s paths: BLAS's GEMM adding into the target (through ctypes, the same call
-        # with the same arguments) or the loops in their order; not the own AVX-512 tiles.
+        # BLAS's GEMM adding into the target (through ctypes, the same call with the same
+        # arguments), or the loops in their order.
         a, b = saved[0], saved[1]
         m, inner, n = a.shape[1], a.shape[2], b.shape[2]
         blas = _blas(a.dtype, m, inner, n)
-        if a.dtype.kind != "f" or (blas and own_kernel(a.dtype)):
-            return False
         if grad_output.size == 0 or grad_input.size == 0:
-            return True
+            return
         g = grad_output.astype(a.dtype, copy=False).reshape((a.shape[0], m, n))
         target, copied = _target_view(grad_input, saved[k].shape, a.dtype)
         for i in range(a.shape[0]):
@@ -750,7 +755,6 @@ class BatchedMatmul(Op):
                     target[i] += a[i, r, :, None] * g[i, r, None, :]
         if copied:
             grad_input += target.reshape(grad_input.shape)
-        return True
 
     def vjp_batched(self, k, grad_outputs, saved, attrs, grad_inputs):
         # All vectors at once, straight into the gradient buffer (see _bmm_vjp_batched).

@@ -179,10 +179,11 @@ class AxisOp(Op):
     #: no twin, the kernel compiles.
     numpy_vjp = None
 
+    def has_vjp_numpy(self, k, saved, attrs):
+        return self.numpy_vjp is not None and attrs["layout"].permuted is None
+
     def vjp_numpy(self, k, grad_output, saved, attrs, grad_input):
         layout = attrs["layout"]
-        if self.numpy_vjp is None or layout.permuted is not None or grad_input.dtype.kind != "f":
-            return False
         x3 = saved[0].reshape(layout.canonical) if saved[0] is not None else None
         y = saved.output
         row = layout.reduced if self.reduces else layout.canonical
@@ -190,7 +191,6 @@ class AxisOp(Op):
         y = y.reshape(row) if y is not None else None
         with np.errstate(all="ignore"):
             self.numpy_vjp(g, x3, y, grad_input.reshape(layout.canonical))
-        return True
 
     def vjp_batched(self, k, grad_outputs, saved, attrs, grad_inputs):
         """The batch as a prange over the op's own VJP kernel (saved values shared), or as

@@ -136,7 +136,6 @@ class Reshape(ShapeOp):
 
     def vjp_numpy(self, k, grad_output, saved, attrs, grad_input):
         _numpy_vjp.add_into(grad_input.reshape(-1), grad_output.reshape(-1))
-        return True
 
     def rule(self, k, grad_output, inputs, output, attrs):
         return call("reshape", grad_output, shape=attrs["input_shape"])
@@ -211,7 +210,6 @@ class Transpose(ShapeOp):
     def vjp_numpy(self, k, grad_output, saved, attrs, grad_input):
         out_shape, strides = self._layout(attrs)
         _numpy_vjp.scatter_add(grad_output, out_shape, strides, grad_input.reshape(-1))
-        return True
 
     def exec_spec(self, k, node):
         return _scatter_spec(node, *self._layout(node.attrs))
@@ -262,7 +260,6 @@ class BroadcastTo(ShapeOp):
     def vjp_numpy(self, k, grad_output, saved, attrs, grad_input):
         strides = _broadcast.broadcast_strides(attrs["input_shape"], attrs["shape"])
         _numpy_vjp.scatter_add(grad_output, attrs["shape"], strides, grad_input.reshape(-1))
-        return True
 
     def exec_spec(self, k, node):
         attrs = node.attrs
@@ -315,7 +312,6 @@ class AsType(ShapeOp):
     def vjp_numpy(self, k, grad_output, saved, attrs, grad_input):
         grad = grad_output.reshape(-1).astype(grad_input.dtype)
         _numpy_vjp.add_into(grad_input.reshape(-1), grad)
-        return True
 
     vjp_batched = vjp
 
@@ -529,7 +525,6 @@ class Join(Op):
             blocks = blocks.reshape(outer, attrs["starts"][-1])
             piece = grad_input.reshape(outer, attrs["widths"][k])
             _numpy_vjp.add_into(piece, blocks[:, start:start + piece.shape[1]])
-        return True
 
     def vjp_batched(self, k, grad_outputs, saved, attrs, grad_inputs):
         # The batch is one more leading dimension: ``outer`` rows per vector.
