@@ -19,8 +19,8 @@ compiled walk runs it). Both compile nothing. Where some VJP of the backward has
 ``linalg`` factorisations, ops registered with their own ``@njit`` kernels), that whole
 backward walks the ops' differentiable rules instead, compiling nothing either: float32
 gradients through such an op may differ from the compiled backward's by an ulp until its
-kernels are ready (compiling the missing VJP kernels in the process instead cost the
-``linalg`` workload 2.6 s more of its first gradient: docs/benchmarking.rst, "Tier 0"). A
+kernels are ready (compiling the missing VJP kernels in the process instead took the
+``linalg`` workload's first gradient from 2.2 to 6.4 s: docs/benchmarking.rst, "Tier 0"). A
 batch runs row by row (``_bmm``'s compiled rows stack into one GEMM, whose float32 bits may
 differ from the rows' ones).
 
