@@ -21,8 +21,9 @@ backward walks the ops' differentiable rules instead, compiling nothing either: 
 gradients through such an op may differ from the compiled backward's by an ulp until its
 kernels are ready (compiling the missing VJP kernels in the process instead took the
 ``linalg`` workload's first gradient from 2.2 to 6.4 s: docs/benchmarking.rst, "Tier 0"). A
-batch runs row by row (``_bmm``'s compiled rows stack into one GEMM, whose float32 bits may
-differ from the rows' ones).
+batch (``is_grads_batched``) runs row by row, as the compiled executor runs every VJP but
+``_bmm``'s, whose rows it stacks into one product: through a ``_bmm`` a batched tier-0
+gradient may differ from the compiled one in the last bits.
 
 Meanwhile a **background process** (a niced ``python``, outside this process's GIL) replays
 the calls this process made, on the same shapes and dtypes, and runs a backward over them,
