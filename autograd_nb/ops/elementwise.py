@@ -462,10 +462,10 @@ class ElementwiseOp(Op):
         names.update(zip(self.params, attrs["params"]))
         with np.errstate(all="ignore"):
             contribution = eval(formula, _NUMPY_NAMESPACE, names)  # noqa: S307
-        contribution = np.broadcast_to(contribution, attrs["shape"])
         if grad_input.shape == attrs["shape"]:
-            _numpy_vjp.add_into(grad_input, contribution)
+            _numpy_vjp.add_into(grad_input, contribution)  # (broadcasting a scalar's)
             return
+        contribution = np.broadcast_to(contribution, attrs["shape"])
         # (The kernel's layout collapses the dimensions over every operand it reads: that
         # decides which values it sums in a register before adding them.)
         shapes = attrs["shapes"]
