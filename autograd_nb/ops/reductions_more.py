@@ -46,7 +46,7 @@ def _cumprod_vjp(g, x, y, gx):
 
 def _numpy_cumprod_vjp(g, x, y, gx):
     # ``_cumprod_vjp``'s float64 ``tail`` walked from the end, all lanes at once.
-    tail = np.zeros(gx[:, 0].shape, dtype=np.float64)
+    tail = np.zeros((gx.shape[0], gx.shape[2]), dtype=np.float64)
     for j in range(gx.shape[1] - 1, -1, -1):
         tail = tail + g[:, j]
         before = y[:, j - 1].astype(np.float64) if j > 0 else 1.0

@@ -24,10 +24,10 @@ WITHOUT_TWIN = {
 #: over a long row (in a float64 register), a sum over rows (in the target, in turn), a 3-D
 #: layout whose collapse depends on the other operand.
 LAYOUTS = {
-    1: [[(37,)], [(5, 9)], [(1,)], [()]],
+    1: [[(37,)], [(5, 9)], [(1,)], [()], [(0, 3)]],
     2: [[(6, 7), (6, 7)], [(6, 7), ()], [(), (6, 7)], [(6, 7), (7,)], [(6, 7), (6, 1)],
         [(1, 7), (6, 1)], [(300,), (1,)], [(2, 3, 40), (3, 1)], [(2, 3, 40), (1, 1, 40)],
-        [(200, 9), (9,)], [(4, 1, 5), (1, 3, 1)]],
+        [(200, 9), (9,)], [(4, 1, 5), (1, 3, 1)], [(0, 7), (7,)], [(3, 1), (3, 0)]],
     3: [[(6, 7), (6, 7), (6, 7)], [(6, 1), (6, 7), (7,)], [(6, 7), (), (1, 7)],
         [(2, 3, 40), (3, 1), (40,)]],
 }
@@ -115,7 +115,7 @@ AXIS_OPS = sorted(n for n, op in REGISTRY.items() if getattr(op, "numpy_vjp", No
 #: Rows long enough for a float32 sum to part from a float64 one, lanes along each axis,
 #: several axes, all of them (None).
 AXES = [((3, 1000), 1), ((1000, 3), 0), ((5, 200, 4), 1), ((7, 131), -1), ((4000,), 0),
-        ((2, 9), 1), ((4, 5, 6), (1, 2)), ((4, 5, 6), None), ((6, 1), 0)]
+        ((2, 9), 1), ((4, 5, 6), (1, 2)), ((4, 5, 6), None), ((6, 1), 0), ((3, 0, 2), 1)]
 
 
 @pytest.mark.parametrize("name", AXIS_OPS)
@@ -124,8 +124,8 @@ def test_reduction_twins_give_the_kernels_bits(name, dtype):
     op = REGISTRY[name]
     rng = np.random.default_rng(AXIS_OPS.index(name))
     for shape, axis in AXES:
-        if op.single_axis and not isinstance(axis, int):
-            continue
+        if op.single_axis and not isinstance(axis, int) or 0 in shape and name in ("max", "min"):
+            continue  # (an empty max raises, as NumPy's)
         if name in ("prod", "cumprod"):
             x = rng.uniform(0.9, 1.1, shape)
             x.flat[::7] = 0.0  # zeros: the products of the others, without division
