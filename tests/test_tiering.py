@@ -263,13 +263,21 @@ def tier0(monkeypatch):
         tiering._recorded_bytes = 0
 
 
-def mlp_step(dtype):
+#: MLP sizes (batch, inputs, hidden, classes): products small enough for their loops, and
+#: through BLAS's GEMM with long float64 sums over classes and rows.
+MLP_SIZES = [(8, 6, 5, 3), (64, 128, 64, 10)]
+
+
+def mlp_step(dtype, sizes=MLP_SIZES[0]):
+    batch, inputs, hidden, classes = sizes
     rng = np.random.default_rng(0)
-    x = anb.tensor(rng.standard_normal((8, 6)).astype(dtype))
-    w1 = anb.tensor(rng.standard_normal((6, 5)).astype(dtype) / 3, requires_grad=True)
-    b1 = anb.tensor(rng.standard_normal(5).astype(dtype), requires_grad=True)
-    w2 = anb.tensor(rng.standard_normal((5, 3)).astype(dtype) / 3, requires_grad=True)
-    rows, labels = np.arange(8), rng.integers(0, 3, size=8)
+    x = anb.tensor(rng.standard_normal((batch, inputs)).astype(dtype))
+    w1 = anb.tensor(rng.standard_normal((inputs, hidden)).astype(dtype) / inputs**0.5,
+                    requires_grad=True)
+    b1 = anb.tensor(rng.standard_normal(hidden).astype(dtype), requires_grad=True)
+    w2 = anb.tensor(rng.standard_normal((hidden, classes)).astype(dtype) / 3,
+                    requires_grad=True)
+    rows, labels = np.arange(batch), rng.integers(0, classes, size=batch)
 
     def loss():
         h = anb.tanh(x @ w1 + b1)
@@ -288,10 +296,10 @@ def no_kernel_vjps(monkeypatch):
         monkeypatch.setattr(op, "vjp", refuse, raising=False)
 
 
-def tier0_and_compiled(dtype, monkeypatch):
+def tier0_and_compiled(dtype, monkeypatch, sizes=MLP_SIZES[0]):
     """An MLP step's loss and gradients in tier 0 (NumPy twins only), then compiled: the
     same loss."""
-    loss, params = mlp_step(dtype)
+    loss, params = mlp_step(dtype, sizes)
     assert all(tiering.in_tier0(REGISTRY[n]) for n in ("tanh", "_bmm", "log_softmax"))
     value = loss()
     with monkeypatch.context() as patch:
@@ -309,16 +317,18 @@ def tier0_and_compiled(dtype, monkeypatch):
     return [g.numpy() for g in grads], [c.numpy() for c in compiled]
 
 
-def test_tier0_gradients_equal_the_compiled_ones(tier0, monkeypatch):
-    grads, compiled = tier0_and_compiled(np.float64, monkeypatch)
+@pytest.mark.parametrize("sizes", MLP_SIZES)
+def test_tier0_gradients_equal_the_compiled_ones(tier0, monkeypatch, sizes):
+    grads, compiled = tier0_and_compiled(np.float64, monkeypatch, sizes)
     for g, c in zip(grads, compiled, strict=True):
         np.testing.assert_array_equal(g, c)
 
 
-def test_tier0_float32_gradients_equal_the_compiled_ones(tier0, monkeypatch):
+@pytest.mark.parametrize("sizes", MLP_SIZES)
+def test_tier0_float32_gradients_equal_the_compiled_ones(tier0, monkeypatch, sizes):
     # The VJP kernels compute in float64 what numba promotes (``1 - y * y``: an int literal;
     # log_softmax's float64 sum) and round once into the gradient: so do the twins.
-    grads, compiled = tier0_and_compiled(np.float32, monkeypatch)
+    grads, compiled = tier0_and_compiled(np.float32, monkeypatch, sizes)
     for g, c in zip(grads, compiled, strict=True):
         np.testing.assert_array_equal(g, c)
 
