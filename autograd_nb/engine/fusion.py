@@ -8,8 +8,8 @@ stage's value is rounded to the gradient's dtype before the next stage reads it,
 own VJP kernel stores it into a gradient buffer (numba computes ``g * (1 - y * y)`` of
 float32 operands in float64): a fused chain gives the unfused bits, so neither the chain
 length, ``config.FUSION_MIN_ELEMENTS`` nor tier 0's unfused NumPy walk
-(:mod:`autograd_nb.tiering`) changes a gradient. (The rounding still vectorises; a float32
-chain of 18 stages over 10**6 elements took as long as without it.)
+(:mod:`autograd_nb.tiering`) changes a gradient. (The rounding still vectorises: a float32
+chain of 18 nodes over 10**6 elements took as long as without it, docs/compiled-backward.rst.)
 
 A *group* is a run of nodes ``n1 -> n2 -> ... -> nm`` in backward order where every ``ni``
 is an :class:`~autograd_nb.ops.elementwise.ElementwiseOp` whose gradient flows to exactly
@@ -234,10 +234,11 @@ def _operand_count(node, position):
 
 
 def _stage(op, position, rename, last):
-    """The expression of one stage's VJP (its names renamed). But for the last, it is rounded
-    to the gradient's dtype, as the node's own VJP kernel stores it into a gradient buffer:
-    the chain gives the unfused bits (a float32 formula that numba computes in float64 would
-    otherwise carry its float64 value to the next stage)."""
+    """The expression of one stage's VJP (its names renamed), rounded to the gradient's dtype
+    unless it is the ``last`` (which adds into the target, as a kernel does), as the node's
+    own VJP kernel stores it into a gradient buffer: the chain gives the unfused bits (a
+    float32 formula that numba computes in float64 would otherwise carry its float64 value to
+    the next stage)."""
     expression = _kernels.rename(op.vjp_formulas[position], rename)
     return expression if last else f"_as_result({expression}, target[i_])"
 

@@ -176,7 +176,8 @@ class AxisOp(Op):
 
     #: ``vjp_kernel`` in NumPy, ``numpy_vjp(g, x3, y, gx3)`` over the same canonical arrays
     #: (``ops/_numpy_vjp.py``: the kernel's typing and order), for :meth:`vjp_numpy`; None:
-    #: no twin, the kernel compiles.
+    #: no twin (tier 0's backward then walks the differentiable rules). A subclass with its
+    #: own ``vjp_kernel`` sets its own.
     numpy_vjp = None
 
     def has_vjp_numpy(self, k, saved, attrs):
