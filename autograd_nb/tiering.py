@@ -15,8 +15,8 @@ the compiled backward's bit for bit, float32 included (fused chains give the unf
 :mod:`autograd_nb.engine.fusion`; a custom Function's backward is its own Python, run as the
 compiled walk runs it). Both compile nothing. Where some VJP of the backward has no twin
 (``Op.has_vjp_numpy``: the elementwise formulas of special functions and ``power``'s base,
-``_bmm`` where the own AVX-512 GEMM would run, reductions over non-adjacent axes, the
-``linalg`` factorisations, ops registered with their own ``@njit`` kernels), that whole
+``_bmm`` where the own AVX-512 GEMM would run, the ``linalg`` factorisations, ops registered
+with their own ``@njit`` kernels), that whole
 backward walks the ops' differentiable rules instead, compiling nothing either: float32
 gradients through such an op may differ from the compiled backward's by an ulp until its
 kernels are ready (compiling the missing VJP kernels in the process instead took the

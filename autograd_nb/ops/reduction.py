@@ -181,17 +181,30 @@ class AxisOp(Op):
     numpy_vjp = None
 
     def has_vjp_numpy(self, k, saved, attrs):
-        return self.numpy_vjp is not None and attrs["layout"].permuted is None
+        return self.numpy_vjp is not None
 
     def vjp_numpy(self, k, grad_output, saved, attrs, grad_input):
+        # ``vjp`` with the twin; non-adjacent axes moved together by a transposed copy and
+        # the canonical gradient added back through the inverse one (one addition per
+        # element, as ``Layout.add_back``'s scatter).
         layout = attrs["layout"]
-        x3 = saved[0].reshape(layout.canonical) if saved[0] is not None else None
+        x = saved[0]
+        order = None
+        if layout.permuted is not None:
+            order = [d for d in range(len(layout.shape)) if d not in attrs["axes"]]
+            order += list(attrs["axes"])
+            x = x.transpose(order) if x is not None else None
+        x3 = np.ascontiguousarray(x).reshape(layout.canonical) if x is not None else None
         y = saved.output
         row = layout.reduced if self.reduces else layout.canonical
         g = grad_output.reshape(row)
         y = y.reshape(row) if y is not None else None
+        target = grad_input.reshape(layout.canonical) if order is None else np.zeros(
+            layout.canonical, dtype=grad_input.dtype)
         with np.errstate(all="ignore"):
-            self.numpy_vjp(g, x3, y, grad_input.reshape(layout.canonical))
+            self.numpy_vjp(g, x3, y, target)
+        if order is not None:
+            grad_input += target.reshape(layout.permuted).transpose(np.argsort(order))
 
     def vjp_batched(self, k, grad_outputs, saved, attrs, grad_inputs):
         """The batch as a prange over the op's own VJP kernel (saved values shared), or as

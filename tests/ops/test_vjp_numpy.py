@@ -115,7 +115,8 @@ AXIS_OPS = sorted(n for n, op in REGISTRY.items() if getattr(op, "numpy_vjp", No
 #: Rows long enough for a float32 sum to part from a float64 one, lanes along each axis,
 #: several axes, all of them (None).
 AXES = [((3, 1000), 1), ((1000, 3), 0), ((5, 200, 4), 1), ((7, 131), -1), ((4000,), 0),
-        ((2, 9), 1), ((4, 5, 6), (1, 2)), ((4, 5, 6), None), ((6, 1), 0), ((3, 0, 2), 1)]
+        ((2, 9), 1), ((4, 5, 6), (1, 2)), ((4, 5, 6), None), ((6, 1), 0), ((3, 0, 2), 1),
+        ((4, 5, 6), (0, 2)), ((2, 3, 4, 5), (0, 2))]  # (the last two: non-adjacent axes)
 
 
 @pytest.mark.parametrize("name", AXIS_OPS)
