@@ -14,11 +14,12 @@ A run has three phases, so that an error changes nothing before the last:
    batches of those) and gives the same results: with ``create_graph=False`` each step calls
    an op's ``@njit`` VJP kernel, which *accumulates* into the input's gradient buffer, so no
    separate add runs; with ``create_graph=True`` it evaluates the ops' differentiable rules on
-   Tensors, recording them on the tape. On CUDA (a node whose gradient is a device array) the
-   buffers are device arrays and the VJPs launch the op's ``@cuda.jit`` kernels through
-   :mod:`autograd_nb.cuda.dispatch`: nothing leaves the device. There, chains of elementwise
-   VJPs (:func:`autograd_nb.engine.fusion.groups`) run as one generated kernel each
-   (:mod:`autograd_nb.cuda.fusion`).
+   Tensors, recording them on the tape. Tier 0 (:mod:`autograd_nb.tiering`) runs the same
+   walk with each kernel's NumPy twin (``Op.vjp_numpy``), which gives its bits. On CUDA (a
+   node whose gradient is a device array) the buffers are device arrays and the VJPs launch
+   the op's ``@cuda.jit`` kernels through :mod:`autograd_nb.cuda.dispatch`: nothing leaves the
+   device. There, chains of elementwise VJPs (:func:`autograd_nb.engine.fusion.groups`) run as
+   one generated kernel each (:mod:`autograd_nb.cuda.fusion`).
 """
 
 import operator
