@@ -6,9 +6,24 @@ call whose kernels are not known to be cached runs *tier 0*: the op's forward is
 that gives the kernels' results bit for bit (``Op.forward_numpy``: the same operations in the
 same order, the fast-math functions through their NumPy twins in ``ops/_fastmath_numpy.py``,
 products through the BLAS calls numba makes), so the results do not change when the compiled
-kernels take over; and a backward walks the ops' differentiable rules in Python (the same
-formulas, but each op rounds to the dtype where a VJP kernel may keep float64: float32
-gradients can differ from the compiled backward's in the last bit). Both compile nothing.
+kernels take over; and a backward walks the plan as the Python walk of the VJP kernels does
+(``engine/backward.py``), calling each op's NumPy twin of its VJP kernel instead
+(``Op.vjp_numpy``: the formula typed as numba types it, so a float32 operand promotes to
+float64 where the kernel's does, and added into the gradient buffer as the kernel adds it,
+each element's values in the kernel's order; ``ops/_numpy_vjp.py``), so its gradients equal
+the compiled backward's bit for bit, float32 included (fused chains give the unfused bits,
+:mod:`autograd_nb.engine.fusion`; a custom Function's backward is its own Python, run as the
+compiled walk runs it). Both compile nothing. Where some VJP of the backward has no twin
+(``Op.has_vjp_numpy``: the elementwise formulas of special functions and ``power``'s base,
+``_bmm`` where the own AVX-512 GEMM would run, the ``linalg`` factorisations, ops registered
+with their own ``@njit`` kernels), that whole
+backward walks the ops' differentiable rules instead, compiling nothing either: float32
+gradients through such an op may differ from the compiled backward's by an ulp until its
+kernels are ready (compiling the missing VJP kernels in the process instead took the
+``linalg`` workload's first gradient from 2.2 to 6.4 s: docs/benchmarking.rst, "Tier 0"). A
+batch (``is_grads_batched``) runs row by row, as the compiled executor runs every VJP but
+``_bmm``'s, whose rows it stacks into one product: through a ``_bmm`` a batched tier-0
+gradient may differ from the compiled one in the last bits.
 
 Meanwhile a **background process** (a niced ``python``, outside this process's GIL) replays
 the calls this process made, on the same shapes and dtypes, and runs a backward over them,
@@ -21,7 +36,7 @@ processes run them compiled from the start. Tier 0 is an override of the op's ``
 remains on the hot path.
 
 Rules: at most one worker per process at a time and one per cache generation on the machine
-(a lock file); a worker starts at the first backward that walked rules, or after
+(a lock file); a worker starts at the first tier-0 backward, or after
 ``config.TIER0_RECORD_LIMIT`` tier-0 calls; it outlives this process if need be, to finish
 filling the cache. Ops that NumPy cannot serve with the kernels' bits (special functions, the
 libm functions but sqrt and hypot, ``**``, linear algebra, the matrix-vector products split
@@ -53,7 +68,7 @@ ENABLED = os.environ.get("AUTOGRAD_NB_TIERED", "1") != "0" and not numba.config.
 READY_FILE = "tiered-ready.txt"
 BACKWARD = "<backward>"
 
-#: Whether a backward walks the differentiable rules instead of the compiled executor.
+#: Whether a backward walks the NumPy twins of the VJP kernels instead of the compiled executor.
 backward_pending = False
 
 _ops = {}  # name -> op, of the ops whose ``run`` tier 0 overrides
@@ -218,7 +233,7 @@ def _record(op, key, values, attrs, output):
 
 
 class rules_walk:
-    """Context of a backward that walks rules: the ops it runs are not recorded."""
+    """Context of tier 0's backward (the NumPy twins' walk): an op it runs is not recorded."""
 
     def __enter__(self):
         _in_rules.active = True
@@ -234,7 +249,7 @@ def note_outputs(arrays):
 
 
 def note_backward(plan, seeds, batch):
-    """Before a backward that walks rules: what the worker's backward should repeat (the
+    """Before tier 0's backward: what the worker's backward should repeat (the
     leaves that take a gradient, the outputs differentiated, the batch), so that it compiles
     the kernels of this backward and not of another."""
     from .tape import Node
@@ -256,7 +271,7 @@ def note_backward(plan, seeds, batch):
 
 
 def after_backward():
-    """Called after a backward that walked rules: start a worker for what ran so far."""
+    """Called after tier 0's backward: start a worker for what ran so far."""
     launch()
 
 

@@ -213,6 +213,8 @@ class _SelectOp(Op):
     def vjp(self, k, grad_output, saved, attrs, grad_input):
         grad_input[attrs["start"] : attrs["stop"]] += grad_output.reshape(-1)
 
+    vjp_numpy = vjp  # (NumPy already: tier 0's backward runs it as it is)
+
     def rule(self, k, grad_output, inputs, output, attrs):
         flat = call("reshape", grad_output, shape=(-1,))
         if flat.dtype != attrs["dtype"]:
@@ -247,6 +249,8 @@ class FunctionOp(Op):
         data = grad._data if isinstance(grad, Tensor) else np.asarray(grad)
         data = _reduce_to_shape(data, grad_input.shape, self.name, k)
         grad_input += data.astype(grad_input.dtype, copy=False)
+
+    vjp_numpy = vjp  # (the subclass's own backward, as the compiled walk runs it)
 
     def rule(self, k, grad_output, inputs, output, attrs):
         ctx = attrs["ctx"]

@@ -23,15 +23,18 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch
         and not backward._touches_device(plan, seeds)
     ):
         # Tier 0 (:mod:`autograd_nb.tiering`): the compiled backward is not cached yet, so the
-        # walk evaluates the differentiable rules (a batch row by row), compiling nothing,
-        # and a background process compiles the kernels.
+        # walk runs the VJP kernels' NumPy twins, or where some VJP has none the ops'
+        # differentiable rules (a batch row by row), compiling nothing, and a background
+        # process compiles the kernels.
         tiering.note_backward(plan, seeds, batch)
+        walk = {"twins": True} if backward.has_twins(plan) else {"rules": True}
         with tiering.rules_walk():
             if batch is None:
                 done = backward.run_plan(plan, seeds, targets, all_leaves, retain_graph,
-                                         False, rules=True)
+                                         False, **walk)
             else:
-                done = _rules_by_row(plan, seeds, targets, all_leaves, retain_graph, batch)
+                done = _tier0_by_row(plan, seeds, targets, all_leaves, retain_graph, batch,
+                                     walk)
         tiering.after_backward()
         return (*done, None)
     if config.COMPILED_BACKWARD and not create_graph:
@@ -47,14 +50,15 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch
     return (*done, None)
 
 
-def _rules_by_row(plan, seeds, targets, all_leaves, retain_graph, batch):
-    """Tier 0's batched backward: the rules' walk once per row of the seeds, stacked."""
+def _tier0_by_row(plan, seeds, targets, all_leaves, retain_graph, batch, walk):
+    """Tier 0's batched backward: its walk (``walk``: twins or rules) once per row of the
+    seeds, stacked."""
     rows = []
     for b in range(batch):
         keep = retain_graph or b < batch - 1
         results, leaves = backward.run_plan(
             plan, [(edge, grad[b]) for edge, grad in seeds], targets, all_leaves, keep, False,
-            rules=True,
+            **walk,
         )
         rows.append(results)
     stacked = {key: np.stack([row[key] for row in rows]) for key in rows[0]

@@ -14,11 +14,12 @@ A run has three phases, so that an error changes nothing before the last:
    batches of those) and gives the same results: with ``create_graph=False`` each step calls
    an op's ``@njit`` VJP kernel, which *accumulates* into the input's gradient buffer, so no
    separate add runs; with ``create_graph=True`` it evaluates the ops' differentiable rules on
-   Tensors, recording them on the tape. On CUDA (a node whose gradient is a device array) the
-   buffers are device arrays and the VJPs launch the op's ``@cuda.jit`` kernels through
-   :mod:`autograd_nb.cuda.dispatch`: nothing leaves the device. There, chains of elementwise
-   VJPs (:func:`autograd_nb.engine.fusion.groups`) run as one generated kernel each
-   (:mod:`autograd_nb.cuda.fusion`).
+   Tensors, recording them on the tape. Tier 0 (:mod:`autograd_nb.tiering`) runs the same
+   walk with each kernel's NumPy twin (``Op.vjp_numpy``), which gives its bits. On CUDA (a
+   node whose gradient is a device array) the buffers are device arrays and the VJPs launch
+   the op's ``@cuda.jit`` kernels through :mod:`autograd_nb.cuda.dispatch`: nothing leaves the
+   device. There, chains of elementwise VJPs (:func:`autograd_nb.engine.fusion.groups`) run as
+   one generated kernel each (:mod:`autograd_nb.cuda.fusion`).
 """
 
 import operator
@@ -144,7 +145,7 @@ def _leaf_view(leaf, array):
 
 
 def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch=None,
-             rules=False):
+             twins=False, rules=False):
     """Run ``plan``'s schedule (:func:`.schedule.schedule`) step by step; return the gradients
     by ``id`` of every target, retaining node and leaf met, and the leaves met.
 
@@ -156,11 +157,13 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch
     The VJPs are the ops' kernels, which accumulate into a buffer (on a GPU where the
     gradients are device arrays, each fused chain one generated kernel); with
     ``create_graph`` the ops' differentiable rules, evaluated on Tensors and recorded; with
-    ``rules`` (tier 0, :mod:`autograd_nb.tiering`; no batch) the rules without recording,
-    and the gradients come back as fresh arrays.
+    ``twins`` (tier 0, :mod:`autograd_nb.tiering`; no batch, host arrays, every VJP with a
+    twin: :func:`has_twins`) the kernels' NumPy twins (``Op.vjp_numpy``), which give the
+    compiled backward's bits and compile nothing; with ``rules`` (tier 0 where some VJP has
+    no twin) the rules without recording, and the gradients come back as fresh arrays.
     """
     walk_rules = create_graph or rules
-    device = not walk_rules and _touches_device(plan, seeds)
+    device = not walk_rules and not twins and _touches_device(plan, seeds)
     groups = _device_groups(plan, seeds, targets, all_leaves) if device else None
     # (an identity VJP passes a host buffer on as a view in the input's shape)
     steps = schedule.schedule(plan, seeds, targets, all_leaves, groups,
@@ -175,13 +178,28 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch
         if walk_rules:
             _walk_rules(steps, buffers, retain_graph)
         else:
-            _walk_kernels(steps, buffers, retain_graph, lead, batch)
+            _walk_kernels(steps, buffers, retain_graph, lead, batch, twins)
     finally:
         tape.set_grad_enabled_flag(previous_mode)
     results = {id(edge): buffers[s] for edge, s in steps.results() if buffers[s] is not None}
     if rules:  # fresh arrays, as the kernels' walk gives (a rule may pass a seed through)
         results = {key: np.array(value._data, copy=True) for key, value in results.items()}
     return results, steps.leaves
+
+
+def has_twins(plan):
+    """Whether every VJP of ``plan``'s nodes has a NumPy twin (``Op.has_vjp_numpy``), so
+    that tier 0's backward can walk the twins."""
+    for node in plan.nodes:
+        op, saved = node.op, None
+        for k, edge in enumerate(node.edges):
+            if edge is None or not op.is_differentiable(k):
+                continue
+            if saved is None:
+                saved = Saved(node.saved_inputs, node.saved_output)
+            if not op.has_vjp_numpy(k, saved, node.attrs):
+                return False
+    return True
 
 
 def _seed_buffer(edge, grad, walk_rules, rules, lead):
@@ -217,10 +235,10 @@ def _by_origin(steps, buffers, retain_graph):
         _free_rest(steps, current)
 
 
-def _walk_kernels(steps, buffers, retain_graph, lead, batch):
+def _walk_kernels(steps, buffers, retain_graph, lead, batch, twins=False):
     """The steps with the ops' VJP kernels (``Op.vjp``, ``Op.vjp_batched``; their CUDA twins
-    for device arrays), each accumulating into its target's buffer, made at its first
-    write."""
+    for device arrays; with ``twins`` their NumPy twins, ``Op.vjp_numpy``), each
+    accumulating into its target's buffer, made at its first write."""
     slots = steps.slots
     saved = None
     for (origin, k, source, target), first in _by_origin(steps, buffers, retain_graph):
@@ -237,14 +255,17 @@ def _walk_kernels(steps, buffers, retain_graph, lead, batch):
         elif k == schedule.GROUP:
             _run_group(origin, grad, buffer, batch)
         else:
-            _vjp(origin, k, grad, saved, buffer, lead, batch)
+            _vjp(origin, k, grad, saved, buffer, lead, batch, twins)
 
 
-def _vjp(node, k, grad, saved, buffer, lead, batch):
+def _vjp(node, k, grad, saved, buffer, lead, batch, twins=False):
     """Accumulate VJP ``k`` of ``node`` of ``grad`` into ``buffer`` (on the device of
-    ``grad``)."""
+    ``grad``; with ``twins``, through the op's NumPy twin)."""
     if grad.shape[len(lead):] != node.shape:  # (a buffer passed on by an identity)
         grad = grad.reshape(lead + node.shape)
+    if twins:
+        node.op.vjp_numpy(k, grad, saved, node.attrs, buffer)
+        return
     if type(grad) is not np.ndarray:
         _device_vjp(node, k, grad, saved, buffer, batch)
     elif batch is None:

@@ -3,7 +3,13 @@
 In a chain ``y = f20(...f2(f1(x)))`` of elementwise ops, the unfused backward runs 20 VJP
 kernels, each reading the incoming gradient, the saved values and writing a gradient buffer:
 60 passes over memory. A fused group computes, per element, the whole chain of derivative
-formulas in registers: it reads each saved value once and writes the target once.
+formulas in registers: it reads each saved value once and writes the target once. Each
+stage's value is rounded to the gradient's dtype before the next stage reads it, as a node's
+own VJP kernel stores it into a gradient buffer (numba computes ``g * (1 - y * y)`` of
+float32 operands in float64): a fused chain gives the unfused bits, so neither the chain
+length, ``config.FUSION_MIN_ELEMENTS`` nor tier 0's unfused NumPy walk
+(:mod:`autograd_nb.tiering`) changes a gradient. (The rounding still vectorises: a float32
+chain of 18 nodes over 10**6 elements took as long as without it, docs/compiled-backward.rst.)
 
 A *group* is a run of nodes ``n1 -> n2 -> ... -> nm`` in backward order where every ``ni``
 is an :class:`~autograd_nb.ops.elementwise.ElementwiseOp` whose gradient flows to exactly
@@ -226,13 +232,24 @@ def _operand_count(node, position):
 
 # -- source generation -------------------------------------------------------------------------
 
+
+def _stage(op, position, rename, last):
+    """The expression of one stage's VJP (its names renamed), rounded to the gradient's dtype
+    unless it is the ``last`` (which adds into the target, as a kernel does), as the node's
+    own VJP kernel stores it into a gradient buffer: the chain gives the unfused bits (a
+    float32 formula that numba computes in float64 would otherwise carry its float64 value to
+    the next stage)."""
+    expression = _kernels.rename(op.vjp_formulas[position], rename)
+    return expression if last else f"_as_result({expression}, target[i_])"
+
+
 _LOOP_JIT = '@njit(cache=True, error_model="numpy", nogil=True{parallel})'
 
 
 def fused_source(stages):
     """Source of the fused loop and its executor driver for ``stages``: ``(op, position,
     operand kinds)`` per node, head first."""
-    lines = [_kernels.HEADER]
+    lines = [_kernels.HEADER, "from autograd_nb.ops._fastmath import _as_result", ""]
     arguments = []  # loop arguments after ``g``: operand arrays, in the driver's order
     loads = []
     body = []
@@ -262,7 +279,7 @@ def fused_source(stages):
         for name in op.params:
             unpack.append(f"{rename[name]} = params[{n_params}]")
             n_params += 1
-        body.append(f"g_ = {_kernels.rename(op.vjp_formulas[position], rename)}")
+        body.append(f"g_ = {_stage(op, position, rename, stage == len(stages) - 1)}")
     names = ", ".join(["g"] + [a for a, _ in arguments] + ["target", "params"])
     # With sin/cos of saved values: when none is 2**20 or more (one vectorised pass over
     # each), the loop without the large-argument reduction (see ops._fastmath).

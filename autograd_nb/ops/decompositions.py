@@ -1294,6 +1294,11 @@ def _norm2_vjp(g, x, y, gx):
                     gx[o, j, k] += scale * x[o, j, k]
 
 
+def _numpy_norm2_vjp(g, x, y, gx):
+    scale = (g / y)[:, None, :]
+    np.add(gx, scale * x, out=gx, where=(y != 0)[:, None, :], casting="unsafe")
+
+
 class Norm2(AxisOp):
     """``_norm2(x, axis=None, keepdims=False)``: ``sqrt(sum(x * x))`` over ``axis``, with a
     zero gradient where the norm is 0."""
@@ -1306,6 +1311,7 @@ class Norm2(AxisOp):
     saves_output = True
     forward_kernel = staticmethod(_norm2_forward)
     vjp_kernel = staticmethod(_norm2_vjp)
+    numpy_vjp = staticmethod(_numpy_norm2_vjp)
 
     def rule(self, k, grad_output, inputs, output, attrs):
         g = expand_reduced(grad_output, attrs)

@@ -16,7 +16,7 @@ import ast
 import numpy as np
 from numba import njit
 
-from . import _broadcast, _fastmath_numpy, _kernels, _scalar, registry
+from . import _broadcast, _fastmath_numpy, _kernels, _numpy_vjp, _scalar, registry
 from ._parallel import use_threads
 from ._pointers import array_at
 from .registry import ExecSpec, Op, call, cuda_twin, public
@@ -27,8 +27,21 @@ _NO_PARAMS = np.empty(0, dtype=np.float64)
 _FORMULA_FUNCTIONS = _scalar.MATH_NAMES + _scalar.SCALAR_NAMES
 
 
+# ``_scalar``'s sign, rint and floor give float64 whatever the argument (as numba types
+# them): a float32 gradient times one of them is a float64 product in a VJP kernel.
+
+
 def _numpy_sign(x):
+    x = np.asarray(x, dtype=np.float64)
     return np.where(x > 0, 1.0, np.where(x < 0, -1.0, x * 0.0))  # keeps 0.0 and NaN
+
+
+def _numpy_rint(x):
+    return np.rint(np.asarray(x, dtype=np.float64))
+
+
+def _numpy_floor(x):
+    return np.floor(np.asarray(x, dtype=np.float64))
 
 
 #: The formulas' names over NumPy arrays (tier 0's forward, ``ElementwiseOp.forward_numpy``),
@@ -39,7 +52,7 @@ def _numpy_sign(x):
 _NUMPY_NAMESPACE = dict(_fastmath_numpy.FUNCTIONS)
 _NUMPY_NAMESPACE.update(
     sqrt=np.sqrt, hypot=np.hypot, where=np.where, maximum=np.maximum, minimum=np.minimum,
-    sign=_numpy_sign, rint=np.rint, floor=np.floor, abs=np.abs, __builtins__={},
+    sign=_numpy_sign, rint=_numpy_rint, floor=_numpy_floor, abs=np.abs, __builtins__={},
     # A formula's constants, typed as the kernels type them (float64 and int64, so that a
     # float32 operand computes in float64 there, as in numba, not in float32).
     _float64=np.float64, _int64=np.int64,
@@ -136,6 +149,7 @@ class ElementwiseOp(Op):
         }
         self._module = None
         self._numpy_formula = None
+        self._numpy_vjps = {}  # k -> the VJP formula for NumPy arrays (False: it has none)
         self._attrs_cache = {}
         self._exec_cache = {}
         # What ``run`` needs per (shapes, strides, dtypes): kernel, result shape and dtype, attrs.
@@ -435,6 +449,48 @@ class ElementwiseOp(Op):
             *args, grad_input.reshape(-1), target_strides, collapsed, attrs["params"]
         )
 
+    def vjp_numpy(self, k, grad_output, saved, attrs, grad_input):
+        # The formula over the arrays, typed as the kernels type it (``_numpy_formula``),
+        # then added as the kernel adds it: elementwise where the input has the result's
+        # shape (the flat and scalar layouts), else summed back in the strided kernel's order.
+        formula = self._numpy_vjp_formula(k)
+        used, _, reads_y = self._vjp_args[k]
+        names = {self.input_names[i]: saved[i] for i in used}
+        names["g"] = grad_output.reshape(attrs["shape"])
+        if reads_y:
+            names["y"] = saved.output
+        names.update(zip(self.params, attrs["params"]))
+        with np.errstate(all="ignore"):
+            contribution = eval(formula, _NUMPY_NAMESPACE, names)  # noqa: S307
+        if grad_input.shape == attrs["shape"]:
+            _numpy_vjp.add_into(grad_input, contribution)  # (broadcasting a scalar's)
+            return
+        contribution = np.broadcast_to(contribution, attrs["shape"])
+        # (The kernel's layout collapses the dimensions over every operand it reads: that
+        # decides which values it sums in a register before adding them.)
+        shapes = attrs["shapes"]
+        collapsed, strides = _broadcast.layout(
+            attrs["shape"], tuple(shapes[i] for i in used) + (shapes[k],)
+        )
+        _add_strided(contribution.reshape(collapsed), strides[-1], grad_input.reshape(-1))
+
+    def has_vjp_numpy(self, k, saved, attrs):
+        # Float operands (integer arithmetic stays the kernels'), and a formula NumPy can
+        # evaluate with the kernel's bits (not ``**``, the special functions, libm's).
+        if not self._numpy_vjp_formula(k):
+            return False
+        kinds = self.input_kinds or ("like",) * self.n_inputs
+        return all(saved[i].dtype.kind == "f" for i in self._vjp_args[k][0]
+                   if kinds[i] != "bool")
+
+    def _numpy_vjp_formula(self, k):
+        """VJP ``k``'s formula compiled for NumPy arrays (``_numpy_formula``), or False."""
+        formula = self._numpy_vjps.get(k)
+        if formula is None:
+            formula = _numpy_formula(self.vjp_formulas[k], self.name) or False
+            self._numpy_vjps[k] = formula
+        return formula
+
     def vjp_batched(self, k, grad_outputs, saved, attrs, grad_inputs):
         # One kernel call for the whole batch: in parallel when it is large enough to pay for
         # starting the threads (and this process may start them), else on this thread.
@@ -514,6 +570,20 @@ class ElementwiseOp(Op):
             namespace[p] = float(attrs["params"][i])
         result = eval(self._compiled_rules[k], {"__builtins__": {"abs": abs}}, namespace)
         return _broadcast.sum_to_shape(result, attrs["shapes"][k])
+
+
+def _add_strided(contribution, strides, target):
+    """``vjp{k}_strided``'s sum of ``contribution`` (in the kernel's collapsed shape) into
+    the flat ``target`` read through ``strides``: a row along which the target does not move
+    (stride 0) first sums in a float64 register (``acc_``), then each target element receives
+    its values (or row sums) in the rows' order."""
+    if contribution.size == 0:
+        return
+    if strides[-1] == 0:
+        sums = _numpy_vjp.running_sum64(contribution, axis=-1)
+        _numpy_vjp.scatter_add(sums, contribution.shape[:-1], strides[:-1], target)
+    else:
+        _numpy_vjp.scatter_add(contribution, contribution.shape, strides, target)
 
 
 def _writable_into(out, shape, dtype, b):

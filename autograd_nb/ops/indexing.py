@@ -19,7 +19,7 @@ import numbers
 import numpy as np
 from numba import njit
 
-from . import _broadcast, _strided
+from . import _broadcast, _numpy_vjp, _strided
 from .registry import ExecSpec, Op, call, cuda_twin
 
 
@@ -106,6 +106,15 @@ class Selection:
             _strided.strided_scatter_add(values, shape, strides, target, offset)
         else:
             _strided.put_add(values.reshape(-1), self.flat_map(), target.reshape(-1))
+
+    def scatter_add_numpy(self, values, target):
+        """:meth:`scatter_add` in NumPy, each position receiving its values in the kernels'
+        order (``np.add.at`` adds repeated positions one after another, in index order)."""
+        if self.basic:
+            shape, strides, offset = self.layout()
+            _numpy_vjp.scatter_add(values, shape, strides, target.reshape(-1), offset)
+        else:
+            np.add.at(target.reshape(-1), self.flat_map(), values.reshape(-1))
 
     def scatter_add_batched(self, values, targets):
         """:meth:`scatter_add` for each row of a leading batch dimension, in one kernel call
@@ -333,6 +342,9 @@ class GetItem(Op):
     def vjp(self, k, grad_output, saved, attrs, grad_input):
         attrs["selection"].scatter_add(grad_output, grad_input)
 
+    def vjp_numpy(self, k, grad_output, saved, attrs, grad_input):
+        attrs["selection"].scatter_add_numpy(grad_output, grad_input)
+
     def vjp_batched(self, k, grad_outputs, saved, attrs, grad_inputs):
         attrs["selection"].scatter_add_batched(grad_outputs, grad_inputs)
 
@@ -391,6 +403,10 @@ class IndexScatter(Op):
     def vjp(self, k, grad_output, saved, attrs, grad_input):
         gathered = attrs["selection"].gather(grad_output)
         _strided.accumulate(gathered.reshape(-1), grad_input.reshape(-1))
+
+    def vjp_numpy(self, k, grad_output, saved, attrs, grad_input):
+        gathered = attrs["selection"].gather(grad_output)
+        _numpy_vjp.add_into(grad_input.reshape(-1), gathered.reshape(-1))
 
     def exec_spec(self, k, node):
         # The selection of the scattered gradient, added into this node's input.
@@ -505,6 +521,21 @@ class SetItem(Op):
             gathered.reshape(-1)[~last] = 0  # values overwritten by a later one get nothing
         _, strides = _value_layout(attrs["value_shape"], gathered.shape)
         _strided.strided_scatter_add(gathered, gathered.shape, strides, grad_input)
+
+    def vjp_numpy(self, k, grad_output, saved, attrs, grad_input):
+        selection = attrs["selection"]
+        if k == 0:  # (``_copy_except``: no addition at the overwritten positions)
+            keep = np.ones(grad_input.size, dtype=bool)
+            keep[selection.unique_positions()] = False
+            np.add(grad_input.reshape(-1), grad_output.reshape(-1), out=grad_input.reshape(-1),
+                   where=keep)
+            return
+        gathered = selection.gather(grad_output)
+        last = selection.last_writes()
+        if last is not None:
+            gathered.reshape(-1)[~last] = 0
+        _, strides = _value_layout(attrs["value_shape"], gathered.shape)
+        _numpy_vjp.scatter_add(gathered, gathered.shape, strides, grad_input.reshape(-1))
 
     def rule(self, k, grad_output, inputs, output, attrs):
         if k == 0:

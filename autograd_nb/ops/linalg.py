@@ -17,7 +17,7 @@ import numpy as np
 from numba import njit, prange
 
 from .. import config
-from . import _broadcast, _gemm
+from . import _broadcast, _gemm, _numpy_vjp
 from ._blas import (
     SPLIT_MIN_WORK,
     THREAD_CONTROLS,
@@ -723,6 +723,37 @@ class BatchedMatmul(Op):
         else:
             _add_vjp_b(g, a, target)
         if copied:  # the input was cast up for the product, or its buffer is strided
+            grad_input += target.reshape(grad_input.shape)
+
+    def has_vjp_numpy(self, k, saved, attrs):
+        # ``vjp``'s paths but the own AVX-512 tiles.
+        a, b = saved[0], saved[1]
+        return a.dtype.kind == "f" and not (
+            _blas(a.dtype, a.shape[1], a.shape[2], b.shape[2]) and own_kernel(a.dtype)
+        )
+
+    def vjp_numpy(self, k, grad_output, saved, attrs, grad_input):
+        # BLAS's GEMM adding into the target (through ctypes, the same call with the same
+        # arguments), or the loops in their order.
+        a, b = saved[0], saved[1]
+        m, inner, n = a.shape[1], a.shape[2], b.shape[2]
+        blas = _blas(a.dtype, m, inner, n)
+        if grad_output.size == 0 or grad_input.size == 0:
+            return
+        g = grad_output.astype(a.dtype, copy=False).reshape((a.shape[0], m, n))
+        target, copied = _target_view(grad_input, saved[k].shape, a.dtype)
+        for i in range(a.shape[0]):
+            if blas and k == 0:
+                _numpy_vjp.gemm_add(g[i], False, b[i], True, target[i])
+            elif blas:
+                _numpy_vjp.gemm_add(a[i], True, g[i], False, target[i])
+            elif k == 0:  # (as ``_bmm_vjp_a_loops``: the sum over c in the dtype, in turn)
+                for c in range(n):
+                    target[i] += g[i, :, c, None] * b[i, None, :, c]
+            else:  # (``_bmm_vjp_b_loops``: over r in turn)
+                for r in range(m):
+                    target[i] += a[i, r, :, None] * g[i, r, None, :]
+        if copied:
             grad_input += target.reshape(grad_input.shape)
 
     def vjp_batched(self, k, grad_outputs, saved, attrs, grad_inputs):

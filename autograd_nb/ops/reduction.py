@@ -15,7 +15,7 @@ import numpy as np
 from numba import njit
 
 from .. import config
-from . import _broadcast, _fastmath_numpy, _kernels, _strided, registry
+from . import _broadcast, _fastmath_numpy, _kernels, _numpy_vjp, _strided, registry
 from ._fastmath import exp, log  # vectorisable, unlike libm's
 from ._parallel import use_threads
 from .registry import ExecSpec, Op, call, cuda_twin, public, run_key
@@ -173,6 +173,38 @@ class AxisOp(Op):
 
     def run_vjp(self, g, x3, y, gx3, attrs):
         self.vjp_kernel(g, x3 if x3 is not None else gx3, y if y is not None else g, gx3)
+
+    #: ``vjp_kernel`` in NumPy, ``numpy_vjp(g, x3, y, gx3)`` over the same canonical arrays
+    #: (``ops/_numpy_vjp.py``: the kernel's typing and order), for :meth:`vjp_numpy`; None:
+    #: no twin (tier 0's backward then walks the differentiable rules). A subclass with its
+    #: own ``vjp_kernel`` sets its own.
+    numpy_vjp = None
+
+    def has_vjp_numpy(self, k, saved, attrs):
+        return self.numpy_vjp is not None
+
+    def vjp_numpy(self, k, grad_output, saved, attrs, grad_input):
+        # ``vjp`` with the twin; non-adjacent axes moved together by a transposed copy and
+        # the canonical gradient added back through the inverse one (one addition per
+        # element, as ``Layout.add_back``'s scatter).
+        layout = attrs["layout"]
+        x = saved[0]
+        order = None
+        if layout.permuted is not None:
+            order = [d for d in range(len(layout.shape)) if d not in attrs["axes"]]
+            order += list(attrs["axes"])
+            x = x.transpose(order) if x is not None else None
+        x3 = np.ascontiguousarray(x).reshape(layout.canonical) if x is not None else None
+        y = saved.output
+        row = layout.reduced if self.reduces else layout.canonical
+        g = grad_output.reshape(row)
+        y = y.reshape(row) if y is not None else None
+        target = grad_input.reshape(layout.canonical) if order is None else np.zeros(
+            layout.canonical, dtype=grad_input.dtype)
+        with np.errstate(all="ignore"):
+            self.numpy_vjp(g, x3, y, target)
+        if order is not None:
+            grad_input += target.reshape(layout.permuted).transpose(np.argsort(order))
 
     def vjp_batched(self, k, grad_outputs, saved, attrs, grad_inputs):
         """The batch as a prange over the op's own VJP kernel (saved values shared), or as
@@ -461,6 +493,10 @@ def _sum_vjp(g, x, y, gx):
                 gx[o, j, k] += g[o, k]
 
 
+def _numpy_sum_vjp(g, x, y, gx):
+    gx += g[:, None, :]  # (one addition per element, in the dtype)
+
+
 @cuda_twin("reduction", "Sum")
 class Sum(AxisOp):
     """``sum(x, axis=None, keepdims=False)``."""
@@ -470,6 +506,7 @@ class Sum(AxisOp):
     name = "sum"
     forward_kernel = staticmethod(_sum_forward)
     vjp_kernel = staticmethod(_sum_vjp)
+    numpy_vjp = staticmethod(_numpy_sum_vjp)
 
     def result_dtype(self, x):
         return x.dtype if x.dtype.kind in "fiu" else np.dtype(np.int64)
@@ -554,6 +591,19 @@ def _prod_vjp(g, x, scratch, gx):
                 scratch[j, k] = prefix * x[o, j, k]
 
 
+def _numpy_prod_vjp(g, x, y, gx):
+    # ``_prod_vjp``'s products, in the dtype, each in its order: the suffix products from the
+    # end (``1 * x[n-1]`` first), the prefix products from the start, ``g * prefix * suffix``.
+    n = gx.shape[1]
+    if n == 0:
+        return
+    one = np.ones_like(x[:, :1])
+    suffix = np.concatenate([np.multiply.accumulate(x[:, :0:-1], axis=1)[:, ::-1], one], 1)
+    prefix = np.multiply.accumulate(x, axis=1)
+    gx[:, 0] += g * suffix[:, 0]
+    gx[:, 1:] += g[:, None, :] * prefix[:, :-1] * suffix[:, 1:]
+
+
 def _product_of_others(x, attrs):
     """Per element, the product of the other elements of its group, written with ops so that
     it differentiates again at zeros too: each group becomes an ``(n, n)`` matrix whose
@@ -578,6 +628,7 @@ class Prod(AxisOp):
     saves = (0,)
     forward_kernel = staticmethod(_prod_forward)
     vjp_kernel = staticmethod(_prod_vjp)
+    numpy_vjp = staticmethod(_numpy_prod_vjp)
 
     def result_dtype(self, x):
         return x.dtype if x.dtype.kind in "fiu" else np.dtype(np.int64)
@@ -685,12 +736,21 @@ def _extremum_vjp(g, x, y, gx):
                     gx[o, j, k] += share
 
 
+def _numpy_extremum_vjp(g, x, y, gx):
+    # ``g / count`` as numba divides a float by an int64: in float64.
+    target = y[:, None, :]
+    hits = (x == target) | ((target != target) & (x != x))
+    share = g / np.sum(hits, axis=1)
+    np.add(gx, share[:, None, :], out=gx, where=hits, casting="unsafe")
+
+
 class Extremum(AxisOp):
     """Base of ``max`` and ``min``: NumPy's dtypes and empty-axis error, torch's tie split."""
 
     saves = (0,)
     saves_output = True
     vjp_kernel = staticmethod(_extremum_vjp)
+    numpy_vjp = staticmethod(_numpy_extremum_vjp)
     ufunc_name = None
 
     def result_dtype(self, x):
@@ -814,6 +874,10 @@ def _logsumexp_vjp(g, x, y, gx):
                 gx[o, j, k] += g[o, k] * exp(x[o, j, k] - y[o, k])
 
 
+def _numpy_logsumexp_vjp(g, x, y, gx):
+    gx += g[:, None, :] * _fastmath_numpy.exp(x - y[:, None, :])
+
+
 @cuda_twin("reduction", "LogSumExp")
 class LogSumExp(AxisOp):
     """``logsumexp(x, axis=None, keepdims=False)``."""
@@ -823,6 +887,7 @@ class LogSumExp(AxisOp):
     saves_output = True
     forward_kernel = staticmethod(_logsumexp_forward)
     vjp_kernel = staticmethod(_logsumexp_vjp)
+    numpy_vjp = staticmethod(_numpy_logsumexp_vjp)
 
     def rule(self, k, grad_output, inputs, output, attrs):
         (x,) = inputs
@@ -973,6 +1038,17 @@ def _numpy_softmax(x3, log):
     return e.astype(x3.dtype) * (1.0 / total)
 
 
+def _numpy_softmax_vjp(g, x, y, gx):
+    # The kernel's float64 ``dot`` of the products (each in the dtype), one after another.
+    dot = _numpy_vjp.running_sum64(g * y, axis=1)
+    _numpy_vjp.add_into(gx, y * (g - dot[:, None, :]))
+
+
+def _numpy_log_softmax_vjp(g, x, y, gx):
+    total = _numpy_vjp.running_sum64(g, axis=1)
+    _numpy_vjp.add_into(gx, g - _fastmath_numpy.exp(y) * total[:, None, :])
+
+
 @cuda_twin("reduction", "Softmax")
 class Softmax(AxisOp):
     """``softmax(x, axis=-1)``."""
@@ -984,6 +1060,7 @@ class Softmax(AxisOp):
     saves_output = True
     forward_kernel = staticmethod(_softmax_forward)
     vjp_kernel = staticmethod(_softmax_vjp)
+    numpy_vjp = staticmethod(_numpy_softmax_vjp)
 
     def rule(self, k, grad_output, inputs, output, attrs):
         dot = _reduce("sum", call("multiply", grad_output, output), attrs)
@@ -1001,6 +1078,7 @@ class LogSoftmax(AxisOp):
     saves_output = True
     forward_kernel = staticmethod(_log_softmax_forward)
     vjp_kernel = staticmethod(_log_softmax_vjp)
+    numpy_vjp = staticmethod(_numpy_log_softmax_vjp)
 
     def rule(self, k, grad_output, inputs, output, attrs):
         total = _reduce("sum", grad_output, attrs)
@@ -1063,6 +1141,12 @@ def _cumsum_vjp(g, x, y, gx):
                 gx[o, j, k] += running
 
 
+def _numpy_cumsum_vjp(g, x, y, gx):
+    # The float64 running sum from the end (``running = 0.0``, so never -0.0).
+    running = np.add.accumulate(g[:, ::-1].astype(np.float64), axis=1)[:, ::-1] + 0.0
+    _numpy_vjp.add_into(gx, running)
+
+
 @cuda_twin("reduction", "Cumsum")
 class Cumsum(AxisOp):
     """``cumsum(x, axis=None)``: NumPy's, so ``axis=None`` scans the flattened input."""
@@ -1073,6 +1157,7 @@ class Cumsum(AxisOp):
     single_axis = True
     forward_kernel = staticmethod(_cumsum_forward)
     vjp_kernel = staticmethod(_cumsum_vjp)
+    numpy_vjp = staticmethod(_numpy_cumsum_vjp)
 
     def result_dtype(self, x):
         return x.dtype if x.dtype.kind in "fiu" else np.dtype(np.int64)

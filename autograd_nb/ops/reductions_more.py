@@ -11,7 +11,7 @@ dtype and NaN rules worked out around them.
 import numpy as np
 from numba import njit
 
-from . import _broadcast
+from . import _broadcast, _numpy_vjp
 from .reduction import Cumsum, mean
 from .registry import call, constant_like, cuda_twin, host_values, public
 
@@ -44,6 +44,16 @@ def _cumprod_vjp(g, x, y, gx):
                 tail *= x[o, j, k]
 
 
+def _numpy_cumprod_vjp(g, x, y, gx):
+    # ``_cumprod_vjp``'s float64 ``tail`` walked from the end, all lanes at once.
+    tail = np.zeros((gx.shape[0], gx.shape[2]), dtype=np.float64)
+    for j in range(gx.shape[1] - 1, -1, -1):
+        tail = tail + g[:, j]
+        before = y[:, j - 1].astype(np.float64) if j > 0 else 1.0
+        _numpy_vjp.add_into(gx[:, j], before * tail)
+        tail = tail * x[:, j]
+
+
 @cuda_twin("reduction", "Cumprod")
 class Cumprod(Cumsum):
     """``cumprod(x, axis=None)``: NumPy's, so ``axis=None`` scans the flattened input."""
@@ -54,6 +64,7 @@ class Cumprod(Cumsum):
     saves_output = True
     forward_kernel = staticmethod(_cumprod_forward)
     vjp_kernel = staticmethod(_cumprod_vjp)
+    numpy_vjp = staticmethod(_numpy_cumprod_vjp)
 
     def rule(self, k, grad_output, inputs, output, attrs):
         layout = attrs["layout"]

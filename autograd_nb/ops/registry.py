@@ -294,6 +294,20 @@ class Op:
     def vjp(self, k, grad_output, saved, attrs, grad_input):
         raise NotImplementedError
 
+    def vjp_numpy(self, k, grad_output, saved, attrs, grad_input):
+        """``vjp`` in NumPy alone, for tier 0's backward (:mod:`autograd_nb.tiering`): the
+        same accumulation into ``grad_input``, bit for bit (the kernel's typing, the order in
+        which each element receives its values: ``ops/_numpy_vjp.py``), compiling nothing.
+        Called only where :meth:`has_vjp_numpy` says so."""
+        raise NotImplementedError
+
+    def has_vjp_numpy(self, k, saved, attrs):
+        """Whether :meth:`vjp_numpy` follows VJP ``k``'s kernel for a node of these saved
+        arrays and attrs. By default, whether the op defines it; ops whose twin covers some
+        layouts or dtypes only say which. Where one VJP of a backward has none, tier 0's
+        backward walks the differentiable rules instead."""
+        return type(self).vjp_numpy is not Op.vjp_numpy
+
     def rule(self, k, grad_output, inputs, output, attrs):
         raise NotImplementedError
 

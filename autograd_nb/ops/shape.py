@@ -10,7 +10,7 @@ import operator
 import numpy as np
 from numba import njit
 
-from . import _broadcast, _strided, registry
+from . import _broadcast, _numpy_vjp, _strided, registry
 from ._pointers import array_at
 from .registry import ExecSpec, Op, call, cuda_twin, public, run_key
 
@@ -134,6 +134,9 @@ class Reshape(ShapeOp):
 
     vjp_batched = vjp  # the same flat copy, batch and all
 
+    def vjp_numpy(self, k, grad_output, saved, attrs, grad_input):
+        _numpy_vjp.add_into(grad_input.reshape(-1), grad_output.reshape(-1))
+
     def rule(self, k, grad_output, inputs, output, attrs):
         return call("reshape", grad_output, shape=attrs["input_shape"])
 
@@ -204,6 +207,10 @@ class Transpose(ShapeOp):
         out_shape, strides = self._layout(attrs)
         _strided.strided_scatter_add(grad_output, out_shape, strides, grad_input)
 
+    def vjp_numpy(self, k, grad_output, saved, attrs, grad_input):
+        out_shape, strides = self._layout(attrs)
+        _numpy_vjp.scatter_add(grad_output, out_shape, strides, grad_input.reshape(-1))
+
     def exec_spec(self, k, node):
         return _scatter_spec(node, *self._layout(node.attrs))
 
@@ -249,6 +256,10 @@ class BroadcastTo(ShapeOp):
     def vjp(self, k, grad_output, saved, attrs, grad_input):
         strides = _broadcast.broadcast_strides(attrs["input_shape"], attrs["shape"])
         _strided.strided_scatter_add(grad_output, attrs["shape"], strides, grad_input)
+
+    def vjp_numpy(self, k, grad_output, saved, attrs, grad_input):
+        strides = _broadcast.broadcast_strides(attrs["input_shape"], attrs["shape"])
+        _numpy_vjp.scatter_add(grad_output, attrs["shape"], strides, grad_input.reshape(-1))
 
     def exec_spec(self, k, node):
         attrs = node.attrs
@@ -297,6 +308,10 @@ class AsType(ShapeOp):
     def vjp(self, k, grad_output, saved, attrs, grad_input):
         grad = grad_output.reshape(-1).astype(grad_input.dtype)
         _strided.accumulate(grad, grad_input.reshape(-1))
+
+    def vjp_numpy(self, k, grad_output, saved, attrs, grad_input):
+        grad = grad_output.reshape(-1).astype(grad_input.dtype)
+        _numpy_vjp.add_into(grad_input.reshape(-1), grad)
 
     vjp_batched = vjp
 
@@ -502,6 +517,14 @@ class Join(Op):
 
     def vjp(self, k, grad_output, saved, attrs, grad_input):
         self._add_back(k, grad_output, attrs["outer"], attrs, grad_input)
+
+    def vjp_numpy(self, k, grad_output, saved, attrs, grad_input):
+        if grad_input.size:
+            outer, start = attrs["outer"], attrs["starts"][k]
+            blocks = grad_output.astype(grad_input.dtype, copy=False)
+            blocks = blocks.reshape(outer, attrs["starts"][-1])
+            piece = grad_input.reshape(outer, attrs["widths"][k])
+            _numpy_vjp.add_into(piece, blocks[:, start:start + piece.shape[1]])
 
     def vjp_batched(self, k, grad_outputs, saved, attrs, grad_inputs):
         # The batch is one more leading dimension: ``outer`` rows per vector.

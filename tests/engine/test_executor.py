@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import autograd_nb as anb
-from autograd_nb import config, engine
+from autograd_nb import config, engine, tiering
 from autograd_nb.engine import executor, fusion
 from autograd_nb.ops import _pointers
 
@@ -119,9 +119,10 @@ def test_random_programs_agree_across_modes_and_with_the_rules(steps, dtype):
     x0 = rng.uniform(-1, 1, (3, 4)).astype(dtype)
     w0 = rng.uniform(-1, 1, (4,)).astype(dtype)
     results = {}
-    for mode in ("python", "compiled", "fused"):
+    for mode in ("python", "compiled", "fused", "tier0"):
         config.COMPILED_BACKWARD = mode != "python"
         config.FUSE_BACKWARD = mode == "fused"
+        tiering.backward_pending = mode == "tier0"  # the VJP kernels' NumPy twins
         saved, config.FUSION_MIN_ELEMENTS = config.FUSION_MIN_ELEMENTS, 1
         try:
             x = anb.tensor(x0, requires_grad=True)
@@ -132,15 +133,19 @@ def test_random_programs_agree_across_modes_and_with_the_rules(steps, dtype):
         finally:
             config.COMPILED_BACKWARD, config.FUSE_BACKWARD = True, True
             config.FUSION_MIN_ELEMENTS = saved
+            tiering.backward_pending = False
+            tiering._grad_leaves.clear()
     x = anb.tensor(x0, requires_grad=True)
     w = anb.tensor(w0, requires_grad=True)
     rules = anb.grad(run_program(steps, x, w), (x, w), create_graph=True, allow_unused=True,
                      materialize_grads=True)
     tolerance = 1e-12 if dtype == "float64" else 2e-5
     for i in range(2):
+        # The same bits whether the chains are fused (each stage rounded to the dtype, as a
+        # node's kernel stores it) or not, and in tier 0's NumPy twins.
         np.testing.assert_array_equal(results["compiled"][i], results["python"][i])
-        np.testing.assert_allclose(results["fused"][i], results["python"][i], rtol=tolerance,
-                                   atol=tolerance)
+        np.testing.assert_array_equal(results["fused"][i], results["python"][i])
+        np.testing.assert_array_equal(results["tier0"][i], results["compiled"][i])
         np.testing.assert_allclose(rules[i].numpy(), results["python"][i], rtol=tolerance * 10,
                                    atol=tolerance * 10)
 
@@ -213,7 +218,36 @@ def test_reused_arena_slots_are_zeroed_before_reuse(modes):
 
     results = modes(run)
     np.testing.assert_array_equal(results["compiled"], results["python"])
-    np.testing.assert_allclose(results["fused"], results["python"], rtol=1e-13)
+    np.testing.assert_array_equal(results["fused"], results["python"])
+
+
+def test_fused_chains_give_the_unfused_bits_in_float32(monkeypatch):
+    # Stages numba computes in float64 (``g * (1 - y * y)``, ``g * y * (1 - y)``) followed by
+    # others: a fused loop rounds each stage's value to float32 as a node's kernel stores it,
+    # so fused, unfused and tier 0's twins agree to the bit.
+    rng = np.random.default_rng(4)
+    x0 = rng.uniform(-2, 2, 3 * config.FUSION_MIN_ELEMENTS).astype(np.float32)
+    b0 = rng.uniform(0.5, 1.5, x0.size).astype(np.float32)
+
+    def run():
+        x = anb.tensor(x0, requires_grad=True)
+        b = anb.tensor(b0)
+        h = x
+        for _ in range(3):
+            h = anb.sigmoid(anb.tanh(h * 0.9 + 0.1) * b) - 0.25
+        loss = anb.sum(h)
+        plan = engine.make_plan([loss._node], [x], all_leaves=False)
+        groups = fusion.groups(plan, {id(x)}, False, {id(loss._node)})
+        return anb.grad(loss, x)[0].numpy(), len({id(g) for g in groups.values()})
+
+    fused, n_groups = run()
+    assert n_groups >= 1
+    monkeypatch.setattr(config, "FUSE_BACKWARD", False)
+    unfused, _ = run()
+    np.testing.assert_array_equal(fused, unfused)
+    monkeypatch.setattr(tiering, "backward_pending", True)
+    twins, _ = run()
+    np.testing.assert_array_equal(twins, unfused)
 
 
 def test_fusion_groups_a_chain_and_stops_at_a_second_consumer(monkeypatch):
