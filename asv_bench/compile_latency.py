@@ -16,8 +16,8 @@ sees from the second run on). The table counts numba's compilations in each proc
 process that compiles much found no cache of this package version (an edited source file starts
 a new generation of the cache).
 
-A cold process serves its first calls from tier 0 (NumPy forwards and a walk of the
-differentiable rules, ``autograd_nb/tiering.py``) while a background process compiles the
+A cold process serves its first calls from tier 0 (NumPy twins of the forward and VJP
+kernels, ``autograd_nb/tiering.py``) while a background process compiles the
 kernels: the column "specialised kernels ready" is when that process had finished, counted
 from the start of the measuring process. ``--no-tiering`` measures without tier 0 (every
 kernel compiles in the process before its first use).

@@ -169,6 +169,12 @@ TIER0_RECORD_BYTES = 64 << 20
 #: Consecutive calls on cached kernels after which an op leaves tier 0 for good, its check off
 #: the hot path (a bound, not measured).
 TIER0_LEAVE_AFTER = 256
+#: Elements up to which tier 0 runs a formula that calls the C library element by element
+#: (``ops/_libm_numpy.py``: ``arcsin``, ``**``, ...; ~0.7 µs an element for float32, through
+#: ctypes, ~0.09 µs for float64, through ``math``: docs/benchmarking.rst, "Compile latency"),
+#: ~12 ms a call at most; a larger call compiles its forward kernel, or its backward walks
+#: the differentiable rules.
+TIER0_LIBM_ELEMENTS = {"float32": 16_384, "float64": 131_072}
 
 # -- anb.compile's replay (autograd_nb.replay) ---------------------------------------------------
 

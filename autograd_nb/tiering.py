@@ -1,25 +1,25 @@
 """Tiered first use: NumPy serves a call until its compiled kernels are in the cache.
 
-A fresh process with an empty kernel cache would compile every kernel it meets, about a
-second of numba and LLVM per function (docs/benchmarking.rst, "Compile latency"). Instead, a
-call whose kernels are not known to be cached runs *tier 0*: the op's forward is NumPy code
-that gives the kernels' results bit for bit (``Op.forward_numpy``: the same operations in the
-same order, the fast-math functions through their NumPy twins in ``ops/_fastmath_numpy.py``,
-products through the BLAS calls numba makes), so the results do not change when the compiled
-kernels take over; and a backward walks the plan as the Python walk of the VJP kernels does
-(``engine/backward.py``), calling each op's NumPy twin of its VJP kernel instead
-(``Op.vjp_numpy``: the formula typed as numba types it, so a float32 operand promotes to
-float64 where the kernel's does, and added into the gradient buffer as the kernel adds it,
-each element's values in the kernel's order; ``ops/_numpy_vjp.py``), so its gradients equal
-the compiled backward's bit for bit, float32 included (fused chains give the unfused bits,
-:mod:`autograd_nb.engine.fusion`; a custom Function's backward is its own Python, run as the
-compiled walk runs it). Both compile nothing. Where some VJP of the backward has no twin
-(``Op.has_vjp_numpy``: the elementwise formulas of special functions and ``power``'s base,
-``_bmm`` where the own AVX-512 GEMM would run, the ``linalg`` factorisations, ops registered
-with their own ``@njit`` kernels), that whole
-backward walks the ops' differentiable rules instead, compiling nothing either: float32
-gradients through such an op may differ from the compiled backward's by an ulp until its
-kernels are ready (compiling the missing VJP kernels in the process instead took the
+A fresh process with an empty kernel cache would compile every kernel it meets, about a second
+of numba and LLVM per function (docs/benchmarking.rst, "Compile latency"). Instead, a call
+whose kernels are not known to be cached runs *tier 0*: the op's forward is NumPy code that
+gives the kernels' results bit for bit (``Op.forward_numpy``: the same operations in the same
+order, the fast-math functions through their NumPy twins in ``ops/_fastmath_numpy.py``, the C
+library's ``asin``, ``pow``, ... element by element as the kernels call them, in
+``ops/_libm_numpy.py``; products through the BLAS calls numba makes), so the results do not
+change when the compiled kernels take over; and a backward walks the plan as the Python walk
+of the VJP kernels does (``engine/backward.py``), calling each op's NumPy twin of its VJP
+kernel instead (``Op.vjp_numpy``: the formula typed as numba types it, so a float32 operand
+promotes to float64 where the kernel's does, and added into the gradient buffer as the kernel
+adds it, each element's values in the kernel's order; ``ops/_numpy_vjp.py``), so its gradients
+equal the compiled backward's bit for bit, float32 included (fused chains give the unfused
+bits, :mod:`autograd_nb.engine.fusion`; a custom Function's backward is its own Python, run as
+the compiled walk runs it). Both compile nothing. Where some VJP of the backward has no twin
+(``Op.has_vjp_numpy``: the elementwise formulas of special functions, ``_bmm`` where the own
+AVX-512 GEMM would run, the ``linalg`` factorisations, ops registered with their own ``@njit``
+kernels), that whole backward walks the ops' differentiable rules instead, compiling nothing
+either: float32 gradients through such an op may differ from the compiled backward's by an ulp
+until its kernels are ready (compiling the missing VJP kernels in the process instead took the
 ``linalg`` workload's first gradient from 2.2 to 6.4 s: docs/benchmarking.rst, "Tier 0"). A
 batch (``is_grads_batched``) runs row by row, as the compiled executor runs every VJP but
 ``_bmm``'s, whose rows it stacks into one product: through a ``_bmm`` a batched tier-0
@@ -38,9 +38,9 @@ remains on the hot path.
 Rules: at most one worker per process at a time and one per cache generation on the machine
 (a lock file); a worker starts at the first tier-0 backward, or after
 ``config.TIER0_RECORD_LIMIT`` tier-0 calls; it outlives this process if need be, to finish
-filling the cache. Ops that NumPy cannot serve with the kernels' bits (special functions, the
-libm functions but sqrt and hypot, ``**``, linear algebra, the matrix-vector products split
-over threads, integer layouts) compile as before, and so does a backward on a GPU. Should a
+filling the cache. Ops that NumPy cannot serve with the kernels' bits (special functions,
+linear algebra, the matrix-vector products split over threads, integer layouts) compile as
+before, and so does a backward on a GPU. Should a
 worker fail to start or to finish, the process leaves tier 0 and compiles as without it; a
 call a worker could not replay compiles in the process. ``AUTOGRAD_NB_TIERED=0`` turns
 tiering off (the test suite does, except the tests of this module); it is also off where

@@ -18,13 +18,14 @@ import textwrap
 
 import numpy as np
 import pytest
+import scipy.special
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import autograd_nb as anb
 from autograd_nb import tiering
-from autograd_nb.ops.elementwise import ElementwiseOp
+from autograd_nb.ops.elementwise import ElementwiseOp, _numpy_formula
 from autograd_nb.ops.registry import REGISTRY, Op
 from tests.checks import check_gradients
 
@@ -33,9 +34,9 @@ TIERED = sorted(
 )
 ELEMENTWISE = [n for n in TIERED if isinstance(REGISTRY[n], ElementwiseOp)]
 #: The elementwise ops whose kernels call libm (or pow) where NumPy runs its own SIMD loops,
-#: which differ in the last bits: no NumPy forward, they compile from their first call.
+#: which differ in the last bits: tier 0 calls the same C functions element by element.
 LIBM = {"power", "arcsin", "arccos", "arctan2", "log2", "log10", "arcsinh", "arccosh", "arctanh"}
-NUMPY_ELEMENTWISE = [n for n in ELEMENTWISE if n not in LIBM]
+NUMPY_ELEMENTWISE = ELEMENTWISE
 REDUCTIONS = [n for n in TIERED if getattr(REGISTRY[n], "numpy_function", None) is not None]
 # The thresholds of the kernels' functions (overflow and underflow of exp, the switches of
 # tanh, sinh, expm1, the 2**20 switch of sin/cos/tan, their hardest argument) and IEEE's edges.
@@ -145,12 +146,35 @@ def test_elementwise_forward_numpy_matches_the_kernels_everywhere(name, dtype):
             assert_same(*both(op, columns, attrs), dtype)
 
 
-def test_the_ops_on_libm_functions_compile_from_their_first_call():
+def test_the_ops_on_libm_functions_have_a_numpy_forward():
+    # (and the tests above hold each one to its kernel's bits)
+    assert LIBM <= set(NUMPY_ELEMENTWISE)
     for name in LIBM:
         op = REGISTRY[name]
-        values, attrs = elementwise_values(op, name, np.float64, [(3,)] * op.n_inputs,
+        values, attrs = elementwise_values(op, name, np.float32, [(3,)] * op.n_inputs,
                                            np.random.default_rng(0))
-        assert both(op, values, attrs)[1] is None, name
+        assert both(op, values, attrs)[1] is not None, name
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_large_libm_calls_leave_tier_0(dtype):
+    # Element by element through the C library, ~0.7 us an element in float32: from
+    # config.TIER0_LIBM_ELEMENTS on, the forward compiles and the backward walks the rules.
+    limit = anb.config.TIER0_LIBM_ELEMENTS[np.dtype(dtype).name]
+    op = REGISTRY["power"]
+    for n, served in ((limit, True), (limit + 1, False)):
+        a = np.full(n, 1.5, dtype=dtype)
+        arrays, attrs = op.prepare([a, a], {})
+        assert (op.forward_numpy(arrays, attrs) is not None) is served
+        saved = anb.engine.backward.Saved(arrays, op.forward(arrays, attrs))
+        assert op.has_vjp_numpy(0, saved, attrs) is served
+    assert REGISTRY["tanh"].forward_numpy(*REGISTRY["tanh"].prepare([a], {})) is not None
+
+
+def test_a_power_with_a_whole_constant_exponent_has_no_numpy_formula():
+    # numba raises to an integer by multiplying, not through pow: no twin of that.
+    assert _numpy_formula("x ** 2", "square by power") is None
+    assert _numpy_formula("x ** 2.0", "power") is not None
 
 
 @pytest.mark.parametrize("name", REDUCTIONS)
@@ -334,17 +358,19 @@ def test_tier0_float32_gradients_equal_the_compiled_ones(tier0, monkeypatch, siz
 
 
 def test_tier0_backward_through_an_op_without_a_twin_walks_the_rules(tier0, monkeypatch):
-    # ``power``'s base: its VJP kernel calls pow, which NumPy cannot follow; the backward
-    # then walks the differentiable rules (no VJP kernel compiles), close to the compiled one.
+    # ``gammaln``: its VJP kernel calls digamma, a special function with no NumPy twin; the
+    # backward then walks the differentiable rules (no VJP kernel compiles), close to the
+    # compiled one.
     rng = np.random.default_rng(2)
     x = anb.tensor(rng.uniform(0.5, 2, (4, 3)), requires_grad=True)
-    value = anb.sum(anb.tanh(x) ** 2.5)
+    value = anb.sum(anb.special.gammaln(anb.tanh(x) + 1.0))
     assert not anb.engine.backward.has_twins(anb.engine.make_plan([value._node], [x], False))
     with monkeypatch.context() as patch:
         no_kernel_vjps(patch)
         (g,) = anb.grad(value, x)
     t = np.tanh(x.numpy())
-    np.testing.assert_allclose(g.numpy(), 2.5 * t**1.5 * (1 - t * t), rtol=1e-13)
+    np.testing.assert_allclose(g.numpy(), scipy.special.digamma(t + 1) * (1 - t * t),
+                               rtol=1e-13)
 
 
 def test_tier0_backward_runs_a_custom_function_as_the_compiled_walk_does(tier0):

@@ -16,7 +16,8 @@ import ast
 import numpy as np
 from numba import njit
 
-from . import _broadcast, _fastmath_numpy, _kernels, _numpy_vjp, _scalar, registry
+from .. import config
+from . import _broadcast, _fastmath_numpy, _kernels, _libm_numpy, _numpy_vjp, _scalar, registry
 from ._parallel import use_threads
 from ._pointers import array_at
 from .registry import ExecSpec, Op, call, cuda_twin, public
@@ -45,11 +46,13 @@ def _numpy_floor(x):
 
 
 #: The formulas' names over NumPy arrays (tier 0's forward, ``ElementwiseOp.forward_numpy``),
-#: each giving the kernels' bits: ``_fastmath``'s twins, and NumPy where the kernels' function
-#: rounds correctly (sqrt) or is the same libm call (hypot). The other libm functions (arcsin,
-#: log2, ...), ``**`` (pow) and the special functions differ from NumPy's SIMD loops in the
-#: last bits, so the ops that use them compile from their first call.
+#: each giving the kernels' bits: ``_fastmath``'s twins, NumPy where the kernels' function
+#: rounds correctly (sqrt) or is the same libm call (hypot), and the other libm functions
+#: (arcsin, log2, ..., and ``**`` as ``_pow``) called element by element, as the kernels call
+#: them (``_libm_numpy``: NumPy's SIMD loops differ in the last bits). The special functions
+#: have none: the ops that use them compile from their first call.
 _NUMPY_NAMESPACE = dict(_fastmath_numpy.FUNCTIONS)
+_NUMPY_NAMESPACE.update(_libm_numpy.FUNCTIONS)
 _NUMPY_NAMESPACE.update(
     sqrt=np.sqrt, hypot=np.hypot, where=np.where, maximum=np.maximum, minimum=np.minimum,
     sign=_numpy_sign, rint=_numpy_rint, floor=_numpy_floor, abs=np.abs, __builtins__={},
@@ -60,25 +63,50 @@ _NUMPY_NAMESPACE.update(
 
 
 class _TypedConstants(ast.NodeTransformer):
+    """A formula's constants typed as numba types them, and ``a ** b`` as ``_pow(a, b)``."""
+
     def visit_Constant(self, node):
         if type(node.value) not in (int, float):
             return node
         kind = "_int64" if type(node.value) is int else "_float64"
         return ast.Call(ast.Name(kind, ast.Load()), [node], [])
 
+    def visit_BinOp(self, node):
+        node = self.generic_visit(node)
+        if not isinstance(node.op, ast.Pow):
+            return node
+        return ast.Call(ast.Name("_pow", ast.Load()), [node.left, node.right], [])
+
 
 def _numpy_formula(formula, name):
     """``formula`` compiled for NumPy arrays, or None where it uses a name that NumPy cannot
-    evaluate with the kernels' bits, or ``**``."""
+    evaluate with the kernels' bits, or raises to a whole-number constant (numba multiplies
+    for ``x ** 2``, where ``pow`` serves a float exponent)."""
     tree = ast.parse(formula, mode="eval")
     names = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
-    if any(isinstance(node, ast.Pow) for node in ast.walk(tree)) or any(
+    if any(
+        isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow)
+        and isinstance(node.right, ast.Constant) and type(node.right.value) is int
+        for node in ast.walk(tree)
+    ) or any(
         n in _scalar.MATH_NAMES + _scalar.SCALAR_NAMES and n not in _NUMPY_NAMESPACE
         for n in names
     ):
         return None
     tree = ast.fix_missing_locations(_TypedConstants().visit(tree))
     return compile(tree, f"<{name} numpy>", "eval")
+
+
+def _libm_fits(code, shape, dtype):
+    """Whether tier 0 may evaluate the formula ``code`` over ``shape`` in ``dtype``: always,
+    unless it calls the C library element by element (``_libm_numpy``), then up to
+    ``config.TIER0_LIBM_ELEMENTS``."""
+    if _libm_numpy.FUNCTIONS.keys().isdisjoint(code.co_names):
+        return True
+    size = 1
+    for d in shape:
+        size *= d
+    return size <= config.TIER0_LIBM_ELEMENTS.get(np.dtype(dtype).name, 0)
 
 
 def _tensor_namespace():
@@ -277,7 +305,8 @@ class ElementwiseOp(Op):
             return None
         if self._numpy_formula is None:
             self._numpy_formula = _numpy_formula(self.formula, self.name) or False
-        if self._numpy_formula is False:
+        if self._numpy_formula is False or not _libm_fits(self._numpy_formula, attrs["shape"],
+                                                          dtype):
             return None
         names = dict(zip(self.input_names, arrays, strict=True))
         names.update(zip(self.params, attrs["params"]))  # (float64 scalars, as compiled)
@@ -476,12 +505,16 @@ class ElementwiseOp(Op):
 
     def has_vjp_numpy(self, k, saved, attrs):
         # Float operands (integer arithmetic stays the kernels'), and a formula NumPy can
-        # evaluate with the kernel's bits (not ``**``, the special functions, libm's).
-        if not self._numpy_vjp_formula(k):
+        # evaluate with the kernel's bits (not the special functions; the C library's, on
+        # small enough arrays: ``_libm_fits``).
+        formula = self._numpy_vjp_formula(k)
+        if not formula:
             return False
         kinds = self.input_kinds or ("like",) * self.n_inputs
-        return all(saved[i].dtype.kind == "f" for i in self._vjp_args[k][0]
-                   if kinds[i] != "bool")
+        floats = [saved[i].dtype for i in self._vjp_args[k][0] if kinds[i] != "bool"]
+        if any(dtype.kind != "f" for dtype in floats):
+            return False
+        return _libm_fits(formula, attrs["shape"], np.result_type(*floats, np.float32))
 
     def _numpy_vjp_formula(self, k):
         """VJP ``k``'s formula compiled for NumPy arrays (``_numpy_formula``), or False."""
