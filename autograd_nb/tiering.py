@@ -14,9 +14,11 @@ promotes to float64 where the kernel's does, and added into the gradient buffer 
 adds it, each element's values in the kernel's order; ``ops/_numpy_vjp.py``), so its gradients
 equal the compiled backward's bit for bit, float32 included (fused chains give the unfused
 bits, :mod:`autograd_nb.engine.fusion`; a custom Function's backward is its own Python, run as
-the compiled walk runs it). Both compile nothing. Where some VJP of the backward has no twin
-(``Op.has_vjp_numpy``: the elementwise formulas of special functions, ``_bmm`` where the own
-AVX-512 GEMM would run, the ``linalg`` factorisations, ops registered with their own ``@njit``
+the compiled walk runs it). Both compile nothing, but for an elementwise VJP without a twin (a
+special function's derivative, a C library call over more than ``config.TIER0_LIBM_ELEMENTS``
+elements), which runs its own kernel: one small loop to compile, and the same bits. Where some
+other VJP of the backward has no twin (``Op.has_vjp_numpy``: ``_bmm`` where the own AVX-512
+GEMM would run, the ``linalg`` factorisations, ops registered with their own ``@njit``
 kernels), that whole backward walks the ops' differentiable rules instead, compiling nothing
 either: float32 gradients through such an op may differ from the compiled backward's by an ulp
 until its kernels are ready (compiling the missing VJP kernels in the process instead took the

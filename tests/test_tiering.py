@@ -361,19 +361,39 @@ def test_tier0_float32_gradients_equal_the_compiled_ones(tier0, monkeypatch, siz
 
 
 def test_tier0_backward_through_an_op_without_a_twin_walks_the_rules(tier0, monkeypatch):
-    # ``gammaln``: its VJP kernel calls digamma, a special function with no NumPy twin; the
-    # backward then walks the differentiable rules (no VJP kernel compiles), close to the
-    # compiled one.
+    # ``det`` (a linalg factorisation): its VJP has no NumPy twin, so the backward walks the
+    # differentiable rules (no VJP kernel compiles), close to the compiled one.
     rng = np.random.default_rng(2)
-    x = anb.tensor(rng.uniform(0.5, 2, (4, 3)), requires_grad=True)
-    value = anb.sum(anb.special.gammaln(anb.tanh(x) + 1.0))
+    x = anb.tensor(rng.standard_normal((3, 3)) + 3 * np.eye(3), requires_grad=True)
+    value = anb.linalg.det(anb.tanh(x))
     assert not anb.engine.backward.has_twins(anb.engine.make_plan([value._node], [x], False))
     with monkeypatch.context() as patch:
         no_kernel_vjps(patch)
         (g,) = anb.grad(value, x)
     t = np.tanh(x.numpy())
-    np.testing.assert_allclose(g.numpy(), scipy.special.digamma(t + 1) * (1 - t * t),
-                               rtol=1e-13)
+    expected = np.linalg.det(t) * np.linalg.inv(t).T * (1 - t * t)
+    np.testing.assert_allclose(g.numpy(), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_tier0_runs_the_kernel_of_an_elementwise_vjp_without_a_twin(tier0, dtype):
+    # ``gammaln``'s derivative calls digamma, which has no NumPy twin: that one VJP runs its
+    # kernel in tier 0's walk (the others their twins), and the gradient keeps its bits.
+    rng = np.random.default_rng(4)
+    start = rng.uniform(0.5, 2, (4, 3)).astype(dtype)
+    x = anb.tensor(start, requires_grad=True)
+    value = anb.sum(anb.special.gammaln(anb.tanh(x) + 1.0) * 1.5)
+    assert anb.engine.backward.has_twins(anb.engine.make_plan([value._node], [x], False))
+    (g,) = anb.grad(value, x)
+    for name in TIERED:
+        tiering._leave(REGISTRY[name])
+    tiering.backward_pending = False
+    compiled = anb.tensor(start, requires_grad=True)
+    (c,) = anb.grad(anb.sum(anb.special.gammaln(anb.tanh(compiled) + 1.0) * 1.5), compiled)
+    np.testing.assert_array_equal(g.numpy(), c.numpy())
+    t = np.tanh(start.astype(np.float64))
+    np.testing.assert_allclose(g.numpy(), 1.5 * scipy.special.digamma(t + 1) * (1 - t * t),
+                               rtol=1e-5 if dtype == np.float32 else 1e-12)
 
 
 def test_tier0_backward_runs_a_custom_function_as_the_compiled_walk_does(tier0):
