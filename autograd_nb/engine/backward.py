@@ -27,7 +27,6 @@ import operator
 import numpy as np
 
 from .. import config, tape
-from ..ops.elementwise import ElementwiseOp
 from ..ops.registry import Saved
 from ..tensor import Tensor
 from . import fusion, schedule
@@ -161,8 +160,8 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch
     ``twins`` (tier 0, :mod:`autograd_nb.tiering`; no batch, host arrays, every VJP with a
     twin or elementwise: :func:`has_twins`) the kernels' NumPy twins (``Op.vjp_numpy``), which
     give the compiled backward's bits and compile nothing (an elementwise VJP without one runs
-    its kernel); with ``rules`` (tier 0 where some VJP has
-    no twin) the rules without recording, and the gradients come back as fresh arrays.
+    its kernel); with ``rules`` (tier 0 where some other VJP has no twin) the rules without
+    recording, and the gradients come back as fresh arrays.
     """
     walk_rules = create_graph or rules
     device = not walk_rules and not twins and _touches_device(plan, seeds)
@@ -191,14 +190,14 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch
 
 def has_twins(plan):
     """Whether every VJP of ``plan``'s nodes has a NumPy twin (``Op.has_vjp_numpy``) or is
-    an elementwise op's, so that tier 0's backward can walk the twins: an elementwise VJP
-    without one (a special function's derivative, a C library call over more than
-    ``config.TIER0_LIBM_ELEMENTS``) runs its own kernel, one small loop to compile, and the
-    gradients keep the compiled backward's bits."""
+    quick to compile (``Op.quick_vjp_kernels``: elementwise), so that tier 0's backward can
+    walk the twins: a quick VJP without one (a special function's derivative, a C library
+    call over more than ``config.TIER0_LIBM_ELEMENTS``) runs its own kernel, and the gradients
+    keep the compiled backward's bits."""
     for node in plan.nodes:
         op, saved = node.op, None
         for k, edge in enumerate(node.edges):
-            if edge is None or not op.is_differentiable(k) or isinstance(op, ElementwiseOp):
+            if edge is None or not op.is_differentiable(k) or op.quick_vjp_kernels:
                 continue
             if saved is None:
                 saved = Saved(node.saved_inputs, node.saved_output)
@@ -268,10 +267,9 @@ def _vjp(node, k, grad, saved, buffer, lead, batch, twins=False):
     ``grad``; with ``twins``, through the op's NumPy twin)."""
     if grad.shape[len(lead):] != node.shape:  # (a buffer passed on by an identity)
         grad = grad.reshape(lead + node.shape)
-    if twins and (not isinstance(node.op, ElementwiseOp)
-                  or node.op.has_vjp_numpy(k, saved, node.attrs)):
+    if twins and node.op.has_vjp_numpy(k, saved, node.attrs):
         node.op.vjp_numpy(k, grad, saved, node.attrs, buffer)
-        return
+        return  # (else, in tier 0, an op with ``quick_vjp_kernels``: its kernel compiles)
     if type(grad) is not np.ndarray:
         _device_vjp(node, k, grad, saved, buffer, batch)
     elif batch is None:

@@ -61,6 +61,29 @@ def blas_function(name, dtype):
     return function
 
 
+class ByAddress:
+    """Arguments of a call from Python to a ``blas_function`` (Fortran: every argument an
+    address): each value made here lives as long as this object, so keep it until the call
+    returns. ``scalar`` values are of ``dtype`` (float32 or float64)."""
+
+    def __init__(self, dtype):
+        self._scalar = ctypes.c_float if np.dtype(dtype) == np.float32 else ctypes.c_double
+        self._kept = []
+
+    def _at(self, value):
+        self._kept.append(value)
+        return ctypes.addressof(value)
+
+    def int(self, value):
+        return self._at(ctypes.c_int(value))
+
+    def char(self, value):
+        return self._at(ctypes.c_char(value))
+
+    def scalar(self, value):
+        return self._at(self._scalar(value))
+
+
 # ``config.GEMM_SPLIT_*``, read once, at import: numba compiles them into the functions below,
 # and the Python callers read these copies so that both agree.
 SPLIT_MIN_WORK = config.GEMM_SPLIT_MIN_WORK

@@ -128,32 +128,25 @@ def _as_result(typingctx, value, like):
     return result(value, like), codegen
 
 
-@intrinsic
-def _fma(typingctx, a, b, c):
-    """a * b + c with one rounding (llvm.fma: vfmadd on x86-64-v3 and later, fmadd on arm64)."""
-    sig = types.float64(types.float64, types.float64, types.float64)
+def _fma_typing(name, numba_type, ir_type):
+    """The typing of an ``@intrinsic`` ``a * b + c`` of ``numba_type`` with one rounding
+    (llvm.fma: vfmadd on x86-64-v3 and later, fmadd on arm64)."""
 
-    def codegen(context, builder, signature, args):
-        double = ir.DoubleType()
-        fnty = ir.FunctionType(double, [double, double, double])
-        fn = builder.module.declare_intrinsic("llvm.fma", [double], fnty)
-        return builder.call(fn, args)
+    def fma(typingctx, a, b, c):
+        def codegen(context, builder, signature, args):
+            fnty = ir.FunctionType(ir_type, [ir_type] * 3)
+            fn = builder.module.declare_intrinsic("llvm.fma", [ir_type], fnty)
+            return builder.call(fn, args)
 
-    return sig, codegen
+        return numba_type(numba_type, numba_type, numba_type), codegen
+
+    fma.__name__ = fma.__qualname__ = name
+    return fma
 
 
-@intrinsic
-def _fma32(typingctx, a, b, c):
-    """``_fma`` of float32s (llvm.fma.f32)."""
-    sig = types.float32(types.float32, types.float32, types.float32)
-
-    def codegen(context, builder, signature, args):
-        single = ir.FloatType()
-        fnty = ir.FunctionType(single, [single, single, single])
-        fn = builder.module.declare_intrinsic("llvm.fma", [single], fnty)
-        return builder.call(fn, args)
-
-    return sig, codegen
+#: ``a * b + c`` of float64s (its arguments cast to float64), and of float32s, rounded once.
+_fma = intrinsic(_fma_typing("_fma", types.float64, ir.DoubleType()))
+_fma32 = intrinsic(_fma_typing("_fma32", types.float32, ir.FloatType()))
 
 
 # ---------------------------------------------------------------------------------------------

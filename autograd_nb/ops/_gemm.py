@@ -65,6 +65,12 @@ def own_fits(out):
     return out.shape[0] >= ROWS // 2 and out.shape[1] >= tile_columns(out)
 
 
+def own_fits_shape(rows, columns, itemsize):
+    """:func:`own_fits` from Python, for a product into ``rows x columns`` of ``itemsize``
+    bytes (tier 0 decides whether the own kernel would run without compiling anything)."""
+    return rows >= ROWS // 2 and columns >= VECTORS * 64 // itemsize
+
+
 @intrinsic
 def _tile(typingctx, x, x_row, x_step, y, y_row, out, out_row, depth, rows, like):
     """``out[r, :c] += sum over p < depth of x[r, p] * y[p, :c]`` for ``r < rows`` (at most

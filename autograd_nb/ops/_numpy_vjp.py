@@ -10,12 +10,10 @@ sequential adds (``np.add.accumulate`` along the order where the dtypes agree, a
 over the repeats where they do not), never through NumPy's pairwise sums.
 """
 
-import ctypes
-
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ._blas import GEMM
+from ._blas import GEMM, ByAddress
 
 
 def add_into(target, values):
@@ -67,22 +65,15 @@ def gemm_add(x, transpose_x, y, transpose_y, out):
     contiguous rows; ``out`` is not empty."""
     rows, columns = out.shape
     item = out.itemsize
-    scalar = ctypes.c_float if out.dtype == np.float32 else ctypes.c_double
-    kept = []  # (the ctypes values, alive until the call returns)
-
-    def at(value):
-        kept.append(value)
-        return ctypes.addressof(value)
+    by = ByAddress(out.dtype)
 
     def leading(matrix):
-        return ctypes.c_int(max(matrix.strides[0] // item, matrix.shape[1], 1))
+        return by.int(max(matrix.strides[0] // item, matrix.shape[1], 1))
 
-    one = at(scalar(1.0))
+    one = by.scalar(1.0)
     GEMM[out.dtype](
-        at(ctypes.c_char(b"T" if transpose_y else b"N")),
-        at(ctypes.c_char(b"T" if transpose_x else b"N")),
-        at(ctypes.c_int(columns)), at(ctypes.c_int(rows)),
-        at(ctypes.c_int(x.shape[0] if transpose_x else x.shape[1])),
-        one, y.ctypes.data, at(leading(y)), x.ctypes.data, at(leading(x)), one,
-        out.ctypes.data, at(leading(out)),
+        by.char(b"T" if transpose_y else b"N"), by.char(b"T" if transpose_x else b"N"),
+        by.int(columns), by.int(rows), by.int(x.shape[0] if transpose_x else x.shape[1]),
+        one, y.ctypes.data, leading(y), x.ctypes.data, leading(x), one,
+        out.ctypes.data, leading(out),
     )

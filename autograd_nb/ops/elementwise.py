@@ -12,6 +12,7 @@ Python number never widens a float32 gradient to float64.
 """
 
 import ast
+import math
 
 import numpy as np
 from numba import njit
@@ -103,10 +104,7 @@ def _libm_fits(code, shape, dtype):
     ``config.TIER0_LIBM_ELEMENTS``."""
     if _libm_numpy.FUNCTIONS.keys().isdisjoint(code.co_names):
         return True
-    size = 1
-    for d in shape:
-        size *= d
-    return size <= config.TIER0_LIBM_ELEMENTS.get(np.dtype(dtype).name, 0)
+    return math.prod(shape) <= config.TIER0_LIBM_ELEMENTS.get(np.dtype(dtype).name, 0)
 
 
 def _tensor_namespace():
@@ -146,6 +144,7 @@ class ElementwiseOp(Op):
     """
 
     family = "elementwise"
+    quick_vjp_kernels = True
     #: Per input, the dtype of its buffer as the compiled executor sees it (see _kernels).
     input_kinds = None
 

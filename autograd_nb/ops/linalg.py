@@ -10,7 +10,6 @@ The composites record only shape ops, ``_bmm``, ``sum``, ``multiply`` and ``geti
 gradients (of any order) come from those ops' rules.
 """
 
-import ctypes
 import math
 
 import numpy as np
@@ -21,6 +20,7 @@ from . import _broadcast, _gemm, _numpy_vjp
 from ._blas import (
     SPLIT_MIN_WORK,
     THREAD_CONTROLS,
+    ByAddress,
     blas_function,
     gemm_add,
     gemm_add_at,
@@ -463,34 +463,24 @@ def _numba_dot(a, b, out):
     product, a matrix-vector product either way, or the product as its transpose in Fortran
     order, ``out.T = b.T @ a.T``), so the same bits, and nothing to compile."""
     (m, k), n = a.shape, b.shape[1]
-    scalar = ctypes.c_float if a.dtype == np.float32 else ctypes.c_double
-    kept = []  # (the ctypes values, alive until the call returns)
-
-    def at(value):
-        kept.append(value)
-        return ctypes.addressof(value)
-
-    one, zero, step = at(scalar(1.0)), at(scalar(0.0)), at(ctypes.c_int(1))
+    by = ByAddress(a.dtype)
+    one, zero, step = by.scalar(1.0), by.scalar(0.0), by.int(1)
     if m == 1 and n == 1:
-        out[0, 0] = blas_function("dot", a.dtype)(at(ctypes.c_int(k)), a.ctypes.data, step,
+        out[0, 0] = blas_function("dot", a.dtype)(by.int(k), a.ctypes.data, step,
                                                    b.ctypes.data, step)
     elif n == 1:
-        blas_function("gemv", a.dtype)(at(ctypes.c_char(b"t")), at(ctypes.c_int(k)),
-                                        at(ctypes.c_int(m)), one, a.ctypes.data,
-                                        at(ctypes.c_int(k)), b.ctypes.data, step, zero,
+        blas_function("gemv", a.dtype)(by.char(b"t"), by.int(k), by.int(m), one,
+                                        a.ctypes.data, by.int(k), b.ctypes.data, step, zero,
                                         out.ctypes.data, step)
     elif m == 1:
-        blas_function("gemv", a.dtype)(at(ctypes.c_char(b"n")), at(ctypes.c_int(n)),
-                                        at(ctypes.c_int(k)), one, b.ctypes.data,
-                                        at(ctypes.c_int(n)), a.ctypes.data, step, zero,
+        blas_function("gemv", a.dtype)(by.char(b"n"), by.int(n), by.int(k), one,
+                                        b.ctypes.data, by.int(n), a.ctypes.data, step, zero,
                                         out.ctypes.data, step)
     else:
-        no = at(ctypes.c_char(b"n"))
-        blas_function("gemm", a.dtype)(no, no, at(ctypes.c_int(n)), at(ctypes.c_int(m)),
-                                        at(ctypes.c_int(k)), one, b.ctypes.data,
-                                        at(ctypes.c_int(n)), a.ctypes.data,
-                                        at(ctypes.c_int(k)), zero, out.ctypes.data,
-                                        at(ctypes.c_int(n)))
+        no = by.char(b"n")
+        blas_function("gemm", a.dtype)(no, no, by.int(n), by.int(m), by.int(k), one,
+                                        b.ctypes.data, by.int(n), a.ctypes.data, by.int(k),
+                                        zero, out.ctypes.data, by.int(n))
 
 
 def _forward_blas(a, b, out):
@@ -674,10 +664,8 @@ class BatchedMatmul(Op):
         # (vectorised) sums or the own AVX-512 tiles (``_gemm.own_fits``): those compile.
         a, b = arrays
         path = _forward_path(a, b)
-        own_tiles = (
-            path == _BLAS and own_kernel_preferred() and a.shape[1] >= _gemm.ROWS // 2
-            and b.shape[2] >= _gemm.VECTORS * 64 // a.dtype.itemsize
-        )
+        own_tiles = path == _BLAS and own_kernel_preferred() and _gemm.own_fits_shape(
+            a.shape[1], b.shape[2], a.dtype.itemsize)
         if a.dtype.kind != "f" or path == _MATVEC or own_tiles:
             return None
         out = np.zeros((a.shape[0], a.shape[1], b.shape[2]), dtype=a.dtype)

@@ -305,8 +305,13 @@ class Op:
         """Whether :meth:`vjp_numpy` follows VJP ``k``'s kernel for a node of these saved
         arrays and attrs. By default, whether the op defines it; ops whose twin covers some
         layouts or dtypes only say which. Where one VJP of a backward has none, tier 0's
-        backward walks the differentiable rules instead."""
+        backward compiles that VJP's kernel if it is quick (:attr:`quick_vjp_kernels`), and
+        otherwise walks the differentiable rules instead."""
         return type(self).vjp_numpy is not Op.vjp_numpy
+
+    #: Whether each VJP kernel is one small generated loop, quick to compile (elementwise
+    #: ops): tier 0's backward compiles one without a NumPy twin rather than walk the rules.
+    quick_vjp_kernels = False
 
     def rule(self, k, grad_output, inputs, output, attrs):
         raise NotImplementedError

@@ -185,23 +185,19 @@ def scaled_add_driver(operands, ints, floats, like):
     784 x 512 float32: 160 -> 97 µs, docs/benchmarking.rst, "Fused forward")."""
     n = ints[0]
     s = array_at(operands[1], 1, like)[0]
+    if ints[1]:
+        s = -s  # (a - s * b is a + (-s) * b, bit for bit: negation is exact)
     b = array_at(operands[2], n, like)
     out = array_at(operands[3], n, like)
-    if operands[0] == operands[3]:  # in place: one array, so no overlap check stops SIMD
-        if ints[1]:
-            for i in range(n):
-                out[i] = out[i] - s * b[i]
-        else:
-            for i in range(n):
-                out[i] = out[i] + s * b[i]
+    if operands[0] == operands[3]:
+        # In place, as one array: LLVM's overlap check between two would fail and run the
+        # scalar loop (128 µs instead of 97 on the example above).
+        for i in range(n):
+            out[i] = out[i] + s * b[i]
         return
     a = array_at(operands[0], n, like)
-    if ints[1]:
-        for i in range(n):
-            out[i] = a[i] - s * b[i]
-    else:
-        for i in range(n):
-            out[i] = a[i] + s * b[i]
+    for i in range(n):
+        out[i] = a[i] + s * b[i]
 
 
 # -- planning --------------------------------------------------------------------------------

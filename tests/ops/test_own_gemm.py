@@ -248,3 +248,13 @@ def test_compiled_products_load_from_numbas_cache_in_a_new_process(tmp_path):
     for run in runs:
         assert run.returncode == 0, run.stderr[-2000:]
     assert runs[0].stdout == runs[1].stdout
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_own_fits_shape_is_own_fits_from_python(dtype):
+    # (tier 0's forward of ``_bmm`` decides with it, compiling nothing)
+    columns = _gemm.VECTORS * 64 // np.dtype(dtype).itemsize
+    for rows in (1, _gemm.ROWS // 2 - 1, _gemm.ROWS // 2, _gemm.ROWS + 1):
+        for width in (1, columns - 1, columns, 3 * columns):
+            out = np.empty((rows, width), dtype=dtype)
+            assert _gemm.own_fits_shape(rows, width, out.itemsize) == _gemm.own_fits(out)
