@@ -58,6 +58,28 @@ def set_grad_enabled_flag(flag):
     return previous
 
 
+class grad_mode:
+    """``with grad_mode(flag):`` this thread's grad mode is ``flag`` inside the block and the
+    previous one after it, even where a KeyboardInterrupt lands at the switch. Python runs a
+    signal's handler when a call returns; so the switch is the last store of ``__enter__``,
+    with no call after it, where ``previous = set_grad_enabled_flag(flag)`` before a ``try``
+    left the mode switched when Ctrl-C's handler ran at that call's return."""
+
+    __slots__ = ("flag", "previous")
+
+    def __init__(self, flag):
+        self.flag = bool(flag)
+
+    def __enter__(self):
+        state = _state
+        self.previous = state.enabled
+        state.enabled = self.flag
+
+    def __exit__(self, *exc_info):
+        _state.enabled = self.previous
+        return False
+
+
 FREED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors "
     "after they have already been freed). Saved intermediate values of the graph are freed "

@@ -282,11 +282,8 @@ def _gradient(ctx, function, k, grad_output, recording):
 
 def _call_backward(ctx, function, grad_output, recording):
     grad_outputs = _split_grad_output(ctx, grad_output, recording)
-    previous = tape.set_grad_enabled_flag(recording)
-    try:
+    with tape.grad_mode(recording):
         result = function.backward(ctx, *grad_outputs)
-    finally:
-        tape.set_grad_enabled_flag(previous)
     if not isinstance(result, tuple):
         result = (result,)
     expected = len(ctx._edges)
@@ -501,15 +498,12 @@ class Function:
         ctx.needs_input_grad = tuple(
             recording and isinstance(a, Tensor) and a.requires_grad for a in args
         )
-        previous = tape.set_grad_enabled_flag(False)
-        try:
+        with tape.grad_mode(False):
             if cls.setup_context is Function.setup_context:
                 result = cls.forward(ctx, *args, **kwargs)
             else:  # torch 2's split form: forward without ctx, then setup_context
                 result = cls.forward(*args, **kwargs)
                 cls.setup_context(ctx, args, result)
-        finally:
-            tape.set_grad_enabled_flag(previous)
         single = not isinstance(result, tuple)
         outputs = [result] if single else list(result)
         differentiable, originals = _claim_outputs(ctx, args, outputs)

@@ -13,11 +13,15 @@ class _Mode:
     mode = None
 
     def __enter__(self):
-        self.previous = tape.set_grad_enabled_flag(self.mode)
+        # (the switch as ``tape.grad_mode``'s: no call after it, so Ctrl-C cannot land between
+        # it and the block)
+        state = tape._state
+        self.previous = state.enabled
+        state.enabled = self.mode
         return self
 
     def __exit__(self, *exc_info):
-        tape.set_grad_enabled_flag(self.previous)
+        tape._state.enabled = self.previous
         return False
 
     def __call__(self, function):
@@ -25,11 +29,8 @@ class _Mode:
 
         @functools.wraps(function)
         def wrapper(*args, **kwargs):
-            previous = tape.set_grad_enabled_flag(mode)
-            try:
+            with tape.grad_mode(mode):
                 return function(*args, **kwargs)
-            finally:
-                tape.set_grad_enabled_flag(previous)
 
         return wrapper
 

@@ -174,14 +174,11 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch
     for s, slot in enumerate(steps.slots):
         if slot.kind == schedule.SEED:
             buffers[s] = _seed_buffer(slot.edge, seeds[slot.seed][1], walk_rules, rules, lead)
-    previous_mode = tape.set_grad_enabled_flag(create_graph)
-    try:
+    with tape.grad_mode(create_graph):
         if walk_rules:
             _walk_rules(steps, buffers, retain_graph)
         else:
             _walk_kernels(steps, buffers, retain_graph, lead, batch, twins)
-    finally:
-        tape.set_grad_enabled_flag(previous_mode)
     results = {id(edge): buffers[s] for edge, s in steps.results() if buffers[s] is not None}
     if rules:  # fresh arrays, as the kernels' walk gives (a rule may pass a seed through)
         results = {key: np.array(value._data, copy=True) for key, value in results.items()}

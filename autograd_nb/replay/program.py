@@ -645,7 +645,7 @@ class Program:
         from .. import autograd
         from .function import flatten
 
-        with tape_enabled():
+        with tape.grad_mode(True):
             result = self.fn(*record.args, **record.kwargs)
             out = flatten(result)[0][index]
             leaves = flatten((record.args, record.kwargs))[0]
@@ -661,15 +661,6 @@ class Program:
             if scratch:
                 parts.append(np.zeros(scratch, dtype=self.dtype))
             return call("concatenate", *parts, axis=0)
-
-
-class tape_enabled:
-    def __enter__(self):
-        self.previous = tape.set_grad_enabled_flag(True)
-
-    def __exit__(self, *exc):
-        tape.set_grad_enabled_flag(self.previous)
-        return False
 
 
 _NO_ATTRS = {}

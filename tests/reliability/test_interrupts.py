@@ -5,8 +5,9 @@ delays spread over a backward: before it starts, while it plans, runs or frees, 
 Then a second backward of the same graph must either give the right gradient (the graph was
 left whole) or raise torch's freed-graph error, never anything else (a node whose buffers
 were dropped but not flagged freed raised ``TypeError: 'NoneType' object is not
-subscriptable``). Python runs the handler between bytecodes, so an interrupt lands between
-compiled calls, never inside one.
+subscriptable``), and the grad mode must be on again (an interrupt as the backward switched
+it off used to leave it off). Python runs the handler between bytecodes, so an interrupt lands
+between compiled calls, never inside one.
 """
 
 import signal
@@ -24,8 +25,16 @@ pytestmark = pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="no set
 DELAYS = 12  # per workload and way of running
 
 
+# Whether the timer may interrupt: only while ``attempt``'s backward runs. Python runs a
+# signal's handler at the next bytecode that checks for one, which may come after the timer
+# was cancelled and the ``try`` left (the backward returned as the timer fired): raised there,
+# the KeyboardInterrupt escaped the test.
+_armed = [False]
+
+
 def _interrupt(signum, frame):
-    raise KeyboardInterrupt
+    if _armed[0]:
+        raise KeyboardInterrupt
 
 
 @pytest.fixture(autouse=True)
@@ -33,6 +42,7 @@ def _alarm():
     previous = signal.signal(signal.SIGALRM, _interrupt)
     plan_cache.clear()
     yield
+    _armed[0] = False
     signal.setitimer(signal.ITIMER_REAL, 0)
     signal.signal(signal.SIGALRM, previous)
     plan_cache.clear()
@@ -94,12 +104,16 @@ def attempt(forward, leaves, expected, delay):
         leaf.grad = None
     first = "completed"
     try:
+        _armed[0] = True
         signal.setitimer(signal.ITIMER_REAL, delay)
         loss.backward()
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        _armed[0] = False  # (a store: no handler runs between the return and here)
     except KeyboardInterrupt:
-        signal.setitimer(signal.ITIMER_REAL, 0)
         first = "interrupted"
+    finally:  # (another error is reported as itself, not as a later interrupt)
+        _armed[0] = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
+    assert anb.is_grad_enabled(), "the interrupt left the grad mode switched off"
     try:
         got = gradients(loss, leaves)
     except RuntimeError as error:
