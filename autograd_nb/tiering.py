@@ -23,9 +23,12 @@ kernels), that whole backward walks the ops' differentiable rules instead, compi
 either: float32 gradients through such an op may differ from the compiled backward's by an ulp
 until its kernels are ready (compiling the missing VJP kernels in the process instead took the
 ``linalg`` workload's first gradient from 2.2 to 6.4 s: docs/benchmarking.rst, "Tier 0"). A
-batch (``is_grads_batched``) runs row by row, as the compiled executor runs every VJP but
-``_bmm``'s, whose rows it stacks into one product: through a ``_bmm`` a batched tier-0
-gradient may differ from the compiled one in the last bits.
+batch (``is_grads_batched``) runs in the compiled executor's blocks of rows
+(``engine.executor.row_blocks``), each VJP over a block as the executor runs it
+(``Op.vjp_numpy_rows``: every op's rows one by one, but ``_bmm``'s, stacked into one product
+as its rows driver stacks them), so a batched gradient keeps the executor's bits too; where
+the executor declines a batched plan (mixed dtypes, an op without a driver) the compiled
+walk's ``vjp_batched`` runs the whole batch at once, which tier 0 does not follow.
 
 Meanwhile a **background process** (a niced ``python``, outside this process's GIL) replays
 the calls this process made, on the same shapes and dtypes, and runs a backward over them,

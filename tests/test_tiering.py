@@ -420,7 +420,7 @@ def test_tier0_backward_runs_a_custom_function_as_the_compiled_walk_does(tier0):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_tier0_batched_gradients_equal_the_compiled_ones_without_products(tier0, dtype):
-    # Row by row, as the executor runs these VJPs (only ``_bmm`` stacks its rows).
+    # Each row on its own, as the executor runs these VJPs (only ``_bmm`` stacks its rows).
     rng = np.random.default_rng(6)
     x = anb.tensor(rng.standard_normal((6, 5)).astype(dtype), requires_grad=True)
     b = anb.tensor(rng.standard_normal(5).astype(dtype), requires_grad=True)
@@ -431,6 +431,102 @@ def test_tier0_batched_gradients_equal_the_compiled_ones_without_products(tier0,
     compiled = anb.grad(y, [x, b], grad_outputs=seeds, is_grads_batched=True)
     for g, c in zip(grads, compiled, strict=True):
         np.testing.assert_array_equal(g.numpy(), c.numpy())
+
+
+def assert_same_bits(computed, expected):
+    assert computed.dtype == expected.dtype and computed.shape == expected.shape
+    kind = f"u{computed.dtype.itemsize}"
+    np.testing.assert_array_equal(computed.view(kind), expected.view(kind))
+
+
+def batched_tier0_and_compiled(make, arrays, seeds, monkeypatch):
+    """The batched gradients of ``make(*leaves)`` for ``seeds`` in tier 0 (the twins only,
+    no VJP kernel), then compiled (the executor's blocks of rows)."""
+    leaves = [anb.tensor(a, requires_grad=True) for a in arrays]
+    y = make(*leaves)
+    seeds = anb.tensor(seeds)
+    plan = anb.engine.make_plan([y._node], leaves, False)
+    assert anb.engine.backward.has_twins(plan, batched=True)
+    with monkeypatch.context() as patch:
+        no_kernel_vjps(patch)
+        grads = anb.grad(y, leaves, grad_outputs=seeds, is_grads_batched=True,
+                         retain_graph=True)
+    tiering.backward_pending = False
+    compiled = anb.grad(y, leaves, grad_outputs=seeds, is_grads_batched=True)
+    return [g.numpy() for g in grads], [c.numpy() for c in compiled]
+
+
+#: ``a @ b`` (shapes) through each case of ``_bmm``'s rows driver: stacked rows (matrix @
+#: matrix for ``a``'s gradient, vector @ matrix, a batch of matrix @ vector), one product per
+#: row (``b``'s gradient, batched matmul), BLAS or the loops as the stacked size decides.
+BATCHED_PRODUCTS = [((2, 8), (8, 8)), ((8, 64), (64, 32)), ((16, 300), (300, 40)),
+                    ((40,), (40, 30)), ((30, 40), (40,)), ((3, 20, 50), (3, 50, 1)),
+                    ((3, 1, 50), (3, 50, 16)), ((3, 4, 5), (3, 5, 6))]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shapes", BATCHED_PRODUCTS, ids=str)
+@pytest.mark.parametrize("batch", [3, 200])  # one block of rows; three
+def test_tier0_batched_products_give_the_compiled_bits(tier0, monkeypatch, dtype, shapes,
+                                                         batch):
+    # Tier 0 runs the executor's blocks of rows, each ``_bmm`` VJP over a block at once as
+    # its rows driver does (``vjp_numpy_rows``): row by row, a product of BLAS size per row
+    # ran its loops where the block's ran BLAS, and stacked rows made other GEMMs.
+    rng = np.random.default_rng(7)
+    arrays = [rng.standard_normal(shape).astype(dtype) for shape in shapes]
+    out_shape = np.matmul(*arrays).shape
+    seeds = rng.standard_normal((batch, *out_shape)).astype(dtype)
+    grads, compiled = batched_tier0_and_compiled(lambda a, b: a @ b, arrays, seeds,
+                                                 monkeypatch)
+    for g, c in zip(grads, compiled, strict=True):
+        assert_same_bits(g, c)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("sizes", [(2, 8, 8), (8, 64, 32)], ids=str)
+@pytest.mark.parametrize("batch", [3, 200])
+def test_tier0_batched_mlp_layer_gives_the_compiled_bits(tier0, monkeypatch, dtype, sizes,
+                                                         batch):
+    rows, inputs, outputs = sizes
+    rng = np.random.default_rng(8)
+    arrays = [rng.standard_normal(shape).astype(dtype)
+              for shape in ((rows, inputs), (inputs, outputs), (outputs,))]
+    seeds = rng.standard_normal((batch, rows, outputs)).astype(dtype)
+    grads, compiled = batched_tier0_and_compiled(lambda x, w, b: anb.tanh(x @ w + b), arrays,
+                                                 seeds, monkeypatch)
+    for g, c in zip(grads, compiled, strict=True):
+        assert_same_bits(g, c)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shapes", [((8, 64), (64, 32)), ((40,), (40, 30))], ids=str)
+def test_tier0_batched_one_hot_seeds_give_the_compiled_bits(tier0, monkeypatch, dtype,
+                                                            shapes):
+    # A Jacobian's seeds reach the product as one-hot rows, which the rows driver adds row
+    # by row instead of a GEMM (``_one_hot_add``).
+    rng = np.random.default_rng(9)
+    arrays = [rng.standard_normal(shape).astype(dtype) for shape in shapes]
+    size = np.matmul(*arrays).size
+    seeds = (1.5 * np.eye(size, dtype=dtype)).reshape((size, *np.matmul(*arrays).shape))
+    grads, compiled = batched_tier0_and_compiled(lambda a, b: a @ b, arrays, seeds,
+                                                 monkeypatch)
+    for g, c in zip(grads, compiled, strict=True):
+        assert_same_bits(g, c)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_tier0_batched_runs_the_kernel_of_an_elementwise_vjp_without_a_twin(tier0, dtype):
+    # ``gammaln``'s VJP kernel runs once per row of each block, as the executor runs it.
+    rng = np.random.default_rng(10)
+    start = rng.uniform(0.5, 2, (4, 30)).astype(dtype)
+    w = anb.tensor(rng.standard_normal((30, 20)).astype(dtype))
+    x = anb.tensor(start, requires_grad=True)
+    y = anb.special.gammaln(anb.tanh(x) + 1.0) @ w
+    seeds = anb.tensor(rng.standard_normal((130, 4, 20)).astype(dtype))
+    (g,) = anb.grad(y, x, grad_outputs=seeds, is_grads_batched=True, retain_graph=True)
+    tiering.backward_pending = False
+    (c,) = anb.grad(y, x, grad_outputs=seeds, is_grads_batched=True)
+    assert_same_bits(g.numpy(), c.numpy())
 
 
 def test_tier0_in_place_arithmetic_runs(tier0):

@@ -5,7 +5,10 @@ of elementwise nodes whose gradient flows through exactly one input; this module
 group on device arrays. Unfused, a chain of ``m`` VJPs is ``m`` launches, each reading a
 gradient buffer and the saved values and writing the next gradient buffer. Fused, each thread
 reads the head's gradient element, applies the chain's derivative formulas in registers (the
-same formula strings as every other kernel) and adds the result into the target once.
+same formula strings as every other kernel) and adds the result into the target once. Each
+stage but the last rounds its value to the dtype of the gradient buffer the node's own VJP
+kernel would store it in (``ops._kernels.fused_stage``, as the CPU's fused loops do), so a
+fused chain gives the unfused bits, float32 included.
 
 The kernel of a chain::
 
@@ -22,27 +25,32 @@ batch of one.
 The source is written to the kernel folder through
 :func:`autograd_nb.ops._kernels.load_module`, under a name hashing it: the same chain gives the
 same module (and numba-cuda's on-disk cache), in this process and the next. A per-process dict
-keyed by the chain's structure (ops, input positions, operand kinds) skips even writing and
-hashing the source on a repeated backward.
+keyed by the chain's structure (ops, input positions, operand kinds, roundings) skips even
+writing and hashing the source on a repeated backward.
 
 This module takes the group as built by the planner (``nodes``, ``positions``, ``kinds``,
 ``target``) and never imports the engine (``cuda`` sits below it).
 """
 
+import numpy as np
 
 from ..ops import _kernels as cpu_kernels
 from . import _kernels
 from ._kernels import flat, launch_batched
 
-#: Fused kernels by chain: ``((op, position, operand kinds), ...)``, head first.
+#: Fused kernels by chain: ``((op, position, operand kinds, rounding), ...)``, head first.
 _kernels_by_chain = {}
 _CACHE_MAX = 1024
 
 
 def chain_of(group):
     """The structure of ``group`` that its kernel depends on: per node, head first,
-    ``(op, input position, operand kinds)``."""
-    return tuple(zip((node.op for node in group.nodes), group.positions, group.kinds))
+    ``(op, input position, operand kinds, rounding)``, ``rounding`` the name of the dtype of
+    the gradient buffer its VJP's value would be stored in unfused (the next node's; None
+    for the last node, which adds into the target)."""
+    roundings = [np.dtype(node.dtype).name for node in group.nodes[1:]] + [None]
+    return tuple(zip((node.op for node in group.nodes), group.positions, group.kinds,
+                     roundings))
 
 
 def kernel_for(chain):
@@ -104,7 +112,7 @@ def fused_source(chain):
     unpack = []  # parameter loads, once per thread
     body = []  # per element: operand loads and one derivative formula per stage
     n_params = 0
-    for stage, (op, position, kinds) in enumerate(chain):
+    for stage, (op, position, kinds, rounding) in enumerate(chain):
         used, _, reads_y = op.vjp_reads(position)
         names = {name: f"{name}_{stage}" for name in op.input_names + op.params}
         names["g"] = f"g_{stage}"
@@ -122,9 +130,12 @@ def fused_source(chain):
             unpack.append(f"{names[name]} = params[{n_params}]")
             n_params += 1
         # One name per stage: each may have its own type (float32 loads, float64 params).
-        body.append(f"g_{stage + 1} = {cpu_kernels.rename(op.vjp_formulas[position], names)}")
+        expression = cpu_kernels.fused_stage(op.vjp_formulas[position], names,
+                                             rounding and f"np.{rounding}({{}})")
+        body.append(f"g_{stage + 1} = {expression}")
     signature = ", ".join(["g", *arguments, "target", "params", "batch", "n"])
-    lines = [_kernels.HEADER, _kernels.JIT, f"def fused({signature}):"]
+    lines = [_kernels.HEADER, "import numpy as np", "", _kernels.JIT,
+             f"def fused({signature}):"]
     lines += ["    " + line for line in unpack]
     lines += [
         "    i0_, b0_ = cuda.grid(2)",

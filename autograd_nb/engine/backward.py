@@ -157,10 +157,11 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch
     The VJPs are the ops' kernels, which accumulate into a buffer (on a GPU where the
     gradients are device arrays, each fused chain one generated kernel); with
     ``create_graph`` the ops' differentiable rules, evaluated on Tensors and recorded; with
-    ``twins`` (tier 0, :mod:`autograd_nb.tiering`; no batch, host arrays, every VJP with a
-    twin or elementwise: :func:`has_twins`) the kernels' NumPy twins (``Op.vjp_numpy``), which
-    give the compiled backward's bits and compile nothing (an elementwise VJP without one runs
-    its kernel); with ``rules`` (tier 0 where some other VJP has no twin) the rules without
+    ``twins`` (tier 0, :mod:`autograd_nb.tiering`; host arrays, every VJP with a twin or
+    elementwise: :func:`has_twins`) the kernels' NumPy twins (``Op.vjp_numpy``; with
+    ``batch``, one block of the compiled executor's rows, ``Op.vjp_numpy_rows``), which give
+    the compiled backward's bits and compile nothing (an elementwise VJP without one runs its
+    kernel); with ``rules`` (tier 0 where some other VJP has no twin) the rules without
     recording, and the gradients come back as fresh arrays.
     """
     walk_rules = create_graph or rules
@@ -185,12 +186,13 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch
     return results, steps.leaves
 
 
-def has_twins(plan):
-    """Whether every VJP of ``plan``'s nodes has a NumPy twin (``Op.has_vjp_numpy``) or is
-    quick to compile (``Op.quick_vjp_kernels``: elementwise), so that tier 0's backward can
-    walk the twins: a quick VJP without one (a special function's derivative, a C library
-    call over more than ``config.TIER0_LIBM_ELEMENTS``) runs its own kernel, and the gradients
-    keep the compiled backward's bits."""
+def has_twins(plan, batched=False):
+    """Whether every VJP of ``plan``'s nodes has a NumPy twin (``Op.has_vjp_numpy``; for
+    blocks of batch rows where ``batched``, ``Op.has_vjp_numpy_rows``) or is quick to compile
+    (``Op.quick_vjp_kernels``: elementwise), so that tier 0's backward can walk the twins: a
+    quick VJP without one (a special function's derivative, a C library call over more than
+    ``config.TIER0_LIBM_ELEMENTS``) runs its own kernel, and the gradients keep the compiled
+    backward's bits."""
     for node in plan.nodes:
         op, saved = node.op, None
         for k, edge in enumerate(node.edges):
@@ -198,7 +200,8 @@ def has_twins(plan):
                 continue
             if saved is None:
                 saved = Saved(node.saved_inputs, node.saved_output)
-            if not op.has_vjp_numpy(k, saved, node.attrs):
+            has = op.has_vjp_numpy_rows if batched else op.has_vjp_numpy
+            if not has(k, saved, node.attrs):
                 return False
     return True
 
@@ -264,15 +267,31 @@ def _vjp(node, k, grad, saved, buffer, lead, batch, twins=False):
     ``grad``; with ``twins``, through the op's NumPy twin)."""
     if grad.shape[len(lead):] != node.shape:  # (a buffer passed on by an identity)
         grad = grad.reshape(lead + node.shape)
-    if twins and node.op.has_vjp_numpy(k, saved, node.attrs):
-        node.op.vjp_numpy(k, grad, saved, node.attrs, buffer)
-        return  # (else, in tier 0, an op with ``quick_vjp_kernels``: its kernel compiles)
-    if type(grad) is not np.ndarray:
+    if twins:
+        _twin_vjp(node, k, grad, saved, buffer, batch)
+    elif type(grad) is not np.ndarray:
         _device_vjp(node, k, grad, saved, buffer, batch)
     elif batch is None:
         node.op.vjp(k, grad, saved, node.attrs, buffer)
     else:
         node.op.vjp_batched(k, grad, saved, node.attrs, buffer)
+
+
+def _twin_vjp(node, k, grad, saved, buffer, batch):
+    """Tier 0's VJP: the op's NumPy twin (for a block of batch rows, ``Op.vjp_numpy_rows``);
+    where it has none (an op with ``quick_vjp_kernels``) its kernel, row by row in a batch as
+    the compiled executor runs it."""
+    op, attrs = node.op, node.attrs
+    if batch is None:
+        if op.has_vjp_numpy(k, saved, attrs):
+            op.vjp_numpy(k, grad, saved, attrs, buffer)
+        else:
+            op.vjp(k, grad, saved, attrs, buffer)
+    elif op.has_vjp_numpy_rows(k, saved, attrs):
+        op.vjp_numpy_rows(k, grad, saved, attrs, buffer)
+    else:
+        for b in range(batch):
+            op.vjp(k, grad[b, ...], saved, attrs, buffer[b, ...])
 
 
 def _walk_rules(steps, buffers, retain_graph):

@@ -409,12 +409,25 @@ def run_tables(table, object_ids, floats, arena_size, dtype):
     execute(table, object_ids, floats, np.zeros(max(arena_size, 1), dtype=dtype))
 
 
+def row_blocks(batch):
+    """The blocks of rows :func:`execute_batched` runs, as ``(start, stop)`` pairs, from
+    Python (tier 0 runs the same blocks, compiling nothing)."""
+    blocks = batch_blocks.py_func(batch)
+    starts = [block_start.py_func(batch, blocks, p) for p in range(blocks + 1)]
+    return list(zip(starts[:-1], starts[1:]))
+
+
+def parallel_blocks(batch):
+    """Whether :func:`run_batched_tables` runs a batch's blocks in parallel, with OpenBLAS's
+    own threads held at one: where the batch makes several blocks, numba has several threads
+    and this process may start them (``ops._parallel``)."""
+    return batch >= 2 * BLOCK_ROWS and parallel_allowed() and numba.get_num_threads() > 1
+
+
 def run_batched_tables(table, object_ids, floats, arena_size, dtype, batch):
-    """One call into :func:`execute_batched`: in parallel where the batch makes several blocks,
-    numba has several threads and this process may start them (``ops._parallel``), with
-    OpenBLAS's own threads held at one meanwhile."""
+    """One call into :func:`execute_batched`, in parallel where :func:`parallel_blocks`."""
     arena = np.empty(max(arena_size, 1), dtype=dtype)  # (each block zeroes its own rows)
-    if batch < 2 * BLOCK_ROWS or not parallel_allowed() or numba.get_num_threads() == 1:
+    if not parallel_blocks(batch):
         execute_batched(table, object_ids, floats, arena, batch, False)
         return
     previous = hold_blas_threads()

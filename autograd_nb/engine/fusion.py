@@ -233,14 +233,9 @@ def _operand_count(node, position):
 # -- source generation -------------------------------------------------------------------------
 
 
-def _stage(op, position, rename, last):
-    """The expression of one stage's VJP (its names renamed), rounded to the gradient's dtype
-    unless it is the ``last`` (which adds into the target, as a kernel does), as the node's
-    own VJP kernel stores it into a gradient buffer: the chain gives the unfused bits (a
-    float32 formula that numba computes in float64 would otherwise carry its float64 value to
-    the next stage)."""
-    expression = _kernels.rename(op.vjp_formulas[position], rename)
-    return expression if last else f"_as_result({expression}, target[i_])"
+#: The rounding of every stage but the last (``_kernels.fused_stage``): a chain on the CPU
+#: has one dtype (the executor runs no other), the target's.
+_ROUNDING = "_as_result({}, target[i_])"
 
 
 _LOOP_JIT = '@njit(cache=True, error_model="numpy", nogil=True{parallel})'
@@ -279,7 +274,8 @@ def fused_source(stages):
         for name in op.params:
             unpack.append(f"{rename[name]} = params[{n_params}]")
             n_params += 1
-        body.append(f"g_ = {_stage(op, position, rename, stage == len(stages) - 1)}")
+        rounding = None if stage == len(stages) - 1 else _ROUNDING
+        body.append(f"g_ = {_kernels.fused_stage(formula, rename, rounding)}")
     names = ", ".join(["g"] + [a for a, _ in arguments] + ["target", "params"])
     # With sin/cos of saved values: when none is 2**20 or more (one vectorised pass over
     # each), the loop without the large-argument reduction (see ops._fastmath).

@@ -550,6 +550,17 @@ def rename(formula, names):
     return ast.unparse(Rename().visit(tree))
 
 
+def fused_stage(formula, names, rounding):
+    """One stage of a fused chain of VJPs (CPU ``engine.fusion``, GPU ``cuda.fusion``):
+    ``formula`` with ``names`` renamed, passed to ``rounding`` (a format with one field) unless
+    that is None (the last stage, which adds into the target as a kernel does). The other
+    stages round to the dtype of the gradient buffer the node's own VJP kernel would store
+    the value in, so that a fused chain gives the unfused bits (numba computes ``g * (1 - y *
+    y)`` of float32 operands in float64: unrounded, the next stage would read that)."""
+    expression = rename(formula, names)
+    return expression if rounding is None else rounding.format(expression)
+
+
 def rename_gy(formula):
     """Rename ``g``/``y`` in a formula to the loop's scalar names (``g_``, ``y_``)."""
     return rename(formula, {"g": "g_", "y": "y_"})

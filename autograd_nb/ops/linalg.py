@@ -457,12 +457,14 @@ def _bmm_forward_bool_driver(operands, ints, floats, like):
         out[i] = flat[i] != 0
 
 
-def _numba_dot(a, b, out):
+def _numba_dot(a, b, out, transpose_b=False):
     """``np.dot(a, b, out)`` as numba compiles it for C-ordered matrices (``m, k, n > 0``),
     from Python: the same BLAS call with the same arguments (numba's ``dot_3_mm``: a dot
     product, a matrix-vector product either way, or the product as its transpose in Fortran
-    order, ``out.T = b.T @ a.T``), so the same bits, and nothing to compile."""
-    (m, k), n = a.shape, b.shape[1]
+    order, ``out.T = b.T @ a.T``), so the same bits, and nothing to compile. With
+    ``transpose_b``, ``np.dot(a, b.T, out)``: numba reads ``b.T`` as a Fortran-ordered
+    matrix, which BLAS then reads transposed."""
+    (m, k), n = a.shape, b.shape[0 if transpose_b else 1]
     by = ByAddress(a.dtype)
     one, zero, step = by.scalar(1.0), by.scalar(0.0), by.int(1)
     if m == 1 and n == 1:
@@ -473,14 +475,59 @@ def _numba_dot(a, b, out):
                                         a.ctypes.data, by.int(k), b.ctypes.data, step, zero,
                                         out.ctypes.data, step)
     elif m == 1:
-        blas_function("gemv", a.dtype)(by.char(b"n"), by.int(n), by.int(k), one,
-                                        b.ctypes.data, by.int(n), a.ctypes.data, step, zero,
+        trans, rows, columns = (b"t", k, n) if transpose_b else (b"n", n, k)
+        blas_function("gemv", a.dtype)(by.char(trans), by.int(rows), by.int(columns), one,
+                                        b.ctypes.data, by.int(rows), a.ctypes.data, step, zero,
                                         out.ctypes.data, step)
     else:
         no = by.char(b"n")
-        blas_function("gemm", a.dtype)(no, no, by.int(n), by.int(m), by.int(k), one,
-                                        b.ctypes.data, by.int(n), a.ctypes.data, by.int(k),
-                                        zero, out.ctypes.data, by.int(n))
+        blas_function("gemm", a.dtype)(by.char(b"t" if transpose_b else b"n"), no, by.int(n),
+                                        by.int(m), by.int(k), one, b.ctypes.data,
+                                        by.int(k if transpose_b else n), a.ctypes.data,
+                                        by.int(k), zero, out.ctypes.data, by.int(n))
+
+
+def _one_hot_add_numpy(x, y, transpose_y, out):
+    """``_one_hot_add`` in NumPy: ``out[r] += x[r, j] * y'[j]`` for the one nonzero ``j`` of
+    each row of ``x`` where every row has at most one and ``y`` is finite, and True; else
+    False, nothing written."""
+    if x.shape[0] <= 1:
+        return False
+    nonzero = x != 0  # (nan counts, as in the kernel's count)
+    counts = np.count_nonzero(nonzero, axis=1)
+    if counts.max(initial=0) > 1 or not np.isfinite(y).all():
+        return False
+    rows = np.flatnonzero(counts)
+    columns = np.argmax(nonzero[rows], axis=1)
+    source = y.T if transpose_y else y
+    out[rows] += x[rows, columns][:, None] * source[columns]
+    return True
+
+
+def _stack_add_numpy(x, y, transpose_y, out):
+    """``_stack_add`` in NumPy, BLAS's kernels through ``_numba_dot`` (the own kernel's
+    products compile: ``has_vjp_numpy_rows``)."""
+    if _one_hot_add_numpy(x, y, transpose_y, out):
+        return
+    scratch = np.empty(out.shape, dtype=out.dtype)
+    _numba_dot(np.ascontiguousarray(x), y, scratch, transpose_y)
+    out += scratch
+
+
+def _add_product_numpy(k, blas, g, factor, target):
+    """One product of ``_bmm``'s VJP ``k`` in NumPy: ``target += g @ factor.T`` (k 0) or
+    ``factor.T @ g`` (k 1), by BLAS's GEMM adding into the target (through ctypes, the same
+    call with the same arguments), or as the loops, in their order."""
+    if blas and k == 0:
+        _numpy_vjp.gemm_add(g, False, factor, True, target)
+    elif blas:
+        _numpy_vjp.gemm_add(factor, True, g, False, target)
+    elif k == 0:  # (as ``_bmm_vjp_a_loops``: the sum over c in the dtype, in turn)
+        for c in range(g.shape[1]):
+            target += g[:, c, None] * factor[None, :, c]
+    else:  # (``_bmm_vjp_b_loops``: over r in turn)
+        for r in range(g.shape[0]):
+            target += factor[r, :, None] * g[r, None, :]
 
 
 def _forward_blas(a, b, out):
@@ -721,43 +768,59 @@ class BatchedMatmul(Op):
         )
 
     def vjp_numpy(self, k, grad_output, saved, attrs, grad_input):
-        # BLAS's GEMM adding into the target (through ctypes, the same call with the same
-        # arguments), or the loops in their order.
         a, b = saved[0], saved[1]
         m, inner, n = a.shape[1], a.shape[2], b.shape[2]
-        blas = _blas(a.dtype, m, inner, n)
         if grad_output.size == 0 or grad_input.size == 0:
             return
+        blas = _blas(a.dtype, m, inner, n)
         g = grad_output.astype(a.dtype, copy=False).reshape((a.shape[0], m, n))
         target, copied = _target_view(grad_input, saved[k].shape, a.dtype)
+        factor = b if k == 0 else a
         for i in range(a.shape[0]):
-            if blas and k == 0:
-                _numpy_vjp.gemm_add(g[i], False, b[i], True, target[i])
-            elif blas:
-                _numpy_vjp.gemm_add(a[i], True, g[i], False, target[i])
-            elif k == 0:  # (as ``_bmm_vjp_a_loops``: the sum over c in the dtype, in turn)
-                for c in range(n):
-                    target[i] += g[i, :, c, None] * b[i, None, :, c]
-            else:  # (``_bmm_vjp_b_loops``: over r in turn)
-                for r in range(m):
-                    target[i] += a[i, r, :, None] * g[i, r, None, :]
+            _add_product_numpy(k, blas, g[i], factor[i], target[i])
         if copied:
             grad_input += target.reshape(grad_input.shape)
 
-    def vjp_batched(self, k, grad_outputs, saved, attrs, grad_inputs):
-        # All vectors at once, straight into the gradient buffer (see _bmm_vjp_batched).
+    def has_vjp_numpy_rows(self, k, saved, attrs):
+        # The rows driver takes the own kernel wherever a block's product fits it.
+        return saved[0].dtype.kind == "f" and not own_kernel(saved[0].dtype)
+
+    def vjp_numpy_rows(self, k, grad_outputs, saved, attrs, grad_inputs):
+        # ``_bmm_rows_driver``'s products: the rows stacked into one where they line up
+        # (``_stack_add``), else one per row and entry; BLAS or the loops by the block's size.
         a, b = saved[0], saved[1]
         if grad_outputs.size == 0 or grad_inputs.size == 0:
             return
-        vectors = grad_outputs.shape[0]
-        batch, m, inner = a.shape
-        n = b.shape[2]
-        g = np.ascontiguousarray(grad_outputs, dtype=a.dtype).reshape((vectors, batch, m, n))
-        target, copied = _target_view(grad_inputs, (vectors,) + saved[k].shape, a.dtype)
-        factor = b if k == 0 else a
+        g, target, copied, factor, stacked = _batched_operands(k, grad_outputs, saved,
+                                                               grad_inputs)
+        rows, batch, m, n = g.shape
+        inner = a.shape[2]
+        blas = stacked * m * inner * n > SMALL_PRODUCT
+        if blas and k == 0 and batch == 1:
+            _stack_add_numpy(g.reshape((rows * m, n)), b[0], True,
+                             target.reshape((rows * m, inner)))
+        elif blas and k == 0 and m == 1:
+            for i in range(batch):
+                _stack_add_numpy(g[:, i, 0, :], b[i], True, target[:, i, 0, :])
+        elif blas and k == 1 and n == 1:
+            for i in range(batch):
+                _stack_add_numpy(g[:, i, :, 0], a[i], False, target[:, i, :, 0])
+        else:
+            for v in range(rows):
+                for i in range(batch):
+                    _add_product_numpy(k, blas, g[v, i], factor[i], target[v, i])
+        if copied:
+            grad_inputs += target.reshape(grad_inputs.shape)
+
+    def vjp_batched(self, k, grad_outputs, saved, attrs, grad_inputs):
+        # All vectors at once, straight into the gradient buffer (see _bmm_vjp_batched).
+        a = saved[0]
+        if grad_outputs.size == 0 or grad_inputs.size == 0:
+            return
+        g, target, copied, factor, stacked = _batched_operands(k, grad_outputs, saved,
+                                                               grad_inputs)
         # Stacked, the vectors make one product large enough for BLAS where one alone is not.
-        stacked = vectors if (batch == 1 or (m if k == 0 else n) == 1) else 1
-        if _blas(a.dtype, stacked * m, inner, n):
+        if _blas(a.dtype, stacked * g.shape[2], a.shape[2], g.shape[3]):
             previous = hold_blas_threads()
             try:
                 gemm, tiles = product_kernel(a.dtype)
@@ -823,6 +886,21 @@ def _read_as_views(a, b, views, attrs):
             raise ValueError(f"_bmm: cannot read {name} of shape {x.shape} as {view}")
     attrs = dict(attrs, views=(a_view, b_view, out_view), input_shapes=(a.shape, b.shape))
     return a.reshape(a_view), b.reshape(b_view), attrs
+
+
+def _batched_operands(k, grad_outputs, saved, grad_inputs):
+    """``(g, target, copied, factor, stacked)`` of ``_bmm``'s VJP ``k`` for a stack of rows of
+    grad_outputs: ``g`` as ``(rows, batch, m, n)``, the target per row in input ``k``'s shape
+    (``_target_view``), the other factor, and how many rows one product stacks (all of them
+    where they line up: one batch entry, or one row or column per entry; else 1)."""
+    a, b = saved[0], saved[1]
+    rows = grad_outputs.shape[0]
+    batch, m, _ = a.shape
+    n = b.shape[2]
+    g = np.ascontiguousarray(grad_outputs, dtype=a.dtype).reshape((rows, batch, m, n))
+    target, copied = _target_view(grad_inputs, (rows,) + saved[k].shape, a.dtype)
+    stacked = rows if (batch == 1 or (m if k == 0 else n) == 1) else 1
+    return g, target, copied, b if k == 0 else a, stacked
 
 
 def _target_view(grad_input, shape, dtype):

@@ -309,6 +309,19 @@ class Op:
         otherwise walks the differentiable rules instead."""
         return type(self).vjp_numpy is not Op.vjp_numpy
 
+    def vjp_numpy_rows(self, k, grad_outputs, saved, attrs, grad_inputs):
+        """:meth:`vjp_numpy` for a block of batch rows (tier 0's batched backward): the bits
+        the compiled executor gives that block, by :meth:`exec_rows_spec`'s driver where the
+        op has one. This default runs the rows one by one, as the executor runs an op
+        without one. Called only where :meth:`has_vjp_numpy_rows` says so."""
+        for b in range(grad_outputs.shape[0]):
+            self.vjp_numpy(k, grad_outputs[b, ...], saved, attrs, grad_inputs[b, ...])
+
+    def has_vjp_numpy_rows(self, k, saved, attrs):
+        """Whether :meth:`vjp_numpy_rows` gives the executor's bits for every block of rows;
+        by default :meth:`has_vjp_numpy`."""
+        return self.has_vjp_numpy(k, saved, attrs)
+
     #: Whether each VJP kernel is one small generated loop, quick to compile (elementwise
     #: ops): tier 0's backward compiles one without a NumPy twin rather than walk the rules.
     quick_vjp_kernels = False

@@ -283,9 +283,66 @@ def test_repeated_backward_reuses_the_kernel_without_regenerating(monkeypatch, l
 def test_generated_source_reads_scalars_at_zero_and_takes_params():
     from autograd_nb.ops.registry import REGISTRY
 
-    chain = ((REGISTRY["clip"], 0, ("full",)), (REGISTRY["multiply"], 0, ("scalar",)))
+    chain = ((REGISTRY["clip"], 0, ("full",), "float64"),
+             (REGISTRY["multiply"], 0, ("scalar",), None))
     source = cuda_fusion.fused_source(chain)
     assert "def fused(g, o0, o1, target, params, batch, n):" in source
     assert "a_min_0 = params[0]" in source and "a_max_0 = params[1]" in source
     assert "x_0 = o0[i_]" in source and "b_1 = o1[0]" in source
     assert "target[b_ * n + i_] += g_2" in source
+
+
+def float32_chain(x):
+    return anb.tanh(anb.exp(anb.tanh(anb.tanh(x) * 0.7) * 1.3) - 0.5)
+
+
+def sources_generated(monkeypatch):
+    """The fused kernels' sources generated from here on (none is taken from the table)."""
+    sources = []
+    generate = cuda_fusion.fused_source
+
+    def keeping(chain):
+        sources.append(generate(chain))
+        return sources[-1]
+
+    monkeypatch.setattr(cuda_fusion, "_kernels_by_chain", {})
+    monkeypatch.setattr(cuda_fusion, "fused_source", keeping)
+    return sources
+
+
+@pytest.mark.parametrize("batch", [None, 3])
+def test_float32_stages_round_as_the_unfused_buffers_and_give_their_bits(monkeypatch,
+                                                                         launches, batch):
+    # Each stage but the last rounds to float32, as the node's own VJP kernel stores it into
+    # the next gradient buffer. (The simulator computes float32 formulas in float32, so the
+    # bits agree there either way; on a GPU, numba computes ``g * (1 - y * y)`` in float64.)
+    sources = sources_generated(monkeypatch)
+    x = anb.tensor(values(12, np.float32), device="cuda", requires_grad=True)
+    y = float32_chain(x)
+    rng = np.random.default_rng(5)
+    lead = () if batch is None else (batch,)
+    v = anb.tensor(rng.uniform(-1, 1, lead + y.shape).astype(np.float32), device="cuda")
+    batched = batch is not None
+    (fused,) = anb.grad(y, x, grad_outputs=v, is_grads_batched=batched, retain_graph=True)
+    assert launches["fused"] == 1 and launches["fused nodes"] == 7
+    monkeypatch.setattr(config, "CUDA_FUSE_BACKWARD", False)
+    (unfused,) = anb.grad(y, x, grad_outputs=v, is_grads_batched=batched)
+    fused, unfused = fused.cpu().numpy(), unfused.cpu().numpy()
+    assert fused.dtype == np.float32
+    np.testing.assert_array_equal(fused.view(np.uint32), unfused.view(np.uint32))
+    (source,) = sources
+    stages = [line.strip() for line in source.splitlines() if line.strip().startswith("g_")]
+    assert len(stages) == 8  # the head's gradient, then seven stages
+    assert all(line.split(" = ", 1)[1].startswith("np.float32(") for line in stages[1:-1])
+    assert not stages[-1].split(" = ", 1)[1].startswith("np.")
+
+
+def test_a_mixed_chain_rounds_each_stage_to_its_buffers_dtype(monkeypatch, launches):
+    # float64 nodes over a float32 leaf: the stages round to float64 (the buffers between the
+    # nodes), the last adds into the float32 target.
+    sources = sources_generated(monkeypatch)
+    x = anb.tensor(values(13, np.float32), device="cuda", requires_grad=True)
+    y = anb.exp(anb.tanh(x * np.float64(0.5)) * 1.5)
+    anb.grad(y, x, grad_outputs=anb.ones(SIZE, device="cuda"))
+    (source,) = sources
+    assert "np.float64(" in source and "np.float32(" not in source

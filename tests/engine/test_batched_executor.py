@@ -155,6 +155,7 @@ def test_the_batch_runs_in_blocks_fixed_by_its_size(batch, threads, parallel, bl
     assert starts[0] == 0 and starts[-1] == batch
     assert all(s % executor.BLOCK_ALIGN == 0 for s in starts[:-1])
     assert all(a < b for a, b in zip(starts, starts[1:], strict=False))
+    assert executor.row_blocks(batch) == list(zip(starts, starts[1:], strict=False))
 
 
 #: Two blocks of rows (``executor.batch_blocks``), the second one longer.
