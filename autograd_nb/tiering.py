@@ -11,14 +11,17 @@ change when the compiled kernels take over; and a backward walks the plan as the
 of the VJP kernels does (``engine/backward.py``), calling each op's NumPy twin of its VJP
 kernel instead (``Op.vjp_numpy``: the formula typed as numba types it, so a float32 operand
 promotes to float64 where the kernel's does, and added into the gradient buffer as the kernel
-adds it, each element's values in the kernel's order; ``ops/_numpy_vjp.py``), so its gradients
-equal the compiled backward's bit for bit, float32 included (fused chains give the unfused
+adds it, each element's values in the kernel's order; ``ops/_numpy_vjp.py``; the ``linalg``
+factorisations' twins call the SciPy LAPACK and BLAS routines their kernels call, through
+ctypes with the same arguments: ``ops/_lapack_numpy.py``, ``ops/linalg.numba_dot``), so its
+gradients equal the compiled backward's bit for bit, float32 included (fused chains give the unfused
 bits, :mod:`autograd_nb.engine.fusion`; a custom Function's backward is its own Python, run as
 the compiled walk runs it). Both compile nothing, but for an elementwise VJP without a twin (a
 special function's derivative, a C library call over more than ``config.TIER0_LIBM_ELEMENTS``
 elements), which runs its own kernel: one small loop to compile, and the same bits. Where some
 other VJP of the backward has no twin (``Op.has_vjp_numpy``: ``_bmm`` where the own AVX-512
-GEMM would run, the ``linalg`` factorisations, ops registered with their own ``@njit``
+GEMM would run, whose twin would compile that GEMM, 0.9 s; ``_det`` at a determinant of 0 or
+infinity, whose cofactors come from numba's own SVD; ops registered with their own ``@njit``
 kernels), that whole backward walks the ops' differentiable rules instead, compiling nothing
 either: float32 gradients through such an op may differ from the compiled backward's by an ulp
 until its kernels are ready (compiling the missing VJP kernels in the process instead took the

@@ -44,6 +44,7 @@ from numba import njit
 
 from .. import config
 from . import _broadcast, _lapack
+from . import _lapack_numpy as _twin
 from ._blas import (
     SPLIT_MIN_WORK,
     THREAD_CONTROLS,
@@ -52,8 +53,9 @@ from ._blas import (
     release_blas_threads,
     release_blas_threads_at,
 )
+from ._numpy_vjp import add_into, running_sum64
 from ._pointers import array_at
-from .linalg import _shape_of, _size, _target_view, dot, matmul
+from .linalg import _shape_of, _size, _target_view, dot, matmul, numba_dot
 from .reduction import AxisOp, expand_reduced
 from .registry import ExecSpec, Op, call, host_values, public, run_key
 from .shape import concatenate, swapaxes
@@ -219,8 +221,22 @@ class LinalgOp(Op):
         self._run_cache = {}
         super().__init__()
 
+    #: The VJP kernel (``@njit``) and its NumPy twin (``Op.vjp_numpy``), which take the same
+    #: arguments: :meth:`run_vjp` calls either.
+    vjp_kernel = vjp_twin = None
+
     def make_function(self):
         return None
+
+    def vjp(self, k, grad_output, saved, attrs, grad_input):
+        self.run_vjp(self.vjp_kernel, k, grad_output, saved, attrs, grad_input)
+
+    def vjp_numpy(self, k, grad_output, saved, attrs, grad_input):
+        self.run_vjp(self.vjp_twin, k, grad_output, saved, attrs, grad_input)
+
+    def run_vjp(self, kernel, k, grad_output, saved, attrs, grad_input):
+        """Add VJP ``k`` of ``grad_output`` into ``grad_input`` with ``kernel``."""
+        raise NotImplementedError
 
     def run(self, arrays, attrs):
         key = run_key(attrs)
@@ -268,6 +284,20 @@ def _lu_solve_vjp(routines, k, packed, g, x, grad, transpose):
             _subtract_outer(routines, grad[i], gb, x[i])
 
 
+def _lu_solve_vjp_numpy(routines, k, packed, g, x, grad, transpose):
+    """``_lu_solve_vjp``'s NumPy twin (``routines`` unused: ``_lapack_numpy`` calls them by
+    the dtype)."""
+    gb = np.empty(g.shape[1:], dtype=g.dtype)
+    for i in range(g.shape[0]):
+        _twin.lu_solve_into(packed[i], g[i], gb, not transpose)
+        if k == 2:
+            _twin.add_scaled(grad[i], np.float64(1.0), gb)
+        elif transpose:
+            _subtract_outer_numpy(grad[i], x[i], gb)
+        else:
+            _subtract_outer_numpy(grad[i], gb, x[i])
+
+
 @njit(cache=True, nogil=True)
 def _subtract_outer(routines, out, left, right):
     """``out -= left @ right.T`` for ``(n, k)`` factors: a loop over ``out`` for a few columns
@@ -282,6 +312,14 @@ def _subtract_outer(routines, out, left, right):
             scale = left[r, p]
             for c in range(row.size):
                 row[c] -= scale * right[c, p]
+
+
+def _subtract_outer_numpy(out, left, right):
+    if left.shape[1] > 4:
+        _twin.gemm_add(-1.0, left, False, right, True, out)
+        return
+    for p in range(left.shape[1]):  # (each element's terms in the loop's order)
+        out -= left[:, p, None] * right[None, :, p]
 
 
 @njit(cache=True, nogil=True)
@@ -321,7 +359,7 @@ class LuFactor(LinalgOp):
                    _stacked(packed, (n, n + 1)))
         return packed
 
-    def vjp(self, k, grad_output, saved, attrs, grad_input):
+    def run_vjp(self, kernel, k, grad_output, saved, attrs, grad_input):
         raise AssertionError("_lu is not differentiable: no node records it")
 
     def rule(self, k, grad_output, inputs, output, attrs):
@@ -367,13 +405,16 @@ class LuSolve(LinalgOp):
             raise LinAlgError("Singular matrix")
         return out
 
-    def vjp(self, k, grad_output, saved, attrs, grad_input):
+    vjp_kernel = staticmethod(_lu_solve_vjp)
+    vjp_twin = staticmethod(_lu_solve_vjp_numpy)
+
+    def run_vjp(self, kernel, k, grad_output, saved, attrs, grad_input):
         lu, x = saved[1], saved.output
         n, columns = _columns(lu, x)
         shape = (n, n) if k == 0 else (n, columns)
         g = np.ascontiguousarray(grad_output, dtype=x.dtype)
         target, done = _accumulating(grad_input, (lu.size // (n * n + n),) + shape, x.dtype)
-        _blas_call(lu.size // (n + 1) * n * columns, _lu_solve_vjp, _lapack.routines(x.dtype), k,
+        _blas_call(lu.size // (n + 1) * n * columns, kernel, _lapack.routines(x.dtype), k,
                    _stacked(lu, (n, n + 1)), _stacked(g, (n, columns)),
                    _stacked(x, (n, columns)), target, attrs["transpose"])
         done()
@@ -461,6 +502,30 @@ def _add_scaled_inverse_transpose(routines, packed, scale, grad):
             _lapack.add_scaled_transpose(grad[i], scale[i], inverse)
 
 
+def _add_scaled_inverse_transpose_numpy(routines, packed, scale, grad):
+    """``_add_scaled_inverse_transpose``'s NumPy twin (``routines`` unused, as in
+    ``_lu_solve_vjp_numpy``)."""
+    n = packed.shape[1]
+    inverse = np.empty((n, n), dtype=grad.dtype)
+    for i in range(packed.shape[0]):
+        if scale[i] == 0:
+            continue
+        if _twin.lu_singular(packed[i]):
+            grad[i] = np.nan
+            continue
+        _twin.lu_inverse(packed[i], inverse)
+        _add_inverse(grad[i], scale[i], inverse, packed[i])
+
+
+def _add_inverse(grad, scale, inverse, packed):
+    """``grad += scale * A^-T`` from ``A^-1``, as ``_lapack.add_scaled`` (where ``A`` is
+    symmetric: Cholesky's factors) or ``_lapack.add_scaled_transpose`` add it."""
+    if _twin.is_cholesky(packed):
+        _twin.add_scaled(grad, scale, inverse)
+    else:
+        _twin.add_scaled_transpose(grad, scale, inverse)
+
+
 @njit(cache=True, nogil=True)
 def _slogdet_driver(operands, ints, floats, like):
     """The compiled executor's driver of ``_slogdet``'s VJP: ``ints`` is ``[batch, n]`` then
@@ -495,13 +560,16 @@ class SlogDet(LinalgOp):
                          out.reshape(-1))
         return out
 
-    def vjp(self, k, grad_output, saved, attrs, grad_input):
+    vjp_kernel = staticmethod(_add_scaled_inverse_transpose)
+    vjp_twin = staticmethod(_add_scaled_inverse_transpose_numpy)
+
+    def run_vjp(self, kernel, k, grad_output, saved, attrs, grad_input):
         lu = saved[1]
         n = lu.shape[-2]
         packed = _stacked(lu, (n, n + 1))
         scale = np.ascontiguousarray(grad_output, dtype=lu.dtype).reshape(-1)
         target, done = _accumulating(grad_input, (packed.shape[0], n, n), lu.dtype)
-        _blas_call(_work(target.shape), _add_scaled_inverse_transpose,
+        _blas_call(_work(target.shape), kernel,
                    _lapack.routines(lu.dtype), packed, scale, target)
         done()
 
@@ -569,6 +637,18 @@ def _det_vjp(routines, a, packed, det, g, grad):
             _lapack.add_scaled(grad[i], g[i], _cofactors(np.ascontiguousarray(a[i])))
 
 
+def _det_vjp_numpy(routines, a, packed, det, g, grad):
+    """``_det_vjp``'s NumPy twin where every determinant is finite and not 0 (the cofactors'
+    SVD is numba's own: ``Det.has_vjp_numpy``)."""
+    n = a.shape[1]
+    inverse = np.empty((n, n), dtype=grad.dtype)
+    for i in range(a.shape[0]):
+        if g[i] == 0:
+            continue
+        _twin.lu_inverse(packed[i], inverse)
+        _add_inverse(grad[i], g[i] * det[i], inverse, packed[i])
+
+
 @njit(cache=True, nogil=True)
 def _det_driver(operands, ints, floats, like):
     """The compiled executor's driver of ``_det``'s VJP: ``ints`` is ``[batch, n]`` then
@@ -605,15 +685,23 @@ class Det(LinalgOp):
         _det_forward(_stacked(lu, (n, n + 1)), out.reshape(-1))
         return out
 
-    def vjp(self, k, grad_output, saved, attrs, grad_input):
+    vjp_kernel = staticmethod(_det_vjp)
+    vjp_twin = staticmethod(_det_vjp_numpy)
+
+    def run_vjp(self, kernel, k, grad_output, saved, attrs, grad_input):
         a, lu = saved[0], saved[1]
         n = a.shape[-1]
         det = saved.output.reshape(-1)
         g = np.ascontiguousarray(grad_output, dtype=a.dtype).reshape(-1)
         target, done = _accumulating(grad_input, (det.size, n, n), a.dtype)
-        _blas_call(_work(a.shape), _det_vjp, _lapack.routines(a.dtype), _stacked(a, (n, n)),
+        _blas_call(_work(a.shape), kernel, _lapack.routines(a.dtype), _stacked(a, (n, n)),
                    _stacked(lu, (n, n + 1)), det, g, target)
         done()
+
+    def has_vjp_numpy(self, k, saved, attrs):
+        # (not where a determinant is 0 or infinite: the cofactors, from numba's SVD)
+        det = saved.output
+        return bool(np.isfinite(det).all() and (det != 0).all())
 
     def exec_spec(self, k, node):
         a, lu = node.saved_inputs
@@ -662,6 +750,81 @@ def _cholesky_vjp(routines, g, lower, grad):
             bar[r, r] *= 2
         _lapack.mirror(bar, True)
         _lapack.add_scaled(grad[i], 0.5, bar)
+
+
+def _cholesky_vjp_numpy(routines, g, lower, grad):
+    """``_cholesky_vjp``'s NumPy twin (``routines`` unused, as in ``_lu_solve_vjp_numpy``)."""
+    for i in range(g.shape[0]):
+        bar = np.tril(g[i])
+        _cholesky_adjoint_numpy(lower[i], bar, CHOLESKY_BLOCKS)
+        bar[np.diag_indices(bar.shape[0])] *= 2
+        _twin.mirror(bar, True)
+        _twin.add_scaled(grad[i], np.float64(0.5), bar)
+
+
+def _cholesky_adjoint_numpy(lower, bar, blocks, scratch=None):
+    """``_cholesky_adjoint``'s twin, in blocks of ``blocks[0]`` columns, their diagonal
+    blocks reversed in blocks of ``blocks[1]`` (``_cholesky_adjoint_inner``), and those a
+    column at a time."""
+    if scratch is None:
+        scratch = np.empty((min(lower.shape[0], blocks[0]),) * 2, dtype=bar.dtype)
+    k = lower.shape[0]
+    while k > 0:
+        j = max(0, k - blocks[0])
+        _adjoint_panel_numpy(lower, bar, j, k, scratch)
+        if len(blocks) > 1:
+            _cholesky_adjoint_numpy(lower[j:k, j:k], bar[j:k, j:k], blocks[1:], scratch)
+        else:
+            _cholesky_adjoint_block_numpy(lower[j:k, j:k], bar[j:k, j:k])
+        _adjoint_left_numpy(lower, bar, j, k, scratch)
+        k = j
+
+
+def _adjoint_panel_numpy(lower, bar, j, k, scratch):
+    r, d, c = lower[j:k, :j], lower[j:k, j:k], lower[k:, j:k]
+    d_bar, b_bar, c_bar = bar[j:k, j:k], bar[k:, :j], bar[k:, j:k]
+    _twin.triangular_solve(d, c_bar, False, True, False)
+    _twin.gemm_add(-1.0, c_bar, False, r, False, b_bar)
+    width = k - j
+    product = scratch[:width, :width]
+    product[...] = 0
+    _twin.gemm_add(1.0, c_bar, True, c, False, product)
+    d_bar[np.tril_indices(width)] -= product[np.tril_indices(width)]
+
+
+def _adjoint_left_numpy(lower, bar, j, k, scratch):
+    r, b = lower[j:k, :j], lower[k:, :j]
+    r_bar, d_bar, c_bar = bar[j:k, :j], bar[j:k, j:k], bar[k:, j:k]
+    _twin.gemm_add(-1.0, c_bar, True, b, False, r_bar)
+    width = k - j
+    product = scratch[:width, :width]
+    strict = np.tril_indices(width, -1)
+    product[strict] = d_bar[strict]
+    product.T[strict] = d_bar[strict]
+    product[np.diag_indices(width)] = 2 * d_bar.diagonal()
+    _twin.gemm_add(-1.0, product, False, r, False, r_bar)
+
+
+def _cholesky_adjoint_block_numpy(lower, bar):
+    """``_cholesky_adjoint_block``'s twin: per column, ``total``'s float32 products summed
+    in float64 in turn, ``d_bar`` in float64, and the row of ``R_bar`` receiving its terms
+    in the loop's order."""
+    lower = np.ascontiguousarray(lower)
+    result = np.ascontiguousarray(bar)
+    m = lower.shape[0]
+    for j in range(m - 1, -1, -1):
+        d = lower[j, j]
+        column = lower[j + 1 :, j]
+        total = float(running_sum64(column * result[j + 1 :, j], 0))
+        d_bar = (float(result[j, j]) - total / float(d)) / float(d)
+        result[j + 1 :, j] /= d
+        row, r = result[j, :j], lower[j, :j]
+        add_into(row, -(np.float64(d_bar) * r))
+        terms = result[j + 1 :, j, None] * lower[j + 1 :, :j]
+        row[...] = np.subtract.accumulate(np.concatenate([row[None], terms]), axis=0)[-1]
+        result[j + 1 :, :j] -= result[j + 1 :, j, None] * r
+        result[j, j] = d_bar / 2
+    bar[...] = result
 
 
 @njit(cache=True, nogil=True)
@@ -810,12 +973,15 @@ class Cholesky(LinalgOp):
             raise LinAlgError("Matrix is not positive definite")
         return out
 
-    def vjp(self, k, grad_output, saved, attrs, grad_input):
+    vjp_kernel = staticmethod(_cholesky_vjp)
+    vjp_twin = staticmethod(_cholesky_vjp_numpy)
+
+    def run_vjp(self, kernel, k, grad_output, saved, attrs, grad_input):
         lower = saved.output
         n = lower.shape[-1]
         g = _stacked(np.ascontiguousarray(grad_output, dtype=lower.dtype), (n, n))
         target, done = _accumulating(grad_input, g.shape, lower.dtype)
-        _blas_call(_work(g.shape), _cholesky_vjp, _lapack.routines(lower.dtype), g,
+        _blas_call(_work(g.shape), kernel, _lapack.routines(lower.dtype), g,
                    _stacked(lower, (n, n)), target)
         done()
 
@@ -875,6 +1041,22 @@ def _eigh_vjp(g, packed, grad):
         _lapack.add_scaled(grad[i], 1.0, np.dot(np.dot(v, inner), v.T))
 
 
+def _eigh_vjp_numpy(g, packed, grad):
+    """``_eigh_vjp``'s NumPy twin: ``0.5 * ...`` in float64 (numba's float literal), stored
+    in ``inner``'s dtype."""
+    n = packed.shape[2]
+    for i in range(g.shape[0]):
+        w = packed[i, 0]
+        v = np.ascontiguousarray(packed[i, 1:])
+        m = numba_dot(v.T, np.ascontiguousarray(g[i, 1:]))
+        gap = w[None, :] - w[:, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            inner = (np.float64(0.5) * (m - m.T) / gap).astype(grad.dtype)
+        inner[gap == 0] = 0
+        inner[np.diag_indices(n)] = g[i, 0]
+        _twin.add_scaled(grad[i], np.float64(1.0), numba_dot(numba_dot(v, inner), v.T))
+
+
 class Eigh(LinalgOp):
     """``_eigh(a, upper=False)``: ``(..., n + 1, n)``, the eigenvalues in row 0 and the
     eigenvectors below."""
@@ -895,12 +1077,15 @@ class Eigh(LinalgOp):
                    _stacked(out, (n + 1, n)), attrs["upper"])
         return out
 
-    def vjp(self, k, grad_output, saved, attrs, grad_input):
+    vjp_kernel = staticmethod(_eigh_vjp)
+    vjp_twin = staticmethod(_eigh_vjp_numpy)
+
+    def run_vjp(self, kernel, k, grad_output, saved, attrs, grad_input):
         packed = saved.output
         n = packed.shape[-1]
         g = _stacked(np.ascontiguousarray(grad_output, dtype=packed.dtype), (n + 1, n))
         target, done = _accumulating(grad_input, (g.shape[0], n, n), packed.dtype)
-        _blas_call(_work(target.shape), _eigh_vjp, g, _stacked(packed, (n + 1, n)), target)
+        _blas_call(_work(target.shape), kernel, g, _stacked(packed, (n + 1, n)), target)
         done()
 
     def rule(self, k, grad_output, inputs, output, attrs):
@@ -1007,6 +1192,33 @@ def _svd_vjp(g, packed, grad, m, n):
         _lapack.add_scaled(grad[i], 1.0, total)
 
 
+def _svd_vjp_numpy(g, packed, grad, m, n):
+    """``_svd_vjp``'s NumPy twin: ``1 / s`` in float64 (numba's int over a float), stored in
+    ``inverse``'s dtype; the rest in the dtype."""
+    k = min(m, n)
+    for i in range(g.shape[0]):
+        u, s, vh = packed[i, : m * k].reshape((m, k)), packed[i, m * k : m * k + k], \
+            packed[i, m * k + k :].reshape((k, n))
+        gu, gs, gvh = g[i, : m * k].reshape((m, k)), g[i, m * k : m * k + k], \
+            g[i, m * k + k :].reshape((k, n))
+        ut_gu = numba_dot(u.T, gu)
+        vt_gv = numba_dot(vh, gvh.T)
+        inverse = np.zeros(k, dtype=grad.dtype)
+        inverse[s != 0] = 1 / s[s != 0].astype(np.float64)
+        squares = s * s
+        gap = squares[None, :] - squares[:, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            inner = (ut_gu - ut_gu.T) / gap * s[None, :] + s[:, None] * ((vt_gv - vt_gv.T) / gap)
+        inner[gap == 0] = 0
+        inner[np.diag_indices(k)] = gs
+        total = numba_dot(numba_dot(u, inner), vh)
+        if m > k:
+            total += numba_dot((gu - numba_dot(u, ut_gu)) * inverse, vh)
+        if n > k:
+            total += numba_dot(u * inverse, gvh - numba_dot(vt_gv.T, vh))
+        _twin.add_scaled(grad[i], np.float64(1.0), total)
+
+
 class Svd(LinalgOp):
     """``_svd(a, full_matrices=False)``: ``U``, ``S`` and ``Vh`` of ``a (..., m, n)`` raveled
     one after another along the last axis. Differentiable where the factors are unique (the
@@ -1030,13 +1242,16 @@ class Svd(LinalgOp):
                    attrs["full_matrices"])
         return out
 
-    def vjp(self, k, grad_output, saved, attrs, grad_input):
+    vjp_kernel = staticmethod(_svd_vjp)
+    vjp_twin = staticmethod(_svd_vjp_numpy)
+
+    def run_vjp(self, kernel, k, grad_output, saved, attrs, grad_input):
         packed = saved.output
         m, n = grad_input.shape[-2:]
         rows = _stacked(packed, packed.shape[-1:])
         g = _stacked(np.ascontiguousarray(grad_output, dtype=packed.dtype), packed.shape[-1:])
         target, done = _accumulating(grad_input, (rows.shape[0], m, n), packed.dtype)
-        _blas_call(_work(target.shape), _svd_vjp, g, rows, target, m, n)
+        _blas_call(_work(target.shape), kernel, g, rows, target, m, n)
         done()
 
     def rule(self, k, grad_output, inputs, output, attrs):
@@ -1131,6 +1346,33 @@ def _qr_vjp(routines, g, packed, a, grad):
         _lapack.add_scaled(grad[i, :, m:], 1.0, np.dot(q, gv))
 
 
+def _qr_square_vjp_numpy(q, r, gq, gr):
+    m = numba_dot(r, gr.T) - numba_dot(gq.T, q)
+    _twin.mirror(m, True)
+    b = gq + numba_dot(q, m)
+    _twin.triangular_solve(r, b, False, False, True)
+    return b
+
+
+def _qr_vjp_numpy(routines, g, packed, a, grad):
+    """``_qr_vjp``'s NumPy twin (``routines`` unused, as in ``_lu_solve_vjp_numpy``)."""
+    m, n = grad.shape[1], grad.shape[2]
+    k = min(m, n)
+    one = np.float64(1.0)
+    for i in range(g.shape[0]):
+        q, r = packed[i, : m * k].reshape((m, k)), packed[i, m * k :].reshape((k, n))
+        gq, gr = g[i, : m * k].reshape((m, k)), g[i, m * k :].reshape((k, n))
+        if m >= n:
+            _twin.add_scaled(grad[i], one, _qr_square_vjp_numpy(q, r, gq, gr))
+            continue
+        gv = np.ascontiguousarray(gr[:, m:])
+        gq = gq + numba_dot(np.ascontiguousarray(a[i, :, m:]), gv.T)
+        square = _qr_square_vjp_numpy(q, np.ascontiguousarray(r[:, :m]), gq,
+                                      np.ascontiguousarray(gr[:, :m]))
+        _twin.add_scaled(grad[i, :, :m], one, square)
+        _twin.add_scaled(grad[i, :, m:], one, numba_dot(q, gv))
+
+
 class Qr(LinalgOp):
     """``_qr(a)``: the reduced QR decomposition of ``a (..., m, n)``, ``Q`` then ``R`` raveled
     along the last axis. Differentiable where ``R``'s leading square block is invertible."""
@@ -1153,13 +1395,16 @@ class Qr(LinalgOp):
                    _stacked(out, out.shape[-1:]))
         return out
 
-    def vjp(self, k, grad_output, saved, attrs, grad_input):
+    vjp_kernel = staticmethod(_qr_vjp)
+    vjp_twin = staticmethod(_qr_vjp_numpy)
+
+    def run_vjp(self, kernel, k, grad_output, saved, attrs, grad_input):
         a, packed = saved[0], saved.output
         m, n = a.shape[-2:]
         rows = _stacked(packed, packed.shape[-1:])
         g = _stacked(np.ascontiguousarray(grad_output, dtype=a.dtype), packed.shape[-1:])
         target, done = _accumulating(grad_input, (rows.shape[0], m, n), a.dtype)
-        _blas_call(_work(a.shape), _qr_vjp, _lapack.routines(a.dtype), g, rows,
+        _blas_call(_work(a.shape), kernel, _lapack.routines(a.dtype), g, rows,
                    _stacked(a, (m, n)), target)
         done()
 
@@ -1223,6 +1468,18 @@ def _pinv_vjp(g, a, p, grad):
         _lapack.add_scaled(grad[i], 1.0, total)
 
 
+def _pinv_vjp_numpy(g, a, p, grad):
+    """``_pinv_vjp``'s NumPy twin."""
+    for i in range(g.shape[0]):
+        pt = np.ascontiguousarray(p[i].T)
+        gt = np.ascontiguousarray(g[i].T)
+        total = -numba_dot(numba_dot(pt, g[i]), pt)
+        total += numba_dot(gt - numba_dot(a[i], numba_dot(p[i], gt)), numba_dot(p[i], pt))
+        right = gt - numba_dot(numba_dot(gt, p[i]), a[i])
+        total += numba_dot(numba_dot(pt, p[i]), right)
+        _twin.add_scaled(grad[i], np.float64(1.0), total)
+
+
 class Pinv(LinalgOp):
     """``_pinv(a, rcond)``: the pseudo-inverses of ``a (..., m, n)``, singular values below
     ``rcond`` times the largest taken as zero."""
@@ -1245,13 +1502,16 @@ class Pinv(LinalgOp):
                        _stacked(out, (n, m)), attrs["rcond"])
         return out
 
-    def vjp(self, k, grad_output, saved, attrs, grad_input):
+    vjp_kernel = staticmethod(_pinv_vjp)
+    vjp_twin = staticmethod(_pinv_vjp_numpy)
+
+    def run_vjp(self, kernel, k, grad_output, saved, attrs, grad_input):
         a, p = saved[0], saved.output
         m, n = a.shape[-2:]
         g = _stacked(np.ascontiguousarray(grad_output, dtype=a.dtype), (n, m))
         target, done = _accumulating(grad_input, (g.shape[0], m, n), a.dtype)
         if g.size:
-            _blas_call(_work(a.shape), _pinv_vjp, g, _stacked(a, (m, n)),
+            _blas_call(_work(a.shape), kernel, g, _stacked(a, (m, n)),
                        _stacked(p, (n, m)), target)
         done()
 

@@ -457,34 +457,46 @@ def _bmm_forward_bool_driver(operands, ints, floats, like):
         out[i] = flat[i] != 0
 
 
-def _numba_dot(a, b, out, transpose_b=False):
-    """``np.dot(a, b, out)`` as numba compiles it for C-ordered matrices (``m, k, n > 0``),
-    from Python: the same BLAS call with the same arguments (numba's ``dot_3_mm``: a dot
-    product, a matrix-vector product either way, or the product as its transpose in Fortran
-    order, ``out.T = b.T @ a.T``), so the same bits, and nothing to compile. With
-    ``transpose_b``, ``np.dot(a, b.T, out)``: numba reads ``b.T`` as a Fortran-ordered
-    matrix, which BLAS then reads transposed."""
-    (m, k), n = a.shape, b.shape[0 if transpose_b else 1]
+def _numba_dot(a, b, out):
+    """``np.dot(a, b, out)`` as numba compiles it for matrices (``m, k, n > 0``; ``a`` and
+    ``b`` C-ordered, or Fortran-ordered as a transposed C array is), from Python: the same
+    BLAS call with the same arguments (numba's ``dot_3_mm``: a dot product, a matrix-vector
+    product either way, or the product as its transpose in Fortran order, ``out.T = b.T @
+    a.T``, an operand in the other order transposed), so the same bits, and nothing to
+    compile. (An array in both orders has a dimension of 1, where numba's choice of order
+    changes no value.)"""
+    (m, k), n = a.shape, b.shape[1]
+    fortran_a, fortran_b = not a.flags.c_contiguous, not b.flags.c_contiguous
     by = ByAddress(a.dtype)
     one, zero, step = by.scalar(1.0), by.scalar(0.0), by.int(1)
     if m == 1 and n == 1:
         out[0, 0] = blas_function("dot", a.dtype)(by.int(k), a.ctypes.data, step,
                                                    b.ctypes.data, step)
     elif n == 1:
-        blas_function("gemv", a.dtype)(by.char(b"t"), by.int(k), by.int(m), one,
-                                        a.ctypes.data, by.int(k), b.ctypes.data, step, zero,
-                                        out.ctypes.data, step)
+        rows, columns = (m, k) if fortran_a else (k, m)
+        blas_function("gemv", a.dtype)(by.char(b"n" if fortran_a else b"t"), by.int(rows),
+                                        by.int(columns), one, a.ctypes.data, by.int(rows),
+                                        b.ctypes.data, step, zero, out.ctypes.data, step)
     elif m == 1:
-        trans, rows, columns = (b"t", k, n) if transpose_b else (b"n", n, k)
-        blas_function("gemv", a.dtype)(by.char(trans), by.int(rows), by.int(columns), one,
-                                        b.ctypes.data, by.int(rows), a.ctypes.data, step, zero,
-                                        out.ctypes.data, step)
+        rows, columns = (k, n) if fortran_b else (n, k)
+        blas_function("gemv", a.dtype)(by.char(b"t" if fortran_b else b"n"), by.int(rows),
+                                        by.int(columns), one, b.ctypes.data, by.int(rows),
+                                        a.ctypes.data, step, zero, out.ctypes.data, step)
     else:
-        no = by.char(b"n")
-        blas_function("gemm", a.dtype)(by.char(b"t" if transpose_b else b"n"), no, by.int(n),
-                                        by.int(m), by.int(k), one, b.ctypes.data,
-                                        by.int(k if transpose_b else n), a.ctypes.data,
-                                        by.int(k), zero, out.ctypes.data, by.int(n))
+        blas_function("gemm", a.dtype)(
+            by.char(b"t" if fortran_b else b"n"), by.char(b"t" if fortran_a else b"n"),
+            by.int(n), by.int(m), by.int(k), one, b.ctypes.data, by.int(k if fortran_b else n),
+            a.ctypes.data, by.int(m if fortran_a else k), zero, out.ctypes.data, by.int(n))
+
+
+def numba_dot(a, b):
+    """``np.dot(a, b)`` of two matrices as numba compiles it (``_numba_dot``; zeros where a
+    dimension is 0), from Python: tier 0's twin of a kernel's ``np.dot``."""
+    (m, k), n = a.shape, b.shape[1]
+    out = np.zeros((m, n), dtype=a.dtype)
+    if m and k and n:
+        _numba_dot(a, b, out)
+    return out
 
 
 def _one_hot_add_numpy(x, y, transpose_y, out):
@@ -510,7 +522,7 @@ def _stack_add_numpy(x, y, transpose_y, out):
     if _one_hot_add_numpy(x, y, transpose_y, out):
         return
     scratch = np.empty(out.shape, dtype=out.dtype)
-    _numba_dot(np.ascontiguousarray(x), y, scratch, transpose_y)
+    _numba_dot(np.ascontiguousarray(x), y.T if transpose_y else y, scratch)
     out += scratch
 
 

@@ -95,8 +95,9 @@ def test_the_common_elementwise_vjps_have_twins():
 
 
 def test_an_op_without_vjp_numpy_has_no_twin():
-    assert not REGISTRY["_cholesky"].has_vjp_numpy(0, None, {})
-    assert type(REGISTRY["_cholesky"]).vjp_numpy is Op.vjp_numpy
+    op = REGISTRY["digamma"]
+    assert type(op).vjp_numpy is not Op.vjp_numpy
+    assert ("digamma", 0) in WITHOUT_TWIN
 
 
 def check_twins(op, values, attrs, rng, scale=1.0):
@@ -203,3 +204,122 @@ def test_shape_and_index_twins_give_the_kernels_bits(dtype):
                          ((np.array([0, 2, 0]), 1), a[0, 0] * 2),
                          (a > 0, np.asarray(2.0, dtype))]:
         check_twins(REGISTRY["setitem"], [a, value], {"index": index}, rng)
+
+
+def _matrices(rng, shape, dtype, kind="general"):
+    """Square matrices of ``shape``: general (LU), symmetric positive definite (Cholesky's
+    path of ``_lu``), or symmetric with repeated eigenvalues."""
+    n = shape[-1]
+    a = rng.standard_normal(shape)
+    if kind == "general":
+        a = a + n**0.5 * np.eye(n)
+    elif kind == "spd":
+        a = a @ np.swapaxes(a, -1, -2) + n * np.eye(n)
+    elif kind == "repeated":  # (eigenvalues 1, 1, 1, 4, ...: gaps of exactly 0)
+        q = np.linalg.qr(a)[0]
+        w = np.ones(n)
+        w[n // 2 :] = 4.0
+        a = q @ (w[:, None] * np.swapaxes(q, -1, -2))
+        a = (a + np.swapaxes(a, -1, -2)) / 2
+    return a.astype(dtype)
+
+
+def _lu_values(rng, a_shape, b_shape, dtype, kind):
+    a = _matrices(rng, a_shape, dtype, kind)
+    lu = REGISTRY["_lu"].forward([a], {})
+    return a, lu, rng.standard_normal(b_shape).astype(dtype)
+
+
+#: Orders: one, the factor's loops (up to ``LAPACK_LEAVES``), the recursions above them, and
+#: Cholesky's inverse by ``lauum`` (above ``LAPACK_TRMM_MAX``).
+ORDERS = [1, 5, 40, 100]
+KINDS = ["general", "spd"]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_lu_solve_twins_give_the_kernels_bits(dtype):
+    op = REGISTRY["_lu_solve"]
+    rng = np.random.default_rng(11)
+    # (vectors, a few columns: a loop; more columns: GEMM; a batch)
+    for n, batch, columns in [(1, (), None), (5, (), None), (40, (), 3), (40, (2,), 9),
+                              (100, (), None), (7, (2, 3), 4), (16, (3,), 6)]:
+        for kind in KINDS:
+            b_shape = (*batch, n) if columns is None else (*batch, n, columns)
+            a, lu, b = _lu_values(rng, (*batch, n, n), b_shape, dtype, kind)
+            for transpose in (False, True):
+                check_twins(op, [a, lu, b], {"transpose": transpose}, rng)
+
+
+@pytest.mark.parametrize("name", ["_slogdet", "_det"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_determinant_twins_give_the_kernels_bits(name, dtype):
+    op = REGISTRY[name]
+    rng = np.random.default_rng(12)
+    for n in ORDERS + [33, 70]:
+        for kind in KINDS:
+            for batch in ((), (3,)):
+                a = _matrices(rng, (*batch, n, n), dtype, kind)
+                if name == "_det":  # (a determinant near 1: no overflow)
+                    a = a / np.abs(np.linalg.det(a.astype(np.float64)))[..., None, None] ** (1 / n)
+                    a = a.astype(dtype)
+                lu = REGISTRY["_lu"].forward([a], {})
+                check_twins(op, [a, lu], {}, rng)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_singular_determinants(dtype):
+    # _slogdet's twin writes nan as its kernel does; _det's cofactors (numba's SVD) have none.
+    rng = np.random.default_rng(13)
+    a = _matrices(rng, (2, 4, 4), dtype)
+    a[1, 3] = 0  # (a zero row: U has an exact zero)
+    lu = REGISTRY["_lu"].forward([a], {})
+    check_twins(REGISTRY["_slogdet"], [a, lu], {}, rng)
+    op = REGISTRY["_det"]
+    arrays, attrs = op.prepare([a, lu], {})
+    assert not op.has_vjp_numpy(0, Saved(arrays, op.forward(arrays, attrs)), attrs)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cholesky_twin_gives_the_kernels_bits(dtype):
+    # Orders within one inner block, across inner blocks, across outer blocks (64, 16).
+    rng = np.random.default_rng(14)
+    for shape in [(1, 1), (5, 5), (16, 16), (40, 40), (3, 20, 20), (150, 150)]:
+        check_twins(REGISTRY["_cholesky"], [_matrices(rng, shape, dtype, "spd")], {}, rng)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_eigh_twin_gives_the_kernels_bits(dtype):
+    rng = np.random.default_rng(15)
+    for shape, kind in [((1, 1), "spd"), ((6, 6), "spd"), ((2, 30, 30), "spd"),
+                        ((8, 8), "repeated"), ((3, 3), "general")]:
+        a = _matrices(rng, shape, dtype, kind)
+        a = (a + np.swapaxes(a, -1, -2)) / 2
+        for upper in (False, True):
+            check_twins(REGISTRY["_eigh"], [a], {"upper": upper}, rng)
+
+
+#: Matrix shapes: tall, wide, square, a row, a column, a batch.
+RECTANGLES = [(7, 4), (4, 7), (6, 6), (1, 5), (5, 1), (2, 30, 20), (1, 1), (20, 45)]
+
+
+@pytest.mark.parametrize("name", ["_svd", "_qr", "_pinv"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_rectangular_twins_give_the_kernels_bits(name, dtype):
+    op = REGISTRY[name]
+    rng = np.random.default_rng(16)
+    for shape in RECTANGLES:
+        a = rng.standard_normal(shape).astype(dtype)
+        attrs = {"rcond": 1e-15} if name == "_pinv" else {}
+        check_twins(op, [a], attrs, rng)
+    if name != "_qr":  # rank-deficient: a zero singular value, equal ones
+        a = np.zeros((6, 4), dtype)
+        a[np.arange(3), np.arange(3)] = [2, 2, 1]
+        check_twins(op, [a], {"rcond": 1e-6} if name == "_pinv" else {}, rng)
+
+
+def test_the_linalg_vjps_have_twins():
+    names = {"_lu_solve", "_slogdet", "_det", "_cholesky", "_eigh", "_svd", "_qr", "_pinv"}
+    assert all(type(REGISTRY[n]).vjp_numpy is not Op.vjp_numpy for n in names)
+    linalg = {n for n, op in REGISTRY.items() if op.family == "linalg" and any(
+        op.is_differentiable(k) for k in range(op.n_inputs))}
+    assert {n for n in linalg if type(REGISTRY[n]).vjp_numpy is Op.vjp_numpy} == set()
