@@ -16,22 +16,19 @@ factorisations' twins call the SciPy LAPACK and BLAS routines their kernels call
 ctypes with the same arguments: ``ops/_lapack_numpy.py``, ``ops/linalg.numba_dot``), so its
 gradients equal the compiled backward's bit for bit, float32 included (fused chains give the unfused
 bits, :mod:`autograd_nb.engine.fusion`; a custom Function's backward is its own Python, run as
-the compiled walk runs it). Both compile nothing, but for an elementwise VJP without a twin (a
-special function's derivative, a C library call over more than ``config.TIER0_LIBM_ELEMENTS``
-elements), which runs its own kernel: one small loop to compile, and the same bits. Where some
-other VJP of the backward has no twin (``Op.has_vjp_numpy``: ``_bmm`` where the own AVX-512
-GEMM would run, whose twin would compile that GEMM, 0.9 s; ``_det`` at a determinant of 0 or
+the compiled walk runs it). Both compile nothing, but for a VJP without a twin, which runs
+its own kernel, compiled in the process, with the same bits: an elementwise one (a special
+function's derivative, a C library call over more than ``config.TIER0_LIBM_ELEMENTS``
+elements) is one small loop; the others are rarer (``Op.has_vjp_numpy``: ``_bmm`` where the
+own AVX-512 GEMM runs, whose forward compiles too; ``_det`` at a determinant of 0 or
 infinity, whose cofactors come from numba's own SVD; ops registered with their own ``@njit``
-kernels), that whole backward walks the ops' differentiable rules instead, compiling nothing
-either: float32 gradients through such an op may differ from the compiled backward's by an ulp
-until its kernels are ready (compiling the missing VJP kernels in the process instead took the
-``linalg`` workload's first gradient from 2.2 to 6.4 s: docs/benchmarking.rst, "Tier 0"). A
-batch (``is_grads_batched``) runs in the compiled executor's blocks of rows
+kernels). A batch (``is_grads_batched``) runs in the compiled executor's blocks of rows
 (``engine.executor.row_blocks``), each VJP over a block as the executor runs it
 (``Op.vjp_numpy_rows``: every op's rows one by one, but ``_bmm``'s, stacked into one product
 as its rows driver stacks them), so a batched gradient keeps the executor's bits too; where
 the executor declines a batched plan (mixed dtypes, an op without a driver) the compiled
-walk's ``vjp_batched`` runs the whole batch at once, which tier 0 does not follow.
+walk's ``vjp_batched`` runs the whole batch at once, which tier 0 does not follow, and so
+does a ``_bmm`` on the own GEMM (its kernel runs row by row).
 
 Meanwhile a **background process** (a niced ``python``, outside this process's GIL) replays
 the calls this process made, on the same shapes and dtypes, and runs a backward over them,
@@ -93,7 +90,7 @@ _grad_leaves = set()  # id of the arrays of leaves that took a gradient (``note_
 _backwards = []  # (roots as (op name, shape), batch) of the backwards met
 _produced = {}  # id(output array) -> (call index, array)
 _recorded_bytes = 0
-_in_rules = threading.local()
+_in_twins = threading.local()
 _roots = threading.local()  # ``arrays``: the outputs of the backward about to run
 _worker = None  # the running worker's Popen (``_STARTING`` while one is being started)
 _STARTING = object()
@@ -191,7 +188,7 @@ def _run(op, compiled, values, attrs):
         if hits >= config.TIER0_LEAVE_AFTER:
             _leave(op)
         done = compiled(values, attrs)
-        if (_pending or _calls) and not getattr(_in_rules, "active", False):
+        if (_pending or _calls) and not getattr(_in_twins, "active", False):
             # Recorded too while others are: the worker replays a connected graph, so that
             # the backward reaches the ops before this one.
             _record(op, key, values, attrs, done[2])
@@ -206,7 +203,7 @@ def _run(op, compiled, values, attrs):
     else:
         done = compiled(values, attrs)  # (no NumPy forward: compiles, and is recorded all the
         # same, so that the worker compiles its backward)
-    if not getattr(_in_rules, "active", False):
+    if not getattr(_in_twins, "active", False):
         _record(op, key, values, attrs, done[2])
     return done
 
@@ -240,14 +237,14 @@ def _record(op, key, values, attrs, output):
         launch()
 
 
-class rules_walk:
+class twins_walk:
     """Context of tier 0's backward (the NumPy twins' walk): an op it runs is not recorded."""
 
     def __enter__(self):
-        _in_rules.active = True
+        _in_twins.active = True
 
     def __exit__(self, *exc):
-        _in_rules.active = False
+        _in_twins.active = False
 
 
 def note_outputs(arrays):

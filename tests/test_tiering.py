@@ -162,7 +162,7 @@ def test_the_ops_on_libm_functions_have_a_numpy_forward():
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_large_libm_calls_leave_tier_0(dtype):
     # Element by element through the C library, ~0.7 us an element in float32: from
-    # config.TIER0_LIBM_ELEMENTS on, the forward compiles and the backward walks the rules.
+    # config.TIER0_LIBM_ELEMENTS on, the forward compiles, and so does the VJP's kernel.
     limit = anb.config.TIER0_LIBM_ELEMENTS[np.dtype(dtype).name]
     op = REGISTRY["power"]
     for n, served in ((limit, True), (limit + 1, False)):
@@ -272,7 +272,7 @@ def test_integer_and_special_layouts_keep_the_kernels():
 
 @pytest.fixture
 def tier0(monkeypatch):
-    """Tier 0 in this process, with no worker: the tiered ops run NumPy, backward walks rules."""
+    """Tier 0 in this process, with no worker: the tiered ops run NumPy, a backward the twins."""
     monkeypatch.setattr(tiering, "ENABLED", True)
     monkeypatch.setattr(tiering, "launch", lambda: None)
     monkeypatch.setattr(tiering, "backward_pending", True)
@@ -409,12 +409,27 @@ def test_tier0_linalg_gradients_equal_the_compiled_ones(tier0, monkeypatch, name
     np.testing.assert_array_equal(g.numpy(), c.numpy())
 
 
-def test_a_zero_determinant_has_no_twin():
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_vjp_without_a_twin_runs_its_kernel_in_tier0(tier0, dtype):
     # ``det``'s VJP at a zero determinant takes the cofactors from numba's own SVD, which has
-    # no NumPy twin: tier 0 does not walk the twins there.
-    x = anb.tensor(np.array([[1.0, 2.0], [2.0, 4.0]]), requires_grad=True)
-    value = anb.linalg.det(x * 1.0)
+    # no NumPy twin: tier 0 runs that VJP's kernel (compiling it), and the gradient keeps the
+    # compiled backward's bits (the differentiable rules would raise LinAlgError here).
+    start = np.array([[1.0, 2.0, 0.5], [2.0, 4.0, 1.0], [0.3, -1.0, 2.0]], dtype=dtype)
+
+    def loss(x):
+        return anb.linalg.det(x * 1.5)
+
+    x = anb.tensor(start, requires_grad=True)
+    value = loss(x)
     assert not anb.engine.backward.has_twins(anb.engine.make_plan([value._node], [x], False))
+    (g,) = anb.grad(value, x)
+    for op_name in TIERED:
+        tiering._leave(REGISTRY[op_name])
+    tiering.backward_pending = False
+    compiled = anb.tensor(start, requires_grad=True)
+    (c,) = anb.grad(loss(compiled), compiled)
+    assert g.shape == c.shape == start.shape
+    np.testing.assert_array_equal(g.numpy(), c.numpy())
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -700,7 +715,7 @@ def ours(compiles):
 def test_cold_process_compiles_nothing_first_then_swaps(tmp_path):
     cold = run_child(tmp_path)
     assert cold["tier0"] == [True, True]
-    assert ours(cold["during"]) == []  # the first gradients: NumPy and the rules only
+    assert ours(cold["during"]) == []  # the first gradients: NumPy and the twins only
     assert cold["finished"] and cold["after_wait"] == [False, False]
     assert ours(cold["after_compiles"]) == []  # the worker's kernels, loaded from the cache
     # The loss and the float32 gradients: tier 0's forwards and VJP twins give the kernels' bits.

@@ -25,18 +25,15 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch
     ):
         # Tier 0 (:mod:`autograd_nb.tiering`): the compiled backward is not cached yet, so the
         # walk runs the VJP kernels' NumPy twins (a batch in the executor's blocks of rows),
-        # or where some VJP has none the ops' differentiable rules (a batch row by row),
-        # compiling nothing, and a background process compiles the kernels.
+        # compiling nothing but the kernels of VJPs without one, and a background process
+        # compiles the kernels.
         tiering.note_backward(plan, seeds, batch)
-        twins = backward.has_twins(plan, batched=batch is not None)
-        walk = {"twins": True} if twins else {"rules": True}
-        with tiering.rules_walk():
+        with tiering.twins_walk():
             if batch is None:
                 done = backward.run_plan(plan, seeds, targets, all_leaves, retain_graph,
-                                         False, **walk)
+                                         False, twins=True)
             else:
-                done = _tier0_batched(plan, seeds, targets, all_leaves, retain_graph, batch,
-                                      walk)
+                done = _tier0_batched(plan, seeds, targets, all_leaves, retain_graph, batch)
         tiering.after_backward()
         return (*done, None)
     if config.COMPILED_BACKWARD and not create_graph:
@@ -52,30 +49,25 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch
     return (*done, None)
 
 
-def _tier0_batched(plan, seeds, targets, all_leaves, retain_graph, batch, walk):
+def _tier0_batched(plan, seeds, targets, all_leaves, retain_graph, batch):
     """Tier 0's batched backward, stacked: the twins' walk once per block of rows that the
     compiled executor runs (:func:`.executor.row_blocks`, with OpenBLAS's threads held as it
     holds them), each VJP over the block at once (``Op.vjp_numpy_rows``), so the gradients
-    keep its bits; the rules' walk once per row."""
-    twins = "twins" in walk
-    if twins:
-        parts = [(slice(start, stop), stop - start) for start, stop in executor.row_blocks(batch)]
-    else:
-        parts = [(b, None) for b in range(batch)]
-    previous = hold_blas_threads() if twins and executor.parallel_blocks(batch) else None
+    keep its bits."""
+    blocks = executor.row_blocks(batch)
+    previous = hold_blas_threads() if executor.parallel_blocks(batch) else None
     try:
         done = []
-        for p, (rows, size) in enumerate(parts):
-            keep = retain_graph or p < len(parts) - 1
+        for p, (start, stop) in enumerate(blocks):
+            keep = retain_graph or p < len(blocks) - 1
             results, leaves = backward.run_plan(
-                plan, [(edge, grad[rows]) for edge, grad in seeds], targets, all_leaves, keep,
-                False, size, **walk,
+                plan, [(edge, grad[start:stop]) for edge, grad in seeds], targets, all_leaves,
+                keep, False, stop - start, twins=True,
             )
             done.append(results)
     finally:
         release_blas_threads(previous)
-    join = np.concatenate if twins else np.stack
-    stacked = {key: join([part[key] for part in done]) for key in done[0]
+    stacked = {key: np.concatenate([part[key] for part in done]) for key in done[0]
                if all(key in part for part in done)}
     return stacked, leaves
 

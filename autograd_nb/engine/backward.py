@@ -145,7 +145,7 @@ def _leaf_view(leaf, array):
 
 
 def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch=None,
-             twins=False, rules=False):
+             twins=False):
     """Run ``plan``'s schedule (:func:`.schedule.schedule`) step by step; return the gradients
     by ``id`` of every target, retaining node and leaf met, and the leaves met.
 
@@ -157,14 +157,13 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch
     The VJPs are the ops' kernels, which accumulate into a buffer (on a GPU where the
     gradients are device arrays, each fused chain one generated kernel); with
     ``create_graph`` the ops' differentiable rules, evaluated on Tensors and recorded; with
-    ``twins`` (tier 0, :mod:`autograd_nb.tiering`; host arrays, every VJP with a twin or
-    elementwise: :func:`has_twins`) the kernels' NumPy twins (``Op.vjp_numpy``; with
-    ``batch``, one block of the compiled executor's rows, ``Op.vjp_numpy_rows``), which give
-    the compiled backward's bits and compile nothing (an elementwise VJP without one runs its
-    kernel); with ``rules`` (tier 0 where some other VJP has no twin) the rules without
-    recording, and the gradients come back as fresh arrays.
+    ``twins`` (tier 0, :mod:`autograd_nb.tiering`; host arrays) the kernels' NumPy twins
+    (``Op.vjp_numpy``; with ``batch``, one block of the compiled executor's rows,
+    ``Op.vjp_numpy_rows``), which give the compiled backward's bits and compile nothing; a
+    VJP without one runs its kernel, which compiles (:func:`has_twins` says whether any
+    but quick elementwise ones will).
     """
-    walk_rules = create_graph or rules
+    walk_rules = create_graph
     device = not walk_rules and not twins and _touches_device(plan, seeds)
     groups = _device_groups(plan, seeds, targets, all_leaves) if device else None
     # (an identity VJP passes a host buffer on as a view in the input's shape)
@@ -174,25 +173,24 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch
     buffers = [None] * len(steps.slots)
     for s, slot in enumerate(steps.slots):
         if slot.kind == schedule.SEED:
-            buffers[s] = _seed_buffer(slot.edge, seeds[slot.seed][1], walk_rules, rules, lead)
+            buffers[s] = _seed_buffer(slot.edge, seeds[slot.seed][1], walk_rules, lead)
     with tape.grad_mode(create_graph):
         if walk_rules:
             _walk_rules(steps, buffers, retain_graph)
         else:
             _walk_kernels(steps, buffers, retain_graph, lead, batch, twins)
     results = {id(edge): buffers[s] for edge, s in steps.results() if buffers[s] is not None}
-    if rules:  # fresh arrays, as the kernels' walk gives (a rule may pass a seed through)
-        results = {key: np.array(value._data, copy=True) for key, value in results.items()}
     return results, steps.leaves
 
 
 def has_twins(plan, batched=False):
     """Whether every VJP of ``plan``'s nodes has a NumPy twin (``Op.has_vjp_numpy``; for
     blocks of batch rows where ``batched``, ``Op.has_vjp_numpy_rows``) or is quick to compile
-    (``Op.quick_vjp_kernels``: elementwise), so that tier 0's backward can walk the twins: a
-    quick VJP without one (a special function's derivative, a C library call over more than
-    ``config.TIER0_LIBM_ELEMENTS``) runs its own kernel, and the gradients keep the compiled
-    backward's bits."""
+    (``Op.quick_vjp_kernels``: elementwise): whether tier 0's backward of ``plan`` compiles
+    at most a few small loops (a special function's derivative, a C library call over more
+    than ``config.TIER0_LIBM_ELEMENTS``). Any other VJP without a twin (``_bmm`` on the own
+    AVX-512 GEMM, ``_det`` at a zero determinant, an op registered with its own kernels)
+    runs its kernel too, compiled in the process."""
     for node in plan.nodes:
         op, saved = node.op, None
         for k, edge in enumerate(node.edges):
@@ -206,11 +204,9 @@ def has_twins(plan, batched=False):
     return True
 
 
-def _seed_buffer(edge, grad, walk_rules, rules, lead):
+def _seed_buffer(edge, grad, walk_rules, lead):
     """A grad_output as its SEED slot's buffer (only read)."""
     if walk_rules:
-        if rules:
-            grad = Tensor._make(grad)
         return grad.astype(edge.dtype) if grad.dtype != edge.dtype else grad
     if type(grad) is not np.ndarray and not isinstance(grad, (float, int)):
         from ..cuda import _device  # a CUDA device array
@@ -279,8 +275,8 @@ def _vjp(node, k, grad, saved, buffer, lead, batch, twins=False):
 
 def _twin_vjp(node, k, grad, saved, buffer, batch):
     """Tier 0's VJP: the op's NumPy twin (for a block of batch rows, ``Op.vjp_numpy_rows``);
-    where it has none (an op with ``quick_vjp_kernels``) its kernel, row by row in a batch as
-    the compiled executor runs it."""
+    where it has none its kernel, compiled in the process (in a batch row by row, as the
+    compiled executor runs an op without a rows driver)."""
     op, attrs = node.op, node.attrs
     if batch is None:
         if op.has_vjp_numpy(k, saved, attrs):
