@@ -131,7 +131,8 @@ def make_jacobian(engine, allow_simulator=False):
                 torch.cuda.synchronize()
                 return jac
 
-        return lambda: step().cpu().numpy(), step
+        # (jacrev of an x that requires grad gives a Jacobian that does too)
+        return lambda: step().detach().cpu().numpy(), step
     raise NotImplementedError(f"no GPU Jacobian for {engine}")
 
 
