@@ -540,6 +540,31 @@ def test_tier0_batched_products_give_the_compiled_bits(tier0, monkeypatch, dtype
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shapes", [((16, 300), (300, 128)), ((3, 40, 50), (3, 50, 96)),
+                                    ((2, 8), (8, 64))], ids=str)
+def test_tier0_with_the_own_gemm_gives_the_compiled_bits(tier0, monkeypatch, dtype, shapes):
+    # Products by ``_gemm``'s own AVX-512 kernel (as where the BLAS lacks such kernels) have
+    # no twin: tier 0 runs the VJP's kernel, and in a batch the rows driver's products.
+    monkeypatch.setattr(anb.config, "GEMM_KERNEL", "own")
+    rng = np.random.default_rng(11)
+    arrays = [rng.standard_normal(shape).astype(dtype) for shape in shapes]
+    out_shape = np.matmul(*arrays).shape
+    leaves = [anb.tensor(a, requires_grad=True) for a in arrays]
+    y = leaves[0] @ leaves[1]
+    single = rng.standard_normal(out_shape).astype(dtype)
+    seeds = rng.standard_normal((200, *out_shape)).astype(dtype)
+    tier0 = [anb.grad(y, leaves, grad_outputs=anb.tensor(single), retain_graph=True),
+             anb.grad(y, leaves, grad_outputs=anb.tensor(seeds), is_grads_batched=True,
+                      retain_graph=True)]
+    tiering.backward_pending = False
+    compiled = [anb.grad(y, leaves, grad_outputs=anb.tensor(single), retain_graph=True),
+                anb.grad(y, leaves, grad_outputs=anb.tensor(seeds), is_grads_batched=True)]
+    for got, want in zip(tier0, compiled, strict=True):
+        for g, c in zip(got, want, strict=True):
+            assert_same_bits(g.numpy(), c.numpy())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("sizes", [(2, 8, 8), (8, 64, 32)], ids=str)
 @pytest.mark.parametrize("batch", [3, 200])
 def test_tier0_batched_mlp_layer_gives_the_compiled_bits(tier0, monkeypatch, dtype, sizes,

@@ -189,8 +189,9 @@ def has_twins(plan, batched=False):
     (``Op.quick_vjp_kernels``: elementwise): whether tier 0's backward of ``plan`` compiles
     at most a few small loops (a special function's derivative, a C library call over more
     than ``config.TIER0_LIBM_ELEMENTS``). Any other VJP without a twin (``_bmm`` on the own
-    AVX-512 GEMM, ``_det`` at a zero determinant, an op registered with its own kernels)
-    runs its kernel too, compiled in the process."""
+    AVX-512 GEMM, whose forward compiles that GEMM anyway, and in a batch its rows driver's
+    products; ``_det`` at a zero determinant; an op registered with its own kernels) runs
+    its kernel too, compiled in the process."""
     for node in plan.nodes:
         op, saved = node.op, None
         for k, edge in enumerate(node.edges):

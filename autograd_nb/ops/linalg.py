@@ -526,6 +526,25 @@ def _stack_add_numpy(x, y, transpose_y, out):
     out += scratch
 
 
+def _bmm_vjp_rows_numpy(k, blas, g, factor, target):
+    """``_bmm_vjp_rows`` (``blas``) or ``_bmm_vjp_batched_loops`` in NumPy, by BLAS's
+    kernels: ``g (rows, batch, m, n)``, ``factor`` the other operand, ``target`` per row."""
+    rows, batch, m, n = g.shape
+    if blas and k == 0 and batch == 1:
+        _stack_add_numpy(g.reshape((rows * m, n)), factor[0], True,
+                         target.reshape((rows * m, target.shape[-1])))
+    elif blas and k == 0 and m == 1:
+        for i in range(batch):
+            _stack_add_numpy(g[:, i, 0, :], factor[i], True, target[:, i, 0, :])
+    elif blas and k == 1 and n == 1:
+        for i in range(batch):
+            _stack_add_numpy(g[:, i, :, 0], factor[i], False, target[:, i, :, 0])
+    else:
+        for v in range(rows):
+            for i in range(batch):
+                _add_product_numpy(k, blas, g[v, i], factor[i], target[v, i])
+
+
 def _add_product_numpy(k, blas, g, factor, target):
     """One product of ``_bmm``'s VJP ``k`` in NumPy: ``target += g @ factor.T`` (k 0) or
     ``factor.T @ g`` (k 1), by BLAS's GEMM adding into the target (through ctypes, the same
@@ -794,33 +813,24 @@ class BatchedMatmul(Op):
             grad_input += target.reshape(grad_input.shape)
 
     def has_vjp_numpy_rows(self, k, saved, attrs):
-        # The rows driver takes the own kernel wherever a block's product fits it.
-        return saved[0].dtype.kind == "f" and not own_kernel(saved[0].dtype)
+        # (Where the own AVX-512 kernel does the products, ``vjp_numpy_rows`` runs the rows
+        # driver's compiled products: they have no twin, and the forward compiled them.)
+        return saved[0].dtype.kind == "f"
 
     def vjp_numpy_rows(self, k, grad_outputs, saved, attrs, grad_inputs):
         # ``_bmm_rows_driver``'s products: the rows stacked into one where they line up
         # (``_stack_add``), else one per row and entry; BLAS or the loops by the block's size.
-        a, b = saved[0], saved[1]
+        a = saved[0]
         if grad_outputs.size == 0 or grad_inputs.size == 0:
             return
         g, target, copied, factor, stacked = _batched_operands(k, grad_outputs, saved,
                                                                grad_inputs)
-        rows, batch, m, n = g.shape
-        inner = a.shape[2]
-        blas = stacked * m * inner * n > SMALL_PRODUCT
-        if blas and k == 0 and batch == 1:
-            _stack_add_numpy(g.reshape((rows * m, n)), b[0], True,
-                             target.reshape((rows * m, inner)))
-        elif blas and k == 0 and m == 1:
-            for i in range(batch):
-                _stack_add_numpy(g[:, i, 0, :], b[i], True, target[:, i, 0, :])
-        elif blas and k == 1 and n == 1:
-            for i in range(batch):
-                _stack_add_numpy(g[:, i, :, 0], a[i], False, target[:, i, :, 0])
+        _, _, m, n = g.shape
+        blas = stacked * m * a.shape[2] * n > SMALL_PRODUCT
+        if blas and own_kernel(a.dtype):  # (the own kernel where a product fits it)
+            _bmm_vjp_rows(gemm_address(a.dtype), own_kernel(a.dtype), k, g, factor, target)
         else:
-            for v in range(rows):
-                for i in range(batch):
-                    _add_product_numpy(k, blas, g[v, i], factor[i], target[v, i])
+            _bmm_vjp_rows_numpy(k, blas, g, factor, target)
         if copied:
             grad_inputs += target.reshape(grad_inputs.shape)
 
