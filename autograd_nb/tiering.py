@@ -27,8 +27,9 @@ kernels). A batch (``is_grads_batched``) runs in the compiled executor's blocks 
 (``Op.vjp_numpy_rows``: every op's rows one by one, but ``_bmm``'s, stacked into one product
 as its rows driver stacks them), so a batched gradient keeps the executor's bits too; where
 the executor declines a batched plan (mixed dtypes, an op without a driver) the compiled
-walk's ``vjp_batched`` runs the whole batch at once, which tier 0 does not follow (a
-``_bmm`` on the own GEMM runs its rows driver's compiled products, block by block).
+walk's ``vjp_batched`` runs the whole batch at once, which tier 0 does not follow (for
+products of mixed dtypes the bits agree all the same: ``tests/test_tiering.py``). A
+``_bmm`` on the own GEMM runs its rows driver's compiled products, block by block.
 
 Meanwhile a **background process** (a niced ``python``, outside this process's GIL) replays
 the calls this process made, on the same shapes and dtypes, and runs a backward over them,

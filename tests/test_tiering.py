@@ -596,6 +596,31 @@ def test_tier0_batched_one_hot_seeds_give_the_compiled_bits(tier0, monkeypatch, 
         assert_same_bits(g, c)
 
 
+@pytest.mark.parametrize("batch", [3, 200])
+@pytest.mark.parametrize("shapes", [((8, 64), (64, 32)), ((2, 8), (8, 8)),
+                                    ((3, 20, 50), (3, 50, 16))], ids=str)
+def test_tier0_batched_where_the_executor_declines_gives_the_compiled_bits(tier0, batch,
+                                                                           shapes):
+    # Gradients of two dtypes: the compiled executor declines the batched plan, and the
+    # compiled walk runs each op's ``vjp_batched`` over the whole batch, where tier 0 runs
+    # the executor's blocks of rows.
+    rng = np.random.default_rng(3)
+    a = anb.tensor(rng.standard_normal(shapes[0]).astype(np.float32), requires_grad=True)
+    b = anb.tensor(rng.standard_normal(shapes[1]), requires_grad=True)
+    y = anb.tanh(a.astype("float64") @ b)
+    seeds = anb.tensor(rng.standard_normal((batch, *y.shape)))
+    grads = anb.grad(y, [a, b], grad_outputs=seeds, is_grads_batched=True, retain_graph=True)
+    tiering.backward_pending = False
+    ran = []
+    run = anb.engine.executor.run
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(anb.engine.executor, "run", lambda *args: ran.append(run(*args)))
+        compiled = anb.grad(y, [a, b], grad_outputs=seeds, is_grads_batched=True)
+    assert ran == [None]
+    for g, c in zip(grads, compiled, strict=True):
+        assert_same_bits(g.numpy(), c.numpy())
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_tier0_batched_runs_the_kernel_of_an_elementwise_vjp_without_a_twin(tier0, dtype):
     # ``gammaln``'s VJP kernel runs once per row of each block, as the executor runs it.
