@@ -323,6 +323,14 @@ def no_kernel_vjps(monkeypatch):
         monkeypatch.setattr(op, "vjp", refuse, raising=False)
 
 
+def leave_tier0():
+    """The tiered ops and the backward run compiled from here on (as when the worker is
+    done)."""
+    for name in TIERED:
+        tiering._leave(REGISTRY[name])
+    tiering.backward_pending = False
+
+
 def tier0_and_compiled(dtype, monkeypatch, sizes=MLP_SIZES[0]):
     """An MLP step's loss and gradients in tier 0 (NumPy twins only), then compiled: the
     same loss."""
@@ -333,9 +341,7 @@ def tier0_and_compiled(dtype, monkeypatch, sizes=MLP_SIZES[0]):
         no_kernel_vjps(patch)
         grads = anb.grad(value, params)
     assert tiering._calls  # what the worker would replay
-    for name in TIERED:
-        tiering._leave(REGISTRY[name])
-    tiering.backward_pending = False
+    leave_tier0()
     compiled_value = loss()
     compiled = anb.grad(compiled_value, params)
     np.testing.assert_array_equal(value.numpy(), compiled_value.numpy())
@@ -401,9 +407,7 @@ def test_tier0_linalg_gradients_equal_the_compiled_ones(tier0, monkeypatch, name
     with monkeypatch.context() as patch:
         no_kernel_vjps(patch)
         (g,) = anb.grad(value, x)
-    for op_name in TIERED:
-        tiering._leave(REGISTRY[op_name])
-    tiering.backward_pending = False
+    leave_tier0()
     compiled = anb.tensor(start, requires_grad=True)
     (c,) = anb.grad(loss(compiled), compiled)
     np.testing.assert_array_equal(g.numpy(), c.numpy())
@@ -423,9 +427,7 @@ def test_a_vjp_without_a_twin_runs_its_kernel_in_tier0(tier0, dtype):
     value = loss(x)
     assert not anb.engine.backward.has_twins(anb.engine.make_plan([value._node], [x], False))
     (g,) = anb.grad(value, x)
-    for op_name in TIERED:
-        tiering._leave(REGISTRY[op_name])
-    tiering.backward_pending = False
+    leave_tier0()
     compiled = anb.tensor(start, requires_grad=True)
     (c,) = anb.grad(loss(compiled), compiled)
     assert g.shape == c.shape == start.shape
@@ -442,9 +444,7 @@ def test_tier0_runs_the_kernel_of_an_elementwise_vjp_without_a_twin(tier0, dtype
     value = anb.sum(anb.special.gammaln(anb.tanh(x) + 1.0) * 1.5)
     assert anb.engine.backward.has_twins(anb.engine.make_plan([value._node], [x], False))
     (g,) = anb.grad(value, x)
-    for name in TIERED:
-        tiering._leave(REGISTRY[name])
-    tiering.backward_pending = False
+    leave_tier0()
     compiled = anb.tensor(start, requires_grad=True)
     (c,) = anb.grad(anb.sum(anb.special.gammaln(anb.tanh(compiled) + 1.0) * 1.5), compiled)
     np.testing.assert_array_equal(g.numpy(), c.numpy())
@@ -469,9 +469,7 @@ def test_tier0_backward_runs_a_custom_function_as_the_compiled_walk_does(tier0):
     value = anb.sum(anb.tanh(Cube.apply(x)))
     assert anb.engine.backward.has_twins(anb.engine.make_plan([value._node], [x], False))
     (g,) = anb.grad(value, x, retain_graph=True)
-    for name in TIERED:
-        tiering._leave(REGISTRY[name])
-    tiering.backward_pending = False
+    leave_tier0()
     np.testing.assert_array_equal(g.numpy(), anb.grad(value, x)[0].numpy())
 
 

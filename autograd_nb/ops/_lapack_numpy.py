@@ -15,10 +15,11 @@ import numpy as np
 from . import _lapack
 from ._blas import ByAddress
 from ._numpy_vjp import add_into
+from ._numpy_vjp import gemm_add as _numpy_gemm_add
 
 #: The number of pointer arguments of each routine of ``_lapack.routines``, by its position.
 _ARGUMENTS = {_lapack.GETRS: 9, _lapack.POTRS: 8, _lapack.LAUUM: 5, _lapack.TRTRI: 6,
-              _lapack.TRSM: 11, _lapack.TRMM: 11, _lapack.GEMM: 13}
+              _lapack.TRSM: 11, _lapack.TRMM: 11}
 _FUNCTIONS = {}
 
 _half = _lapack._half.py_func
@@ -178,13 +179,5 @@ def triangular_inverse(a, lower, unit, leaf=_lapack.LEAVES[0]):
 
 
 def gemm_add(alpha, x, transpose_x, y, transpose_y, out):
-    rows, columns = out.shape
-    depth = x.shape[0] if transpose_x else x.shape[1]
-    if rows == 0 or columns == 0 or depth == 0:
-        return
-    by = ByAddress(out.dtype)
-    _call(out.dtype, _lapack.GEMM, *_chars(by, b"T" if transpose_y else b"N",
-                                          b"T" if transpose_x else b"N"),
-          by.int(columns), by.int(rows), by.int(depth), by.scalar(alpha), y.ctypes.data,
-          by.int(_stride(y)), x.ctypes.data, by.int(_stride(x)), by.scalar(1.0),
-          out.ctypes.data, by.int(_stride(out)))
+    """``_lapack.gemm_add``: ``out += alpha * x' @ y'`` (``_numpy_vjp.gemm_add``)."""
+    _numpy_gemm_add(x, transpose_x, y, transpose_y, out, alpha)

@@ -59,21 +59,23 @@ def scatter_add(values, shape, strides, target, offset=0):
         add_into(view, row)
 
 
-def gemm_add(x, transpose_x, y, transpose_y, out):
-    """``_blas.gemm_add``'s BLAS call (``out += x' @ y'``, BLAS's beta 1) through ctypes: the
-    same function with the same arguments, so the same bits. Every operand is a 2-D array with
-    contiguous rows; ``out`` is not empty."""
+def gemm_add(x, transpose_x, y, transpose_y, out, alpha=1.0):
+    """``out += alpha * x' @ y'`` by BLAS's GEMM with beta 1, through ctypes: the call of
+    ``_blas.gemm_add`` (and ``_lapack.gemm_add``) with the same arguments, so the same bits.
+    Every operand is a 2-D array with contiguous rows; nothing is done where ``out`` is empty
+    or the inner dimension is 0."""
     rows, columns = out.shape
+    depth = x.shape[0] if transpose_x else x.shape[1]
+    if rows == 0 or columns == 0 or depth == 0:
+        return
     item = out.itemsize
     by = ByAddress(out.dtype)
 
     def leading(matrix):
         return by.int(max(matrix.strides[0] // item, matrix.shape[1], 1))
 
-    one = by.scalar(1.0)
     GEMM[out.dtype](
         by.char(b"T" if transpose_y else b"N"), by.char(b"T" if transpose_x else b"N"),
-        by.int(columns), by.int(rows), by.int(x.shape[0] if transpose_x else x.shape[1]),
-        one, y.ctypes.data, leading(y), x.ctypes.data, leading(x), one,
-        out.ctypes.data, leading(out),
+        by.int(columns), by.int(rows), by.int(depth), by.scalar(alpha), y.ctypes.data,
+        leading(y), x.ctypes.data, leading(x), by.scalar(1.0), out.ctypes.data, leading(out),
     )

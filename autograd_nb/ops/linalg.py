@@ -820,39 +820,37 @@ class BatchedMatmul(Op):
     def vjp_numpy_rows(self, k, grad_outputs, saved, attrs, grad_inputs):
         # ``_bmm_rows_driver``'s products: the rows stacked into one where they line up
         # (``_stack_add``), else one per row and entry; BLAS or the loops by the block's size.
-        a = saved[0]
-        if grad_outputs.size == 0 or grad_inputs.size == 0:
-            return
-        g, target, copied, factor, stacked = _batched_operands(k, grad_outputs, saved,
-                                                               grad_inputs)
-        _, _, m, n = g.shape
-        blas = stacked * m * a.shape[2] * n > SMALL_PRODUCT
-        if blas and own_kernel(a.dtype):  # (the own kernel where a product fits it)
-            _bmm_vjp_rows(gemm_address(a.dtype), own_kernel(a.dtype), k, g, factor, target)
-        else:
-            _bmm_vjp_rows_numpy(k, blas, g, factor, target)
-        if copied:
-            grad_inputs += target.reshape(grad_inputs.shape)
+        inner = saved[0].shape[2]
+
+        def products(g, factor, target, stacked):
+            _, _, m, n = g.shape
+            blas = stacked * m * inner * n > SMALL_PRODUCT
+            if blas and own_kernel(g.dtype):  # (the own kernel where a product fits it)
+                _bmm_vjp_rows(gemm_address(g.dtype), own_kernel(g.dtype), k, g, factor,
+                              target)
+            else:
+                _bmm_vjp_rows_numpy(k, blas, g, factor, target)
+
+        _on_rows(k, grad_outputs, saved, grad_inputs, products)
 
     def vjp_batched(self, k, grad_outputs, saved, attrs, grad_inputs):
         # All vectors at once, straight into the gradient buffer (see _bmm_vjp_batched).
-        a = saved[0]
-        if grad_outputs.size == 0 or grad_inputs.size == 0:
-            return
-        g, target, copied, factor, stacked = _batched_operands(k, grad_outputs, saved,
-                                                               grad_inputs)
-        # Stacked, the vectors make one product large enough for BLAS where one alone is not.
-        if _blas(a.dtype, stacked * g.shape[2], a.shape[2], g.shape[3]):
-            previous = hold_blas_threads()
-            try:
-                gemm, tiles = product_kernel(a.dtype)
-                _bmm_vjp_batched(gemm, tiles, k, g, factor, target, parallel_allowed())
-            finally:
-                release_blas_threads(previous)
-        else:
-            _bmm_vjp_batched_loops(k, g, factor, target)
-        if copied:
-            grad_inputs += target.reshape(grad_inputs.shape)
+        inner = saved[0].shape[2]
+
+        def products(g, factor, target, stacked):
+            # Stacked, the vectors make one product large enough for BLAS where one alone
+            # is not.
+            if _blas(g.dtype, stacked * g.shape[2], inner, g.shape[3]):
+                previous = hold_blas_threads()
+                try:
+                    gemm, tiles = product_kernel(g.dtype)
+                    _bmm_vjp_batched(gemm, tiles, k, g, factor, target, parallel_allowed())
+                finally:
+                    release_blas_threads(previous)
+            else:
+                _bmm_vjp_batched_loops(k, g, factor, target)
+
+        _on_rows(k, grad_outputs, saved, grad_inputs, products)
 
     def exec_spec(self, k, node):
         # (The driver reads flat buffers: the views need nothing of it.)
@@ -908,6 +906,19 @@ def _read_as_views(a, b, views, attrs):
             raise ValueError(f"_bmm: cannot read {name} of shape {x.shape} as {view}")
     attrs = dict(attrs, views=(a_view, b_view, out_view), input_shapes=(a.shape, b.shape))
     return a.reshape(a_view), b.reshape(b_view), attrs
+
+
+def _on_rows(k, grad_outputs, saved, grad_inputs, products):
+    """``_bmm``'s VJP ``k`` for a stack of rows of grad_outputs: ``products(g, factor,
+    target, stacked)`` on ``_batched_operands``, added back into ``grad_inputs`` where the
+    target is a copy."""
+    if grad_outputs.size == 0 or grad_inputs.size == 0:
+        return
+    g, target, copied, factor, stacked = _batched_operands(k, grad_outputs, saved,
+                                                           grad_inputs)
+    products(g, factor, target, stacked)
+    if copied:
+        grad_inputs += target.reshape(grad_inputs.shape)
 
 
 def _batched_operands(k, grad_outputs, saved, grad_inputs):
