@@ -440,6 +440,9 @@ def _worth(group):
     return len(group.steps) > 1 and group.n >= config.REPLAY_FUSION_MIN_ELEMENTS
 
 
+_FULL_AND_SCALAR = (["full", "scalar"], ["scalar", "full"])
+
+
 def scaled_add(group, kept, readers):
     """``(a, s, b, subtract)``, each operand a ``(buffer, offset)``, when ``group`` is a
     multiply of a full operand by a scalar whose product only the add or subtract after it
@@ -448,7 +451,8 @@ def scaled_add(group, kept, readers):
     if len(group.steps) != 2:
         return None
     product, total = group.steps
-    if product.event.op.name != "multiply" or sorted(product.layouts) != ["full", "scalar"]:
+    # (A gathered operand's layout is a tuple: compare the lists, do not sort them.)
+    if product.event.op.name != "multiply" or product.layouts not in _FULL_AND_SCALAR:
         return None
     made = product.event.output
     if made in kept or readers.get(made, -1) > group.last:

@@ -209,6 +209,22 @@ def test_a_scaled_add_is_one_loop_with_the_eager_bits(dtype, form):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_multiply_by_a_gathered_operand_then_an_add_stays_a_group(dtype):
+    # A multiply whose other operand is gathered (a column over rows) has a layout that is a
+    # tuple: recording it once raised TypeError (found by this file's random programs).
+    rng = np.random.default_rng(8)
+    a = anb.tensor(rng.standard_normal((16, 9)).astype(dtype), requires_grad=True)
+    column = anb.tensor(rng.uniform(0.5, 1.5, (16, 1)).astype(dtype), requires_grad=True)
+
+    def fn(a, column):
+        total = a * column + a
+        return anb.sum(total), total
+
+    compiled = _check_against_eager(fn, [a, column], [a, column])
+    assert _drivers(compiled, np.dtype(dtype)) == {"group": 1}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_a_descent_step_in_place_is_one_loop_with_the_eager_bits(dtype):
     rng = np.random.default_rng(6)
     start = rng.standard_normal((9, 70)).astype(dtype)
