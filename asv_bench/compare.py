@@ -2,7 +2,7 @@
 
     python asv_bench/compare.py [--workloads a,b] [--engines autograd_nb,torch]
                                 [--threads N | --threads 1,2 [--alternate 3]]
-                                [--quick] [--repeat 7]
+                                [--quick] [--repeat 7] [--paired R]
 
 For each workload (``benchmarks/workloads.py``) at the sizes the issues name, and each engine
 variant that can express it: build the step and call it once (the "first call" column: numba
@@ -35,6 +35,15 @@ before the imports), and adds a table of the speed-up from the first count to th
 ``--alternate K`` runs those processes K times, the counts taking turns, and reports the
 median over the runs (and each turn's own speed-up): on a shared machine the load drifts
 between one process and the next, and a single pair of runs is at its mercy.
+
+``--paired R`` times a case's variants in turn instead of one after the other: R rounds, each
+timing every variant for ~``seconds`` (the order rotated from round to round), GC off then on.
+A row's median is over its rounds, and each ratio is the median of the ratios within a round
+(the variant's time over autograd_nb's in that round). Within one process the load still
+drifts from second to second; paired ratios see the same drift on both sides of each ratio,
+where two medians taken a minute apart do not. Every variant's step stays alive for the
+rounds, so each call's caches also hold what the other engines left (as in a program that
+runs more than one thing).
 """
 
 import argparse
@@ -193,14 +202,16 @@ def relative_difference(grads, reference):
     return difference / scale if scale > 0 else difference
 
 
-def run_case(workload, params, variants, repeat, seconds):
-    """One row per engine variant: dicts with the timings and the gradient check."""
+def run_case(workload, params, variants, repeat, seconds, paired=0):
+    """One row per engine variant: dicts with the timings and the gradient check; with
+    ``paired`` rounds, the variants timed in turn (``time_paired``)."""
     import numpy as np
     from benchmarks.workloads import make_step
 
     label = case_label(workload, params)
     rows = []
     grads_of, second_grads_of = {}, {}
+    steps = {}
     for variant in variants:
         row = {"case": label, "workload": workload, "engine": variant}
         rows.append(row)
@@ -216,15 +227,18 @@ def run_case(workload, params, variants, repeat, seconds):
             row["skipped"] = str(error)
             print(f"  {label} / {variant}: skipped ({error})", file=sys.stderr, flush=True)
             continue
+        if paired:
+            steps[variant] = step
+            continue
         row["median"] = time_step(step, repeat, seconds)
         row["median_gc"] = time_step(step, repeat, seconds, collector=True)
-        print(
-            f"  {label} / {variant}: {format_seconds(row['median'])}"
-            f" (GC on: {format_seconds(row['median_gc'])})"
-            f" (first call {format_seconds(row['first_call'])})",
-            file=sys.stderr,
-            flush=True,
-        )
+        print_timed(label, row)
+    if paired:
+        time_paired(rows, steps, paired, seconds)
+        for row in rows:
+            if "median" in row:
+                print_timed(label, row)
+        steps.clear()
     # After every variant is timed: clearing the backward templates slows no timed call.
     for row in rows:
         if is_compiled(row["engine"]) and "skipped" not in row:
@@ -234,6 +248,52 @@ def run_case(workload, params, variants, repeat, seconds):
     check_gradients(rows, workload, params, grads_of, second_grads_of)
     add_ratios(rows)
     return rows
+
+
+def print_timed(label, row):
+    print(
+        f"  {label} / {row['engine']}: {format_seconds(row['median'])}"
+        f" (GC on: {format_seconds(row['median_gc'])})"
+        f" (first call {format_seconds(row['first_call'])})",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def calls_per_round(step, seconds):
+    """Calls of ``step`` that take about ``seconds`` (at least one)."""
+    number, total = timeit.Timer(step).autorange()
+    return max(1, round(number * seconds / total)) if total > 0 else number
+
+
+def time_paired(rows, steps, rounds, seconds):
+    """Time the ``steps`` (by variant) in turn: ``rounds`` rounds, each timing every variant's
+    calls for ~``seconds`` with the collector off and then on, the order rotated from round to
+    round. Each row gets its medians over the rounds and its times per round (``rounds`` and
+    ``rounds_gc``, read by ``add_ratios`` and ``paired_ratio``)."""
+    variants = list(steps)
+    numbers = {v: calls_per_round(steps[v], seconds) for v in variants}
+    times = {v: ([], []) for v in variants}
+    for turn in range(rounds):
+        shift = turn % len(variants)
+        for variant in variants[shift:] + variants[:shift]:
+            for collector, column in zip((False, True), times[variant]):
+                timer = timeit.Timer(steps[variant], setup=gc.enable if collector else "pass")
+                column.append(timer.timeit(numbers[variant]) / numbers[variant])
+    for row in rows:
+        if row["engine"] in times:
+            off, on = times[row["engine"]]
+            row["rounds"], row["rounds_gc"] = off, on
+            row["median"], row["median_gc"] = statistics.median(off), statistics.median(on)
+
+
+def paired_ratio(row, baseline, key="median"):
+    """``row``'s time over ``baseline``'s: the median of the per-round ratios where both were
+    timed in the same rounds (``--paired``), else the ratio of the medians."""
+    rounds = "rounds" if key == "median" else "rounds_gc"
+    if rounds in row and rounds in baseline and len(row[rounds]) == len(baseline[rounds]):
+        return statistics.median(a / b for a, b in zip(row[rounds], baseline[rounds]))
+    return row[key] / baseline[key]
 
 
 @contextlib.contextmanager
@@ -310,13 +370,13 @@ def check_gradients(rows, workload, params, grads_of, second_grads_of):
 
 def add_ratios(rows):
     for key, ratio in (("median", "ratio"), ("median_gc", "ratio_gc")):
-        baseline = next((r[key] for r in rows if r["engine"] == "autograd_nb" and key in r), None)
+        baseline = next((r for r in rows if r["engine"] == "autograd_nb" and key in r), None)
         for row in rows:
             if baseline and key in row:
-                row[ratio] = row[key] / baseline
+                row[ratio] = paired_ratio(row, baseline, key)
 
 
-def compare(workloads, engines, repeat, seconds):
+def compare(workloads, engines, repeat, seconds, paired=0):
     from benchmarks.workloads import WORKLOADS, engine_of
 
     rows = []
@@ -324,7 +384,7 @@ def compare(workloads, engines, repeat, seconds):
         spec = WORKLOADS[workload]
         variants = [v for v in spec.variants if v in engines or engine_of(v) in engines]
         for params in spec.compare:
-            rows += run_case(workload, params, variants, repeat, seconds)
+            rows += run_case(workload, params, variants, repeat, seconds, paired)
     return rows
 
 
@@ -369,7 +429,7 @@ def print_compiled(rows, with_threads=False):
     if not compiled:
         return
     peers = ("autograd_nb", "torch", "jax")
-    medians = {(r["case"], r["threads"], r["engine"]): r["median"] for r in rows if "median" in r}
+    timed = {(r["case"], r["threads"], r["engine"]): r for r in rows if "median" in r}
     print()
     print(
         "anb.compile: median, the eager engines' and JAX jit's medians over it, and the first "
@@ -389,8 +449,8 @@ def print_compiled(rows, with_threads=False):
             cells.append(str(row["threads"]))
         cells.append(format_seconds(row["median"]))
         for peer in peers:
-            median = medians.get((row["case"], row["threads"], peer))
-            cells.append(f"{median / row['median']:.3g}" if median else "n/a")
+            other = timed.get((row["case"], row["threads"], peer))
+            cells.append(f"{paired_ratio(other, row):.3g}" if other else "n/a")
         first_calls = [row.get("trace"), row.get("first_replay")]
         if None not in first_calls:
             first_calls.append(sum(first_calls))
@@ -472,6 +532,13 @@ def parse_args(argv):
         help="with a list of thread counts: run the processes this many times, alternating "
         "the counts (1, 2, 1, 2, ...), and report medians over the runs",
     )
+    parser.add_argument(
+        "--paired",
+        type=int,
+        default=0,
+        metavar="R",
+        help="time each case's variants in turn, R rounds, and give per-round ratios",
+    )
     parser.add_argument("--quick", action="store_true", help="3 rounds of ~0.05 s per row")
     parser.add_argument("--repeat", type=int, help="timing rounds (default 7; 3 with --quick)")
     parser.add_argument("--json", help=argparse.SUPPRESS)  # rows for a parent process
@@ -490,6 +557,8 @@ def main(argv=None):
     counts = args.threads or []
     if args.alternate < 1 or (args.alternate > 1 and len(counts) < 2):
         parser.error("--alternate K needs K >= 1 and a list of thread counts (--threads 1,2)")
+    if args.paired < 0 or (args.paired and len(counts) > 1):
+        parser.error("--paired R needs R >= 0 and at most one thread count")
     if len(counts) > 1:
         return run_per_thread_count(args, counts, command_line(argv))
     if counts:
@@ -511,7 +580,7 @@ def main(argv=None):
     seconds = 0.05 if args.quick else 0.2
     load = load_line()
     started = datetime.datetime.now(datetime.timezone.utc)
-    rows = compare(workloads, engines, repeat, seconds)
+    rows = compare(workloads, engines, repeat, seconds, args.paired)
     for row in rows:
         row["threads"] = counts[0] if counts else "default"
     header = machine_lines(started) + [thread_line(), load]
@@ -522,6 +591,9 @@ def main(argv=None):
     sys.stderr.flush()
     print("\n".join(header))
     print(f"Command: {command_line(argv)}")
+    if args.paired:
+        print(f"Paired: each case's variants timed in turn, {args.paired} rounds; ratios are "
+              "medians of the per-round ratios.")
     print()
     print_table(rows)
     print_compiled(rows)

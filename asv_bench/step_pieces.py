@@ -1,6 +1,7 @@
 """The pieces of ``mlp_train_step`` that ``program_rows.py`` pointed at, eager, beside torch and
 NumPy where they have the same operation; and a replayed broadcast add, its operand gathered
-into a fused group's register or read in place (``config.REPLAY_GATHER_ROW``), per row length.
+into a fused group's register, read in place by the add alone, or read in place by a group whose
+blocks are the rows (``config.REPLAY_GATHER_ROW``, ``REPLAY_ROW_MIN``), per row length.
 
     python asv_bench/step_pieces.py [--rounds N]
 
@@ -79,22 +80,29 @@ def _pieces():
 
 
 def _gather_pieces():
-    """``(z + b) * 1.5`` replayed, ``b`` a row broadcast over ``z``: recorded once with the
-    row gathered into the group's register, once with the add reading it in place."""
+    """``(z + b) * 1.5`` replayed, ``b`` a row broadcast over ``z``, recorded three ways: the
+    row gathered into the group's register, the add unfused reading it in place (its strided
+    driver), and the group's blocks made the rows, each reading the row in place."""
     rng = np.random.default_rng(1)
     pieces = []
-    shapes = [(4096 // n, n) for n in (4, 8, 16, 32, 64)] + [(256, 512)]
+    shapes = [(size // n, n) for size in (4096, 131072) for n in (16, 64, 128, 512, 4096)
+              if n < size]  # (131,072 in rows of 512: mlp_train_step's 256 x 512)
+    never = config.REPLAY_ROW_MAX + 1
+    ways = {"gathered": lambda n: (n + 1, never),
+            "unfused": lambda n: (n, never),
+            "rows in place": lambda n: (n, n)}
     for shape, dtype in [(s, np.float32) for s in shapes] + [((256, 512), np.float64)]:
         z = anb.tensor(rng.standard_normal(shape).astype(dtype))
         b = anb.tensor(rng.standard_normal(shape[1]).astype(dtype))
         runs = {}
-        for how, threshold in (("gathered", shape[1] + 1), ("in place", shape[1])):
+        for how, thresholds in ways.items():
             compiled = anb.compile(lambda z, b: (z + b) * 1.5)
-            saved, config.REPLAY_GATHER_ROW = config.REPLAY_GATHER_ROW, threshold
+            saved = config.REPLAY_GATHER_ROW, config.REPLAY_ROW_MIN
+            config.REPLAY_GATHER_ROW, config.REPLAY_ROW_MIN = thresholds(shape[1])
             try:
-                compiled(z, b)  # (records under this threshold)
+                compiled(z, b)  # (records under these thresholds)
             finally:
-                config.REPLAY_GATHER_ROW = saved
+                config.REPLAY_GATHER_ROW, config.REPLAY_ROW_MIN = saved
             runs[how] = lambda compiled=compiled, z=z, b=b: compiled(z, b)
         name = np.dtype(dtype).name
         pieces.append((f"replayed (z + b) * 1.5, z {shape[0]} x {shape[1]} {name}", runs))
@@ -104,8 +112,11 @@ def _gather_pieces():
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=60)
+    parser.add_argument("--rows-only", action="store_true",
+                        help="only the replayed broadcast adds")
     args = parser.parse_args()
-    for name, engines in _pieces() + _gather_pieces():
+    pieces = _gather_pieces() if args.rows_only else _pieces() + _gather_pieces()
+    for name, engines in pieces:
         cells = [f"{engine} {median_us(run, args.rounds):.1f} us" for engine, run in
                  engines.items()]
         print(f"{name}: " + ", ".join(cells))

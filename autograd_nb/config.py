@@ -187,8 +187,16 @@ REPLAY_FUSION_MIN_ELEMENTS = 64
 #: An op that reads a broadcast operand of rows of at least this many elements runs unfused,
 #: reading it in place, instead of gathering it into a group's register (on 4,096 elements
 #: gathering wins up to rows of 8: ``asv_bench/step_pieces.py``, docs/benchmarking.rst,
-#: "Fused forward").
+#: "Fused forward"); except a row repeated along the leading axes (a bias) of
+#: ``REPLAY_ROW_MIN`` to ``REPLAY_ROW_MAX`` elements.
 REPLAY_GATHER_ROW = 16
+#: A row repeated along the leading axes (strides 0 but a last one of 1: ``h @ W + b``'s
+#: ``b``) of at least this many elements fuses: the group's blocks are then its rows, and each
+#: block reads the row in place. Below, a block per row costs more calls than it saves
+#: (``asv_bench/step_pieces.py --rows-only``, docs/benchmarking.rst, "Fused forward").
+REPLAY_ROW_MIN = 128
+#: ... and at most this many (a bound on a group's register memory, not measured).
+REPLAY_ROW_MAX = 16384
 #: Programs a compiled function keeps, least recently used dropped first; read when
 #: ``anb.compile`` wraps a function (a bound, not measured).
 COMPILE_MAX_PROGRAMS = 64

@@ -4,6 +4,8 @@ runs, the worst gradient check, and each turn's own speed-up; and its table of t
 
 import importlib.util
 import os
+import statistics
+import time
 import warnings
 
 import pytest
@@ -87,3 +89,44 @@ def test_a_compiled_variant_that_ran_eagerly_says_so(compare, capsys):
             warnings.warn("fn runs eagerly for this signature", CompileWarning, stacklevel=1)
     compare.print_compiled([row])
     assert "autograd_nb:compile (**ran eagerly**: fn runs eagerly" in capsys.readouterr().out
+
+
+def test_paired_ratios_are_medians_of_the_ratios_within_rounds(compare):
+    baseline = _row("default", 2.0) | {"rounds": [1.0, 2.0, 4.0], "rounds_gc": [1.0, 1.0, 1.0]}
+    other = _row("default", 2.5, engine="jax") | {"rounds": [1.5, 2.5, 4.0],
+                                                  "rounds_gc": [3.0, 2.0, 1.0]}
+    # per round: 1.5, 1.25, 1.0 -> 1.25 (the medians' ratio would say 2.5 / 2 = 1.25 too) ...
+    assert compare.paired_ratio(other, baseline) == pytest.approx(1.25)
+    # ... and with the collector on: 3, 2, 1 -> 2 (the medians' ratio: 5 / 4)
+    assert compare.paired_ratio(other, baseline, "median_gc") == pytest.approx(2.0)
+    unpaired = _row("default", 3.0, engine="torch")
+    assert compare.paired_ratio(unpaired, baseline) == pytest.approx(1.5)
+
+
+def test_paired_timing_takes_turns_and_times_each_variant_per_round(compare, monkeypatch):
+    calls = []
+
+    def sleeper(name, seconds):
+        def step():
+            calls.append(name)
+            time.sleep(seconds)
+        return step
+
+    monkeypatch.setattr(compare, "calls_per_round", lambda step, seconds: 1)
+    rows = [_row("default", 0.0, engine=name) for name in ("autograd_nb", "jax", "torch")]
+    steps = {"autograd_nb": sleeper("a", 2e-3), "jax": sleeper("j", 4e-3),
+             "torch": sleeper("t", 2e-3)}
+    compare.time_paired(rows, steps, rounds=3, seconds=4e-3)
+    # each round: every variant with the collector off, then on; the order rotated
+    assert "".join(calls) == "aajjtt" "jjttaa" "ttaajj"
+    for row in rows:
+        assert len(row["rounds"]) == len(row["rounds_gc"]) == 3
+        assert row["median"] == statistics.median(row["rounds"])
+    assert 1.4 < compare.paired_ratio(rows[1], rows[0]) < 3
+
+
+def test_paired_with_a_list_of_thread_counts_is_refused(compare, capsys):
+    with pytest.raises(SystemExit) as refused:
+        compare.main(["--threads", "1,2", "--paired", "3"])
+    assert refused.value.code == 2
+    assert "--paired R needs" in capsys.readouterr().err

@@ -58,7 +58,7 @@ def test_step_pieces_prints_a_median_per_engine_of_each_piece():
                           text=True, env=dict(os.environ, NUMBA_NUM_THREADS="1"), timeout=600)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert len(lines) == 5 + 7
+    assert len(lines) == 5 + 10
     for line in lines[:5]:
         name, cells = line.split(": ", 1)
         assert name and cells.startswith("autograd_nb ")
@@ -66,9 +66,10 @@ def test_step_pieces_prints_a_median_per_engine_of_each_piece():
             engine, value, unit = cell.split()
             assert engine in ("autograd_nb", "numpy", "torch") and unit == "us"
             assert float(value) > 0
-    for line in lines[5:]:  # a replayed broadcast add, its operand gathered or read in place
+    for line in lines[5:]:  # a replayed broadcast add: its row gathered, read by the add alone,
+        # or read by a group whose blocks are the rows
         name, cells = line.split(": ", 1)
         assert name.startswith("replayed (z + b) * 1.5, z ")
         timed = [cell.rsplit(" ", 2) for cell in cells.split(", ")]
-        assert [how for how, _, _ in timed] == ["gathered", "in place"]
+        assert [how for how, _, _ in timed] == ["gathered", "unfused", "rows in place"]
         assert all(float(value) > 0 and unit == "us" for _, value, unit in timed)

@@ -15,6 +15,11 @@ dead) and never reaches the arena; every other value is written to its arena pla
 before. Each element is computed by the same formula and the same loop as unfused, so the
 results are the same bits.
 
+A broadcast row (a bias added to each row of a batch: strides 0 but along its last axis, of
+``config.REPLAY_ROW_MIN`` to ``REPLAY_ROW_MAX`` elements) is not gathered: the group's blocks
+are then its rows, one row each, and every block reads the row in place (``tanh(h @ W + b)``
+is one pass).
+
 A group of exactly a multiply by a scalar and the add or subtract that reads the product
 (``p -= lr * g``) runs :func:`scaled_add_driver` instead: one loop over both memory operands,
 which on large arrays streams faster than blocks that read them one after the other.
@@ -207,19 +212,20 @@ class Step:
     """One op of a group: its event, the flat driver that runs it on a block, and per input
     its layout: "full", "scalar" or ``(shape, strides)`` (gathered into a register)."""
 
-    __slots__ = ("event", "driver", "layouts")
+    __slots__ = ("event", "driver", "layouts", "row")
 
-    def __init__(self, event, driver, layouts):
+    def __init__(self, event, driver, layouts, row=None):
         self.event = event
         self.driver = driver
         self.layouts = layouts
+        self.row = row  # the length of its "row" operands (read in place), or None
 
 
 class Group:
     """Consecutive steps over ``n`` elements of ``dtype``; ``last``: the index of the last
     event in the trace."""
 
-    __slots__ = ("steps", "n", "dtype", "made", "read", "last")
+    __slots__ = ("steps", "n", "dtype", "made", "read", "last", "row")
 
     def __init__(self, step, n, dtype, index):
         self.steps = []
@@ -227,10 +233,13 @@ class Group:
         self.dtype = dtype
         self.made = set()
         self.read = set()  # the operands from outside the group
+        self.row = None  # with "row" operands: their length, which is the block's
         self.add(step, index)
 
     def add(self, step, index):
         self.steps.append(step)
+        if step.row is not None:
+            self.row = step.row
         event = step.event
         for buffer, offset in event.operands:
             if buffer not in self.made:
@@ -381,6 +390,8 @@ def _grouped(events):
         found = _layouts(event) if config.FUSE_REPLAY else None
         if found is not None and found[0] < minimum and _flat(found[2]):
             found = None  # (a group of these would not be worth running fused: ``_worth``)
+        if found is not None:
+            found = _rows_in_place(*found)
         if found is not None and _long_rows(found[2]):
             found = None
         if found is not None and group is not None and not _joins(group, event, *found):
@@ -392,8 +403,8 @@ def _grouped(events):
                 group = None
             items.append(event)
             continue
-        n, driver, layouts = found
-        step = Step(event, driver, layouts)
+        n, driver, layouts, row = found
+        step = Step(event, driver, layouts, row)
         if group is None:
             group = Group(step, n, event.dtype, index)
         else:
@@ -403,9 +414,11 @@ def _grouped(events):
     return items
 
 
-def _joins(group, event, n, driver, layouts):
+def _joins(group, event, n, driver, layouts, row):
     if n != group.n or event.dtype != group.dtype:
         return False
+    if row is not None and group.row is not None and row != group.row:
+        return False  # (a group's blocks are the rows of one length)
     for (buffer, offset), layout in zip(event.operands, layouts, strict=True):
         # A value of the group is in the block being computed only: read whole, as it is.
         if buffer in group.made and (offset or (layout != "full" and n != 1)):
@@ -416,6 +429,28 @@ def _joins(group, event, n, driver, layouts):
 def _flat(layouts):
     """Whether no operand of these layouts is gathered (every one full or a scalar)."""
     return all(type(layout) is str for layout in layouts)
+
+
+def _rows_in_place(n, driver, layouts):
+    """``(n, driver, layouts, row)``: each gathered operand that is a row repeated along the
+    leading axes (strides 0 but a last stride of 1), of ``config.REPLAY_ROW_MIN`` to
+    ``REPLAY_ROW_MAX`` elements, marked "row" (read in place, a block per row) where every
+    such row has one length ``row``; else ``row`` is None."""
+    row = None
+    marked = list(layouts)
+    for i, layout in enumerate(layouts):
+        if type(layout) is str:
+            continue
+        shape, strides = layout
+        inner = shape[-1]
+        if strides[-1] != 1 or any(strides[:-1]) or not (
+                config.REPLAY_ROW_MIN <= inner <= config.REPLAY_ROW_MAX):
+            continue
+        if row is not None and inner != row:
+            return n, driver, layouts, None
+        row = inner
+        marked[i] = "row"
+    return (n, driver, marked, row) if row is not None else (n, driver, layouts, None)
 
 
 def _long_rows(layouts):
@@ -492,7 +527,7 @@ def encode(group, kept, readers, memory):
     memory operand of the group's instruction (its scratch is numbered by the caller, last:
     its index is ``ints[3]``, filled in there)."""
     itemsize = group.dtype.itemsize
-    block = min(group.n, config.REPLAY_FUSION_BLOCK)
+    block = group.row if group.row is not None else min(group.n, config.REPLAY_FUSION_BLOCK)
     last_use = _last_uses(group)
     registers = {}  # buffer -> register
     free = []
@@ -547,7 +582,9 @@ def _step_arguments(step, registers, take, ints, memory):
         if register is not None:
             arguments += (REGISTER, register)
         elif type(layout) is str:
-            arguments += (SCALAR if layout == "scalar" else MEMORY, memory(buffer, offset))
+            # (a "row" is read whole at its start by every block, as a scalar is read there)
+            fixed = layout == "scalar" or layout == "row"
+            arguments += (SCALAR if fixed else MEMORY, memory(buffer, offset))
         else:
             shape, strides = layout
             register = take()

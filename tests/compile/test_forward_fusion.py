@@ -20,8 +20,9 @@ from autograd_nb.replay import CompileWarning, fusion, interpreter
 
 UNARY = ("sin", "tanh", "exp", "square", "sigmoid", "softplus", "sqrt", "negative")
 BINARY = ("add", "subtract", "multiply", "divide", "maximum")
-#: (rows, columns): below fusion's threshold, above it, and over one block (split mid-row).
-SHAPES = ((3, 4), (16, 9), (9, 70))
+#: (rows, columns): below fusion's threshold, above it, over one block (split mid-row), and
+#: rows long enough to be a group's blocks (a broadcast row read in place).
+SHAPES = ((3, 4), (16, 9), (9, 70), (5, 130))
 
 
 def _operand(values, k, extras, which):
@@ -154,20 +155,46 @@ def test_small_chains_stay_unfused():
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_long_broadcast_rows_are_read_in_place_short_ones_gathered(dtype):
+def test_broadcast_rows_gathered_read_in_place_or_made_the_blocks(dtype):
     rng = np.random.default_rng(2)
 
     def fn(x, b):
         return (anb.sum(anb.tanh(x + b) * 2.0),)
 
     rows = {}
-    for columns in (config.REPLAY_GATHER_ROW - 1, config.REPLAY_GATHER_ROW):
+    lengths = (config.REPLAY_GATHER_ROW - 1, config.REPLAY_GATHER_ROW, config.REPLAY_ROW_MIN)
+    for columns in lengths:
         x = anb.tensor(rng.standard_normal((64, columns)).astype(dtype), requires_grad=True)
         b = anb.tensor(rng.standard_normal(columns).astype(dtype), requires_grad=True)
         rows[columns] = _rows(_check_against_eager(fn, [x, b], [x, b]))
-    # Short rows: the bias gathered, the add in the group with tanh and the product; long
-    # rows: the add on its own (its driver reads the bias row by row), then the group.
-    assert rows == {config.REPLAY_GATHER_ROW - 1: 2, config.REPLAY_GATHER_ROW: 3}
+    # Short rows: the bias gathered, the add in the group with tanh and the product; longer
+    # rows: the add on its own (its driver reads the bias row by row), then the group; rows
+    # of REPLAY_ROW_MIN and more: one group whose blocks are the rows, reading the bias.
+    assert rows == dict(zip(lengths, (2, 3, 2)))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_layer_with_its_bias_is_one_group_of_row_blocks(dtype, monkeypatch):
+    # tanh(h @ W + b) over a batch of 3-D rows, the bias a slice of a larger tensor (read at
+    # an offset), a second bias of the same length, and a row of another length (not fused
+    # with them: a group's blocks are rows of one length).
+    rng = np.random.default_rng(9)
+    h = anb.tensor(rng.standard_normal((2, 5, 7)).astype(dtype), requires_grad=True)
+    w = anb.tensor(rng.standard_normal((7, 160)).astype(dtype), requires_grad=True)
+    both = anb.tensor(rng.standard_normal(330).astype(dtype), requires_grad=True)
+    other = anb.tensor(rng.standard_normal(800).astype(dtype), requires_grad=True)
+
+    def fn(h, w, both, other):
+        z = anb.tanh(h @ w + both[10:170]) * both[170:]
+        flat = anb.reshape(z, (2, 800))
+        return anb.sum(anb.sigmoid(flat + other) * 0.5), z
+
+    compiled = _check_against_eager(fn, [h, w, both, other], [h, w, both, other])
+    assert _drivers(compiled, np.dtype(dtype)) == {"group": 2}
+    # unfused, the same function has an instruction per op
+    monkeypatch.setattr(config, "REPLAY_ROW_MIN", config.REPLAY_ROW_MAX + 1)
+    unfused = _check_against_eager(fn, [h, w, both, other], [h, w, both, other])
+    assert _rows(unfused) > _rows(compiled)
 
 
 def _drivers(compiled, dtype):
