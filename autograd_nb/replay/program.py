@@ -182,8 +182,9 @@ class Program:
             events, written = fusion.fold_in_place_writes(events, read_after)
         items, readers = fusion.plan(events)
         self._pack_arena(trace, events, items, readers, read_after)
-        # (a folded write's target is read after the program: its values reach memory)
-        kept = read_after | written if len(items) < len(events) else set()
+        # (a folded write's target is read after the program: its values reach memory; and a
+        # group of one op, a broadcast gathered, may be all the program: its result is kept)
+        kept = read_after | written
         scratch_at = -(-self.arena_bytes // _ALIGN) * _ALIGN
         scratch_bytes = 0
         for event in items:

@@ -235,6 +235,40 @@ def test_a_scaled_add_is_one_loop_with_the_eager_bits(dtype, form):
     assert _drivers(compiled, np.dtype(dtype)) == {"scaled add": 1}
 
 
+ALONE = {
+    "x * row": lambda x, row, column: x * row,
+    "column * x": lambda x, row, column: column * x,
+    "row / column": lambda x, row, column: row / column,
+    "maximum(x, row)": lambda x, row, column: anb.maximum(x, row),
+}
+
+
+@pytest.mark.parametrize("requires_grad", [False, True])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("form", sorted(ALONE))
+def test_a_lone_broadcast_op_whose_result_is_only_an_output(form, dtype, requires_grad):
+    # A program of one op that gathers a short broadcast row or column is one group: its
+    # result, read by nothing but the caller, must still reach the arena (it once stayed in
+    # the group's register, and the output was uninitialised memory).
+    rng = np.random.default_rng(10)
+    x = anb.tensor(rng.uniform(1, 2, (5, 4)).astype(dtype), requires_grad=requires_grad)
+    row = anb.tensor(rng.uniform(1, 2, 4).astype(dtype), requires_grad=requires_grad)
+    column = anb.tensor(rng.uniform(1, 2, (5, 1)).astype(dtype))
+    fn = ALONE[form]
+    compiled = anb.compile(fn)
+    for _ in range(3):  # records, then replays
+        got, want = compiled(x, row, column), fn(x, row, column)
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    if requires_grad:
+        seed = anb.tensor(rng.standard_normal(want.shape).astype(dtype))
+        got_grads = anb.grad(compiled(x, row, column), (x, row), grad_outputs=seed,
+                             allow_unused=True, materialize_grads=True)
+        want_grads = anb.grad(want, (x, row), grad_outputs=seed, allow_unused=True,
+                              materialize_grads=True)
+        for g, w in zip(got_grads, want_grads, strict=True):
+            np.testing.assert_array_equal(g.numpy(), w.numpy())
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_a_multiply_by_a_gathered_operand_then_an_add_stays_a_group(dtype):
     # A multiply whose other operand is gathered (a column over rows) has a layout that is a
