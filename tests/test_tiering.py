@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import numpy as np
 import pytest
@@ -27,6 +28,7 @@ import autograd_nb as anb
 from autograd_nb import tiering
 from autograd_nb.ops.elementwise import ElementwiseOp, _numpy_formula
 from autograd_nb.ops.registry import REGISTRY, Op
+from autograd_nb.replay import CompileWarning
 from tests.checks import check_gradients
 
 TIERED = sorted(
@@ -831,3 +833,34 @@ def test_warmup_lists_what_it_compiled(tmp_path):
     done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
                           text=True, timeout=120, check=False)
     assert done.stdout.split() == ["0", "False", "1"], done.stderr
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_compiled_step_with_a_gradient_inside_records_in_tier0(tier0, dtype):
+    # In tier 0 (a cold kernel cache) the gradient inside fn used to run the twins' walk,
+    # which has no tables to record, and the signature then ran eagerly for good.
+    rng = np.random.default_rng(3)
+    x = anb.tensor(rng.standard_normal((8, 6)).astype(dtype))
+    rows, labels = np.arange(8), rng.integers(0, 3, size=8)
+    start = [rng.standard_normal(shape).astype(dtype) / 3 for shape in ((6, 5), (5,), (5, 3))]
+
+    def step(params):
+        w1, b1, w2 = params
+        loss = -anb.log_softmax(anb.tanh(x @ w1 + b1) @ w2, axis=1)[rows, labels].mean()
+        grads = anb.grad(loss, params)
+        with anb.no_grad():
+            for p, g in zip(params, grads):
+                p -= 0.1 * g
+        return grads
+
+    compiled = anb.compile(step)
+    params, eager_params = ([anb.tensor(a.copy(), requires_grad=True) for a in start]
+                            for _ in range(2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CompileWarning)
+        for _ in range(3):
+            for g, w in zip(compiled(params), step(eager_params), strict=True):
+                np.testing.assert_array_equal(g.numpy(), w.numpy())
+    assert tiering.backward_pending  # (eager code is still in tier 0)
+    info = compiled.cache_info()
+    assert (info.programs, info.eager, info.traces) == (1, 0, 1)

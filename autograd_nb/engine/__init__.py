@@ -10,7 +10,7 @@ from .backward import Plan, make_plan
 __all__ = ["Plan", "make_plan", "run_plan", "plan_and_run"]
 
 def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch=None,
-             cache_as=None):
+             cache_as=None, tier0=True):
     """Run ``plan``: in one call into compiled code where :mod:`.executor` can (a batch too,
     as a ``prange`` over blocks of its rows), otherwise step by step in Python
     (:func:`.backward.run_plan`, also for ``create_graph``). Both run the plan's
@@ -18,9 +18,10 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch
     ``id`` of node or leaf, the leaves met, and the executor's run (None where the walk
     ran). With ``cache_as``, ``(key, root_edges, target_edges)`` of the request
     (:func:`.plan_cache.key_of`), the plan cache keeps the executor's tables as a template of
-    ``key``, before the saved buffers are freed."""
+    ``key``, before the saved buffers are freed. ``tier0=False``: never tier 0's walk (a
+    backward recorded by ``anb.compile`` needs the executor's tables: it compiles them)."""
     if (
-        tiering.backward_pending and not create_graph and batch != 0
+        tier0 and tiering.backward_pending and not create_graph and batch != 0
         and not backward._touches_device(plan, seeds)
     ):
         # Tier 0 (:mod:`autograd_nb.tiering`): the compiled backward is not cached yet, so the

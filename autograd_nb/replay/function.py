@@ -117,6 +117,7 @@ class CompiledFunction:
             what, filename, line = trace.unsupported
             why, where = f"the interpreter cannot run {what}", (filename, line)
         outputs, output_structure = flatten(result)
+        trace.adopt_outputs(outputs)
         program = None
         if why is None:
             try:

@@ -108,6 +108,7 @@ class Trace:
         self.value_dependent = None  # (what, file, line) of the first value read
         self.inputs = inputs
         self.writes = []  # the target Buffer of each in-place write (``record_copy``)
+        self.created = set()  # ids of the tensors made while recording (``_traced_make``)
         self.start_seq = next(tape._sequence)
         for i, t in enumerate(inputs):
             if t is not None:
@@ -163,6 +164,17 @@ class Trace:
             self.externals.append(tensor)
             self._add(tensor._data, "external", index)
         return index
+
+    def adopt_outputs(self, outputs):
+        """Make each output tensor that fn neither received, computed, nor made (a closure's
+        or global's tensor handed back as it is) an outside tensor of the program, so that a
+        replay returns that very tensor, as fn does, and not a copy of its values then."""
+        for leaf in outputs:
+            if (not isinstance(leaf, Tensor) or id(leaf) in self.created
+                    or id(leaf) in self.external_index or type(leaf._data) is not np.ndarray
+                    or any(t is leaf for t in self.inputs) or self.find(leaf._data) is not None):
+                continue
+            self.external(leaf)
 
     def const(self, array):
         self.consts.append(array)
@@ -295,9 +307,11 @@ class Trace:
         if create_graph or batch is not None:
             self.refuse("a gradient inside with create_graph or is_grads_batched")
         # (the graph is retained for the recording, which reads the saved buffers, and freed
-        # after it)
+        # after it; not tier 0's walk: the program needs the executor's tables, and the
+        # recording compiles the forward's drivers already)
         results, leaves, executed = engine.run_plan(
             plan, seeds, {id(e) for e in targets}, all_leaves, True, create_graph, batch,
+            tier0=False,
         )
         if self.unsupported is None:
             if executed is None:
@@ -622,7 +636,18 @@ _DESCRIBE = {"__float__": "float(tensor)", "__int__": "int(tensor)", "__bool__":
              "item": "tensor.item()", "numpy": "tensor.numpy()", "tolist": "tensor.tolist()"}
 
 
+def _traced_make(cls, data, node=None, requires_grad=False, version=None):
+    """``Tensor._make`` while recording: also notes the tensor in this thread's trace."""
+    made = _saved["_make"].__func__(cls, data, node, requires_grad, version)
+    trace = _local.trace
+    if trace is not None:
+        trace.created.add(id(made))
+    return made
+
+
 def _install():
+    _saved["_make"] = Tensor.__dict__["_make"]
+    Tensor._make = classmethod(_traced_make)
     _saved["apply"] = tensor_module.apply
     _saved["_binary"] = tensor_module._binary
     _saved["_apply_view"] = tensor_module._apply_view
@@ -650,6 +675,7 @@ def _install():
 
 
 def _uninstall():
+    Tensor._make = _saved["_make"]
     tensor_module.apply = _saved["apply"]
     tensor_module._binary = _saved["_binary"]
     tensor_module._apply_view = _saved["_apply_view"]

@@ -570,3 +570,50 @@ def test_cpu_programs_still_compile_once_the_process_has_used_cuda(monkeypatch):
         compiled(x)
         compiled(x)
     assert compiled.cache_info().programs == 1
+
+
+_GLOBAL_PARAMETER = anb.tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
+
+
+@pytest.mark.parametrize("where", ["closure", "global"])
+def test_an_outside_tensor_handed_back_as_it_is_stays_that_tensor(where):
+    # fn returns a tensor it did not compute and no op of it reads: a replay once returned a
+    # copy made when recording (stale after an in-place update, and without a gradient).
+    w = anb.tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
+    if where == "closure":
+        def fn(x):
+            return x * 2.0, w
+    else:
+        w = _GLOBAL_PARAMETER
+
+        def fn(x):
+            return x * 2.0, _GLOBAL_PARAMETER
+    compiled = anb.compile(fn)
+    x = anb.ones(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CompileWarning)
+        for _ in range(3):  # records, then replays
+            doubled, out = compiled(x)
+            assert out is w
+            np.testing.assert_array_equal(doubled.numpy(), np.full(3, 2.0))
+            with anb.no_grad():
+                w += 10.0
+        seed = anb.tensor(np.array([0.5, -1.0, 2.0]))
+        (got,) = anb.grad(compiled(x)[1], w, grad_outputs=seed)
+    np.testing.assert_array_equal(got.numpy(), seed.numpy())
+    assert compiled.cache_info().traces == 1
+
+
+def test_a_tensor_made_inside_fn_is_a_new_tensor_per_call():
+    def fn(x):
+        return x * 2.0, anb.tensor(np.array([1.0, 2.0]))
+
+    compiled = anb.compile(fn)
+    x = anb.ones(3)
+    first = compiled(x)[1]
+    second = compiled(x)[1]  # (a replay)
+    assert first is not second
+    with anb.no_grad():
+        second += 5.0  # the caller's to change: the next call's is untouched
+    np.testing.assert_array_equal(compiled(x)[1].numpy(), [1.0, 2.0])
+    assert compiled.cache_info().traces == 1
