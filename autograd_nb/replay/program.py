@@ -88,6 +88,13 @@ class ReplayInputs(Op):
 
     def rule(self, k, grad_output, inputs, output, attrs):
         start = self.offsets[k]
+        node = grad_output._node
+        if node is not None and node.op.name == "concatenate" and node.edges[k] is None:
+            # One output's ``eager_gradient``, whose part k depends on nothing that requires
+            # grad: a constant, as eager's gradient of that tensor is (not a slice of the
+            # joined parts, which would carry the others' graph).
+            part = grad_output._data.reshape(-1)[start:start + self.sizes[k]]
+            return Tensor._make(part.reshape(self.shapes[k]).copy())
         part = call("getitem", grad_output, index=slice(start, start + self.sizes[k]))
         return call("reshape", part, shape=self.shapes[k])
 

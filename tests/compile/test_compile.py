@@ -617,3 +617,25 @@ def test_a_tensor_made_inside_fn_is_a_new_tensor_per_call():
         second += 5.0  # the caller's to change: the next call's is untouched
     np.testing.assert_array_equal(compiled(x)[1].numpy(), [1.0, 2.0])
     assert compiled.cache_info().traces == 1
+
+
+def test_create_graph_through_a_replay_keeps_constant_gradients_constant():
+    # fn reads x linearly and p through sin: with create_graph, eager's gradient of x is a
+    # constant (no graph) and p's has one; the replay once gave x's a graph too.
+    p = anb.tensor(0.8, requires_grad=True)
+    x = anb.tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
+
+    def fn(x):
+        return anb.sum(x * 2.0) + anb.sin(p)
+
+    compiled = anb.compile(fn)
+    compiled(x)
+    for f in (fn, compiled):
+        g_x, g_p = anb.grad(f(x), (x, p), create_graph=True)
+        assert not g_x.requires_grad and g_x.grad_fn is None
+        np.testing.assert_array_equal(g_x.numpy(), np.full(3, 2.0))
+        assert g_p.requires_grad
+        (second,) = anb.grad(g_p, p)
+        np.testing.assert_allclose(second.item(), -np.sin(0.8), rtol=1e-15)
+        with pytest.raises(RuntimeError, match="does not require grad"):
+            anb.grad(anb.sum(g_x * g_x), x)
