@@ -282,7 +282,7 @@ class _Tables:
         for slot in slots:
             edge = slot.edge
             if edge.dtype != dtype:
-                raise Unsupported
+                raise Unsupported(f"gradients of {edge.dtype} and {dtype} in one backward")
             size = _size(edge.shape)
             self.slot_rows.append(size)
             if slot.kind == schedule.ARENA:
@@ -319,7 +319,8 @@ class _Tables:
                 else:
                     spec, mode = self.batched_spec(origin, k, target)
                 if spec is None:
-                    raise Unsupported
+                    raise Unsupported(f"{origin.op.name}'s gradient, which has no compiled "
+                                      "driver")
             else:
                 spec, mode = self.special(origin, k, source, target), 0
                 if spec is None:

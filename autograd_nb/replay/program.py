@@ -387,7 +387,8 @@ class Program:
         try:
             tables, _, _ = executor.build(plan, [(root, seed)], target_ids, False, dtype)
         except executor.Unsupported as error:
-            raise Unsupported("an op of the backward has no compiled driver") from error
+            raise Unsupported(f"the backward of this output: {error or 'its compiled walk'}"
+                              ) from error
         tables.plan_nodes = nodes
         return tables
 
