@@ -636,9 +636,12 @@ _DESCRIBE = {"__float__": "float(tensor)", "__int__": "int(tensor)", "__bool__":
              "item": "tensor.item()", "numpy": "tensor.numpy()", "tolist": "tensor.tolist()"}
 
 
+_MAKE = Tensor.__dict__["_make"].__func__
+
+
 def _traced_make(cls, data, node=None, requires_grad=False, version=None):
     """``Tensor._make`` while recording: also notes the tensor in this thread's trace."""
-    made = _saved["_make"].__func__(cls, data, node, requires_grad, version)
+    made = _MAKE(cls, data, node, requires_grad, version)
     trace = _local.trace
     if trace is not None:
         trace.created.add(id(made))
