@@ -60,6 +60,7 @@ REFERENCE = {
     "log": np.log,
     "log1p": np.log1p,
     "sqrt": np.sqrt,
+    "_std_root": np.sqrt,  # (std's square root; its gradient differs only at 0)
     "square": np.square,
     "abs": np.abs,
     "sign": np.sign,

@@ -771,6 +771,11 @@ _define(
         ("log", "x", "log(x)", {0: "g / x"}, (0.1, 4)),
         ("log1p", "x", "log1p(x)", {0: "g / (x + 1)"}, (-0.8, 3)),
         ("sqrt", "x", "sqrt(x)", {0: "g / (2 * y)"}, (0.1, 4)),
+        # ``std``'s square root of the variance: a gradient of 0 where it is 0, to every
+        # order, as torch's (``sqrt``'s is infinite there). One op, not a comparison and two
+        # ``where``: a comparison's mask reaches Python, and ``anb.compile`` cannot replay it.
+        ("_std_root", "x", "sqrt(x)", {0: "where(y == 0, 0.0, g / (2 * where(y == 0, 1.0, y)))"},
+         (0.1, 4)),
         ("sin", "x", "sin(x)", {0: "g * cos(x)"}),
         ("cos", "x", "cos(x)", {0: "-g * sin(x)"}),
         ("tan", "x", "tan(x)", {0: "g * (1 + y * y)"}, (-1.2, 1.2)),

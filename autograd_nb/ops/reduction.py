@@ -1259,8 +1259,4 @@ def std(x, axis=None, ddof=0, keepdims=False):
     >>> anb.grad(anb.std(x), x)
     (tensor([0., 0.]),)
     """
-    variance = var(x, axis=axis, ddof=ddof, keepdims=keepdims)
-    # sqrt of a safe input in the untaken branch: its gradient is 0, never 0 * inf = nan.
-    constant = variance == 0
-    root = call("sqrt", call("where", constant, 1.0, variance))
-    return call("where", constant, 0.0, root)
+    return call("_std_root", var(x, axis=axis, ddof=ddof, keepdims=keepdims))
