@@ -348,10 +348,17 @@ class Program:
                 # Its graph was freed inside fn (by a gradient taken there, as a training
                 # step does), or a saved tensor was changed in place there: a backward
                 # through it raises torch's error, freed graph or in-place change.
+                # Its node keeps the edges to the tensors its graph reaches, as eager's does,
+                # so that a gradient of them meets the node and raises, not "unused".
                 op = ReplayOutput("replay_output", self, n, None, None, ())
                 op.stale = str(error).startswith("one of the variables needed")
-                self.backward_outputs[n] = (op, {}, set(), [], ReplayInputs(
-                    "replay_inputs", [], []), _Like((1,), dtype), 0, 0)
+                _, reachable = backward_module._reach([out[4]._node])
+                mine = [k for k, edge in enumerate(edges) if id(edge) in reachable]
+                mine = [k for k in mine if next(j for j in mine if edges[j] is edges[k]) == k]
+                offsets = np.cumsum([0] + [differentiable[k][1]._data.size for k in mine])
+                self.backward_outputs[n] = (op, {}, set(), mine, ReplayInputs(
+                    "replay_inputs", offsets[:-1].tolist(),
+                    [differentiable[k][1].shape for k in mine]), _Like((1,), dtype), 0, 0)
                 continue
             # The tensors this output's gradient reaches, in the program's order: its node's
             # edges (an argument it does not depend on stays unreachable, as in eager).

@@ -639,3 +639,38 @@ def test_create_graph_through_a_replay_keeps_constant_gradients_constant():
         np.testing.assert_allclose(second.item(), -np.sin(0.8), rtol=1e-15)
         with pytest.raises(RuntimeError, match="does not require grad"):
             anb.grad(anb.sum(g_x * g_x), x)
+
+
+@pytest.mark.parametrize("allow_unused", [False, True])
+def test_a_saved_tensor_changed_inside_fn_raises_on_every_replay_as_eager(allow_unused):
+    # The output's node once had no edges: a gradient of x said "unused", or gave None or
+    # zeros with allow_unused / materialize_grads, instead of eager's in-place error.
+    def fn(x, w):
+        y = anb.sum(x * w)  # (multiply saves w)
+        with anb.no_grad():
+            w *= 0.5
+        return y
+
+    compiled = anb.compile(fn)
+    for f in (fn, compiled, compiled, compiled):  # eager, records, replays
+        x = anb.tensor(np.ones(3), requires_grad=True)
+        w = anb.tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
+        out = f(x, w)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            anb.grad(out, [x], allow_unused=allow_unused, materialize_grads=allow_unused)
+
+
+def test_a_loss_whose_graph_fn_freed_raises_the_freed_graph_error_on_replay():
+    def fn(x, w):
+        loss = anb.sum(anb.tanh(x * w))
+        (g,) = anb.grad(loss, w)  # frees the graph
+        return loss, g
+
+    compiled = anb.compile(fn)
+    x = anb.tensor(np.array([0.5, -1.0, 2.0]), requires_grad=True)
+    w = anb.tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
+    for f in (fn, compiled, compiled, compiled):
+        loss, g = f(x, w)
+        np.testing.assert_array_equal(g.numpy(), fn(x, w)[1].numpy())
+        with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+            anb.grad(loss, [x], allow_unused=True)
