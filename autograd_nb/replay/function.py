@@ -316,6 +316,11 @@ def _signature(leaves, structure):
                 f"hashable; non-tensor arguments are part of the signature by value. Pass "
                 f"arrays as tensors (anb.tensor(...))."
             ) from None
+        if isinstance(leaf, (float, np.floating)):
+            # By bits: 0.0 == -0.0 (one key would replay x * 0.0 for x * -0.0, signs lost),
+            # and nan != nan (every call would record again).
+            parts.append((type(leaf), float(leaf).hex()))
+            continue
         parts.append((type(leaf), leaf))
     return tuple(parts)
 

@@ -674,3 +674,18 @@ def test_a_loss_whose_graph_fn_freed_raises_the_freed_graph_error_on_replay():
         np.testing.assert_array_equal(g.numpy(), fn(x, w)[1].numpy())
         with pytest.raises(RuntimeError, match="backward through the graph a second time"):
             anb.grad(loss, [x], allow_unused=True)
+
+
+@pytest.mark.parametrize("make", [float, np.float32, np.float64], ids=["float", "f32", "f64"])
+def test_float_arguments_are_keyed_by_their_bits(make):
+    # 0.0 == -0.0 once shared a program (x * -0.0 replayed as x * 0.0: +0 for -0, and 1 / that
+    # +inf for -inf); nan != nan recorded again at every call.
+    def fn(x, k):
+        return 1.0 / (x * k)
+
+    compiled = anb.compile(fn)
+    x = anb.tensor(np.array([1.0, 2.0]))
+    for k in (make(0.0), make(-0.0), make(-0.0), make(0.0), make("nan"), make("nan")):
+        np.testing.assert_array_equal(compiled(x, k).numpy(), fn(x, k).numpy())
+        assert np.signbit(compiled(x, k).numpy()).tolist() == np.signbit(fn(x, k).numpy()).tolist()
+    assert compiled.cache_info().traces == 3  # 0.0, -0.0, nan
