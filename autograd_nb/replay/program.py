@@ -18,6 +18,7 @@ form, the plan cache and the Python walk all run a replayed call as they run any
 
 import sys
 import threading
+import weakref
 
 import numpy as np
 
@@ -87,14 +88,13 @@ class ReplayInputs(Op):
         grad_input += part.reshape(grad_input.shape)
 
     def rule(self, k, grad_output, inputs, output, attrs):
+        joined = _JOINED.get(id(grad_output))
+        if joined is not None and joined[0]() is grad_output:
+            # One output's ``eager_gradient``: tensor k's own gradient from that eager run,
+            # with its graph and no other's (a slice of the join would carry every part's:
+            # a constant gradient would require grad, an unused input look used).
+            return joined[1][k]
         start = self.offsets[k]
-        node = grad_output._node
-        if node is not None and node.op.name == "concatenate" and node.edges[k] is None:
-            # One output's ``eager_gradient``, whose part k depends on nothing that requires
-            # grad: a constant, as eager's gradient of that tensor is (not a slice of the
-            # joined parts, which would carry the others' graph).
-            part = grad_output._data.reshape(-1)[start:start + self.sizes[k]]
-            return Tensor._make(part.reshape(self.shapes[k]).copy())
         part = call("getitem", grad_output, index=slice(start, start + self.sizes[k]))
         return call("reshape", part, shape=self.shapes[k])
 
@@ -676,7 +676,19 @@ class Program:
             parts = [call("reshape", g, shape=(-1,)) for g in grads]
             if scratch:
                 parts.append(np.zeros(scratch, dtype=self.dtype))
-            return call("concatenate", *parts, axis=0)
+            joined = call("concatenate", *parts, axis=0)
+            _remember_join(joined, grads)
+            return joined
+
+
+#: ``id`` of each join ``eager_gradient`` made, alive -> (a weak reference to it, the
+#: gradients it joins): ``ReplayInputs.rule`` hands each tensor its own.
+_JOINED = {}
+
+
+def _remember_join(joined, grads):
+    key = id(joined)
+    _JOINED[key] = (weakref.ref(joined, lambda _, key=key: _JOINED.pop(key, None)), grads)
 
 
 _NO_ATTRS = {}

@@ -689,3 +689,23 @@ def test_float_arguments_are_keyed_by_their_bits(make):
         np.testing.assert_array_equal(compiled(x, k).numpy(), fn(x, k).numpy())
         assert np.signbit(compiled(x, k).numpy()).tolist() == np.signbit(fn(x, k).numpy()).tolist()
     assert compiled.cache_info().traces == 3  # 0.0, -0.0, nan
+
+
+def test_create_graph_through_a_replay_keeps_each_gradients_own_graph():
+    # d/dx sum(x @ W) does not depend on x: eager's second derivative in x is unused; the
+    # replay's first-order gradients were once slices of one join, each connected to all.
+    w = anb.tensor(np.arange(9.0).reshape(3, 3), requires_grad=True)
+
+    def fn(x):
+        return anb.sum(x @ w)
+
+    compiled = anb.compile(fn)
+    x = anb.tensor(np.ones(3), requires_grad=True)
+    compiled(x)
+    for f in (fn, compiled):
+        g_x, g_w = anb.grad(f(x), [x, w], create_graph=True)
+        second = anb.grad(anb.sum(g_x * g_x), [x, w], allow_unused=True, retain_graph=True)
+        assert second[0] is None
+        np.testing.assert_array_equal(second[1].numpy(), 2 * np.outer(w.numpy().sum(1), np.ones(3)))
+        with pytest.raises(RuntimeError, match="not have been used in the graph"):
+            anb.grad(anb.sum(g_x * g_x), [x, w])
