@@ -287,35 +287,38 @@ class Program:
         """Per output leaf, how a replay makes it."""
         made = []
         self._output_buffers = []  # (read by ``_kept``, then dropped: they hold the arrays)
-        for leaf in outputs:
+        first = {}  # id of each output tensor -> its first position
+        for n, leaf in enumerate(outputs):
             if not isinstance(leaf, Tensor):
                 made.append(("value", leaf))
-                continue
-            data = leaf._data
-            if type(data) is not np.ndarray:
-                raise Unsupported("an output on a GPU")
-            for i, t in enumerate(trace.inputs):
-                if t is leaf:
-                    made.append(("input", i))
-                    break
+            elif first.setdefault(id(leaf), n) != n:
+                made.append(("same", first[id(leaf)]))  # (one tensor, handed out twice)
             else:
-                index = trace.external_index.get(id(leaf))
-                if index is not None:
-                    made.append(("external", index))
-                    continue
-                found = trace.find(data)
-                if found is None:
-                    if leaf._node is not None:
-                        raise Unsupported("an output this recorder did not see made")
-                    made.append(("fresh", data.copy(), leaf._requires_grad))
-                    continue
-                buffer, offset = found
-                self._output_buffers.append(buffer)
-                if buffer.kind != "arena" or not data.flags.c_contiguous:
-                    raise Unsupported("an output that is a view of an argument")
-                made.append(("arena", self.arena_offsets[buffer.index] + offset, data.shape,
-                             data.dtype, leaf))
+                made.append(self._tensor_output(trace, leaf))
         return made
+
+    def _tensor_output(self, trace, leaf):
+        """How a replay makes the output tensor ``leaf`` (met first at its place)."""
+        data = leaf._data
+        if type(data) is not np.ndarray:
+            raise Unsupported("an output on a GPU")
+        for i, t in enumerate(trace.inputs):
+            if t is leaf:
+                return ("input", i)
+        index = trace.external_index.get(id(leaf))
+        if index is not None:
+            return ("external", index)
+        found = trace.find(data)
+        if found is None:
+            if leaf._node is not None:
+                raise Unsupported("an output this recorder did not see made")
+            return ("fresh", data.copy(), leaf._requires_grad)
+        buffer, offset = found
+        self._output_buffers.append(buffer)
+        if buffer.kind != "arena" or not data.flags.c_contiguous:
+            raise Unsupported("an output that is a view of an argument")
+        return ("arena", self.arena_offsets[buffer.index] + offset, data.shape, data.dtype,
+                leaf)
 
     # -- backward --------------------------------------------------------------------------
 
@@ -612,6 +615,9 @@ class Program:
                 boxes.append(None)
             elif kind == "external":
                 results.append(externals[out[1]])
+                boxes.append(None)
+            elif kind == "same":
+                results.append(results[out[1]])
                 boxes.append(None)
             else:
                 results.append(Tensor._make(out[1].copy(), requires_grad=out[2]))

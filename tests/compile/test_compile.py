@@ -709,3 +709,21 @@ def test_create_graph_through_a_replay_keeps_each_gradients_own_graph():
         np.testing.assert_array_equal(second[1].numpy(), 2 * np.outer(w.numpy().sum(1), np.ones(3)))
         with pytest.raises(RuntimeError, match="not have been used in the graph"):
             anb.grad(anb.sum(g_x * g_x), [x, w])
+
+
+def test_an_output_handed_out_twice_is_one_tensor():
+    # ``(y, {"again": y})``: one tensor, as eager's; a replay once made a Tensor per place.
+    x = anb.tensor(np.arange(1.0, 4.0), requires_grad=True)
+
+    def fn(x):
+        y = anb.exp(x)
+        return y, {"again": y, "x": x}, x
+
+    compiled = anb.compile(fn)
+    compiled(x)
+    for f in (fn, compiled):
+        y, more, same_x = f(x)
+        assert more["again"] is y and more["x"] is x and same_x is x
+        y.retain_grad()
+        anb.sum(y * 2.0).backward()
+        np.testing.assert_array_equal(more["again"].grad.numpy(), np.full(3, 2.0))
