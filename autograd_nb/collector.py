@@ -24,7 +24,13 @@ about it), and a user may assign ``x.grad = y`` with ``y`` computed from ``x``, 
   the youngest objects, with the nodes' ``edges`` and ``versions`` tuples, are untracked: the
   collector no longer scans them, and reference counting frees them, as before, the moment
   they are no longer used. Subclasses (the nodes of custom Functions, whose ctx may hold
-  anything) stay tracked.
+  anything) stay tracked. The youngest objects are listed (``gc.get_objects(0)``), walked and
+  released inside one compiled call: while that list exists, it holds a reference to every
+  young object, also to a tuple that another thread is still filling from an iterator
+  (``tuple(int(n) for n in v)``), and CPython refuses to resize a tuple that anything else
+  holds (``SystemError: bad argument to internal function``). No bytecode runs inside the
+  call, so no other thread does either. The Python walk (no compiled walk here) has no such
+  call: it untracks only while no other thread is running Python.
 * Storing a tensor as another's ``.grad`` calls :func:`keep_tracked` (except for a fresh
   gradient that backward has just made, which nothing else can reach): the owner, the stored
   tensor and the whole graph behind it (its nodes, their tuples, the leaves they reach) are
@@ -42,6 +48,7 @@ typing, compiling or importing can start in a collection). It does not re-enter 
 import atexit
 import ctypes
 import gc
+import sys
 import threading
 from operator import attrgetter
 
@@ -53,10 +60,38 @@ from .ops._pointers import load_address
 from .tape import Node
 
 _untrack = types.ExternalFunction("PyObject_GC_UnTrack", types.void(types.int64))
+_call_object = types.ExternalFunction("PyObject_CallObject",
+                                      types.int64(types.int64, types.int64))
+_decref = types.ExternalFunction("Py_DecRef", types.void(types.int64))
+_clear_error = types.ExternalFunction("PyErr_Clear", types.void())
+
+#: ``gc.get_objects`` and its arguments ``(0,)``, called by address from the compiled walk.
+_get_objects = gc.get_objects
+_YOUNGEST = (0,)
 
 
 @njit(cache=True)
 def _untrack_young(
+    get_objects, arguments, node_type, edges, versions, node_kept, tensor_type, tensor_kept,
+    tuple_type,
+):
+    """``get_objects(*arguments)`` (the objects at these addresses: ``gc.get_objects(0)``),
+    :func:`_untrack_listed` on that list, and the list released: the list never meets
+    bytecode (see the module docstring). -1 where the call raised (the error is cleared: a
+    collection goes on without untracking)."""
+    young = _call_object(get_objects, arguments)
+    if young == 0:
+        _clear_error()
+        return -1
+    count = _untrack_listed(
+        young, node_type, edges, versions, node_kept, tensor_type, tensor_kept, tuple_type
+    )
+    _decref(young)
+    return count
+
+
+@njit(cache=True)
+def _untrack_listed(
     young, node_type, edges, versions, node_kept, tensor_type, tensor_kept, tuple_type
 ):
     """Untrack, in the list at address ``young``: each object of type ``node_type`` whose
@@ -114,8 +149,13 @@ _untrack_compiled = None
 _in_hook = False
 
 
-def _untrack_young_in_python(young):
-    """:func:`_untrack_young` without compiled code: one ctypes call per object."""
+def _untrack_young_in_python():
+    """:func:`_untrack_young` without compiled code: one ctypes call per object. The list of
+    young objects lives across bytecode here, where another thread may take over: only a
+    process running Python in this thread alone untracks (see the module docstring)."""
+    if len(sys._current_frames()) > 1:
+        return 0
+    young = gc.get_objects(0)
     tensors = [obj for obj in young if type(obj) is _tensor_type and not hasattr(obj, "_kept")]
     nodes = [
         obj for obj in young
@@ -132,10 +172,9 @@ def _untrack_young_in_python(young):
 def untrack_young():
     """Untrack the Tensors and plain nodes among the youngest objects (with the nodes' edge
     and version tuples), except those marked kept. Returns how many tensors and nodes."""
-    young = gc.get_objects(0)
     if LAYOUT is None:
-        return _untrack_young_in_python(young)
-    return _untrack_compiled(id(young), *LAYOUT)
+        return _untrack_young_in_python()
+    return _untrack_compiled(*LAYOUT)
 
 
 def _on_collection(phase, info):
@@ -205,11 +244,11 @@ def watch_tensors(tensor_type):
     if None in offsets:
         return
     edges, versions, node_kept, tensor_kept = offsets
-    found = (id(Node), edges, versions, node_kept, id(tensor_type), tensor_kept, id(tuple))
-    # Load (or compile, once per machine) now, on an empty list; collections meanwhile untrack
-    # in Python. Only then the hook calls the compiled walk.
-    empty = []
-    _untrack_young(id(empty), *found)
+    found = (id(_get_objects), id(_YOUNGEST), id(Node), edges, versions, node_kept,
+             id(tensor_type), tensor_kept, id(tuple))
+    # Load (or compile, once per machine) now; collections meanwhile untrack in Python. Only
+    # then the hook calls the compiled walk.
+    _untrack_young(*found)
     overloads = getattr(_untrack_young, "overloads", None)  # (none without the JIT)
     if not overloads:
         return

@@ -246,3 +246,43 @@ def test_threads_recording_and_keeping_at_once(walk):
     for thread in threads:
         thread.join()
     assert not errors, errors
+
+
+def test_a_tuple_another_thread_is_filling_survives_the_hook(walk):
+    """``tuple(generator)`` fills a tuple it then resizes, which CPython refuses while anything
+    else holds it. The hook's list of the young objects holds every one of them: while it
+    lived across bytecode, a thread switch let another thread finish its tuple under it
+    (``SystemError: bad argument to internal function``, within a second here; found by
+    tests/reliability/test_threads.py on an empty cache)."""
+    import sys
+    import threading
+    import time
+
+    errors = []
+    stop = time.perf_counter() + 3.0
+    data = list(range(40))
+
+    def fill():
+        try:
+            while time.perf_counter() < stop and not errors:
+                tuple(int(n) for n in data)
+        except SystemError as error:
+            errors.append(error)
+
+    def allocate():  # collections, in this thread, at every 50 allocations
+        while time.perf_counter() < stop and not errors:
+            [[i] for i in range(200)]
+
+    interval, thresholds = sys.getswitchinterval(), gc.get_threshold()
+    sys.setswitchinterval(1e-6)
+    gc.set_threshold(50, 5, 5)
+    try:
+        threads = [threading.Thread(target=f) for f in (fill, fill, allocate, allocate)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+        gc.set_threshold(*thresholds)
+    assert not errors, errors[0]
