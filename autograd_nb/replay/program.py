@@ -385,6 +385,11 @@ class Program:
             inputs_like = _Like((total + tables.arena_size,), dtype)
             op = ReplayOutput("replay_output", self, n, table, floats,
                               (0, total * itemsize, tables.arena_size * itemsize))
+            if not any(node.needs_saved() for node in tables.plan_nodes):
+                # Eager's graph here saves nothing (``x + y``, ``sum``): a backward frees
+                # nothing and a second one runs, as eager's does (its table reads no saved
+                # value; the node's own arrays stay until the graph goes).
+                op.saves = ()
             self.backward_outputs[n] = (op, {}, reads, mine, inputs_op, inputs_like, total,
                                         tables.arena_size)
 

@@ -93,3 +93,38 @@ def test_create_graph_re_run_does_not_step_a_closure_parameter_again():
 
     _assert_same(*_both(make, act))
 
+
+def test_second_backward_through_a_graph_that_saves_nothing_runs_as_eager():
+    # Eager's ``x - y`` and ``sum`` save nothing, so a second backward without retain_graph
+    # runs (and accumulates again); the replayed output's node was freed by the first and
+    # raised "Trying to backward through the graph a second time".
+    def make():
+        x = anb.tensor(np.array([[1.0, -2.0], [0.5, 3.0]]), requires_grad=True)
+        y = anb.tensor(np.array([0.25, 4.0]), requires_grad=True)
+        return (lambda x, y: anb.sum(x - y, axis=0)), (x, y), (x, y)
+
+    def act(out, state):
+        go = anb.tensor(np.array([1.5, -0.5]))
+        out.backward(go)
+        second = _error(lambda: out.backward(go))
+        third = _error(lambda: anb.grad(out, state, grad_outputs=go))
+        return [second, third] + _arrays([t.grad for t in state])
+
+    eager, replay = _both(make, act)
+    assert eager[:2] == replay[:2]
+    _assert_same(eager[2:], replay[2:])
+
+
+def test_second_backward_through_a_graph_that_saves_values_raises_as_eager():
+    # The other side of the previous test: tanh saves its output, so both raise.
+    def make():
+        x = anb.tensor(np.array([0.3, -0.7]), requires_grad=True)
+        return (lambda x: anb.sum(anb.tanh(x))), (x,), x
+
+    def act(out, x):
+        out.backward()
+        return [_error(out.backward)] + _arrays([x.grad])
+
+    eager, replay = _both(make, act)
+    assert eager[0] is not None and eager[0] == replay[0]
+    _assert_same(eager[1:], replay[1:])
