@@ -16,6 +16,7 @@ form, the plan cache and the Python walk all run a replayed call as they run any
 ``create_graph=True`` re-runs fn eagerly to record differentiable gradients.
 """
 
+import contextlib
 import sys
 import threading
 import weakref
@@ -55,14 +56,14 @@ class CallRecord:
     ``id`` (alive as long as the nodes), and the call's arguments, to re-run fn for
     ``create_graph``."""
 
-    __slots__ = ("keep", "args", "kwargs", "program", "versions")
+    __slots__ = ("keep", "args", "kwargs", "program", "before")
 
-    def __init__(self, keep, args, kwargs, program, versions):
+    def __init__(self, keep, args, kwargs, program, before):
         self.keep = keep
         self.args = args
         self.kwargs = kwargs
         self.program = program
-        self.versions = versions
+        self.before = before  # (see ``Program._before_writes``)
 
 
 class ReplayInputs(Op):
@@ -384,6 +385,11 @@ class Program:
             inputs_like = _Like((total + tables.arena_size,), dtype)
             op = ReplayOutput("replay_output", self, n, table, floats,
                               (0, total * itemsize, tables.arena_size * itemsize))
+            if not any(node.needs_saved() for node in tables.plan_nodes):
+                # Eager's graph here saves nothing (``x + y``, ``sum``): a backward frees
+                # nothing and a second one runs, as eager's does (its table reads no saved
+                # value; the node's own arrays stay until the graph goes).
+                op.saves = ()
             self.backward_outputs[n] = (op, {}, reads, mine, inputs_op, inputs_like, total,
                                         tables.arena_size)
 
@@ -582,6 +588,8 @@ class Program:
             data = t._data
             ids[base + j] = id(data)
             keep.append(data)
+        connect = bool(self.backward_outputs) and tape._state.enabled
+        before = self._before_writes(leaves) if connect and self.written else None
         interpreter.run(self.forward_table, ids, self.forward_floats)
         for kind, index in self.written:
             t = leaves[index] if kind == "input" else externals[index]
@@ -589,9 +597,19 @@ class Program:
         if self.written:
             tape.mutated()
         results, boxes = self._results(leaves, arena)
-        if self.backward_outputs and tape._state.enabled:
-            self._connect(leaves, results, boxes, arena, ids, keep, args, kwargs)
+        if connect:
+            self._connect(leaves, results, boxes, arena, ids, keep, args, kwargs, before)
         return results
+
+    def _before_writes(self, leaves):
+        """Copies of the tensors this call writes, as they were before it: a create_graph
+        re-run of fn (``eager_gradient``) starts from them, as the call did, and writes them,
+        not the caller's tensors."""
+        return [(kind, index, self._written_tensor(leaves, kind, index)._data.copy())
+                for kind, index in self.written]
+
+    def _written_tensor(self, leaves, kind, index):
+        return leaves[index] if kind == "input" else self.externals[index]
 
     def _results(self, leaves, arena):
         """The output leaves of a replay that wrote ``arena``, and per output the version box
@@ -624,12 +642,12 @@ class Program:
                 boxes.append(None)
         return results, boxes
 
-    def _connect(self, leaves, results, boxes, arena, ids, keep, args, kwargs):
+    def _connect(self, leaves, results, boxes, arena, ids, keep, args, kwargs, before):
         """Give the differentiable outputs their nodes (see the module docstring)."""
         externals = self.externals
         differentiable = self.differentiable
         holder = np.empty((), dtype=object)
-        holder[()] = CallRecord(keep, args, kwargs, self, None)
+        holder[()] = CallRecord(keep, args, kwargs, self, before)
         saved = (arena, ids, holder)
         new_node = tape.new_node
         for n, entry in self.backward_outputs.items():
@@ -667,10 +685,10 @@ class Program:
         from .. import autograd
         from .function import flatten
 
-        with tape.grad_mode(True):
+        leaves = flatten((record.args, record.kwargs))[0]
+        with tape.grad_mode(True), _as_before(self, leaves, record.before) as roots:
             result = self.fn(*record.args, **record.kwargs)
             out = flatten(result)[0][index]
-            leaves = flatten((record.args, record.kwargs))[0]
             entry = self.backward_outputs[index]
             mine, scratch = entry[4], entry[8]
             tensors = []
@@ -684,7 +702,55 @@ class Program:
                 parts.append(np.zeros(scratch, dtype=self.dtype))
             joined = call("concatenate", *parts, axis=0)
             _remember_join(joined, grads)
+            roots += [joined, *grads]
             return joined
+
+
+@contextlib.contextmanager
+def _as_before(program, leaves, before):
+    """The tensors a call wrote hold, while fn re-runs, fresh copies of their values before
+    the call: the re-run sees what the call saw, and its writes land in the copies (a re-run
+    writing the caller's tensors again would move a parameter a second step). Yields a list
+    to put the re-run's results in: their graph's version marks of those tensors are moved
+    back by the re-run's writes, which the caller's tensors did not see again."""
+    roots = []
+    if not before:
+        yield roots
+        return
+    start = next(tape._sequence)
+    swapped = []
+    try:
+        for kind, index, array in before:
+            t = program._written_tensor(leaves, kind, index)
+            if all(t is not other for other, _, _ in swapped):  # (an argument, also outside)
+                swapped.append((t, t._data, t._version[0]))
+                t._data = array.copy()
+        yield roots
+    finally:
+        shifts = {}
+        for t, data, version in swapped:
+            shifts[id(t._version)] = t._version[0] - version
+            t._data = data
+            t._version[0] = version
+        _shift_versions(roots, start, shifts)
+
+
+def _shift_versions(roots, start, shifts):
+    """Move back by ``shifts[id(box)]`` each version mark of a node made after ``start``
+    reachable from the tensors ``roots``."""
+    stack = [t._node for t in roots if isinstance(t, Tensor) and t._node is not None]
+    seen = set()
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, tape.Node) or id(node) in seen or node.seq <= start:
+            continue
+        seen.add(id(node))
+        versions = node.versions
+        if versions:
+            node.versions = tuple(
+                v - shifts.get(id(versions[i - 1]), 0) if i % 2 else v
+                for i, v in enumerate(versions))
+        stack.extend(node.edges)
 
 
 #: ``id`` of each join ``eager_gradient`` made, alive -> (a weak reference to it, the

@@ -1,0 +1,130 @@
+"""``anb.compile``: autograd semantics of replayed outputs against eager outputs of the same fn.
+
+Each test runs one fn eagerly and compiled (the third call: a replay) on identical fresh state,
+then the same autograd actions on both, and compares values, errors and side effects. The
+cases come from a differential fuzz of grad/backward keywords over random programs.
+"""
+
+import numpy as np
+
+import autograd_nb as anb
+
+
+def _both(make, act, calls=3):
+    """``act(outputs, state)`` after ``calls`` calls of fn, eager and compiled, from fresh
+    state made by ``make()`` -> (fn, args, state)."""
+    results = []
+    for compiled in (False, True):
+        fn, args, state = make()
+        f = anb.compile(fn) if compiled else fn
+        for _ in range(calls):
+            out = f(*args)
+        results.append(act(out, state))
+    return results
+
+
+def _arrays(values):
+    return [None if v is None else np.asarray(v._data if isinstance(v, anb.Tensor) else v)
+            for v in values]
+
+
+def _assert_same(eager, replay):
+    assert len(eager) == len(replay)
+    for a, b in zip(eager, replay):
+        if a is None or b is None:
+            assert a is None and b is None
+        else:
+            assert a.dtype == b.dtype and a.shape == b.shape
+            assert a.tobytes() == b.tobytes()
+
+
+def _error(thunk):
+    try:
+        thunk()
+    except Exception as error:  # noqa: BLE001 (the type and message are compared)
+        return type(error), str(error)
+    return None
+
+
+def test_create_graph_re_run_does_not_write_the_arguments_again():
+    # create_graph through a replayed output re-runs fn eagerly; fn halves x in place, so the
+    # re-run halved the caller's x a second time and differentiated the halved values.
+    def make():
+        x = anb.tensor(np.array([1.0, 2.0, -0.5]), requires_grad=True)
+
+        def fn(x):
+            y = anb.sigmoid(x)
+            with anb.no_grad():
+                x *= 0.5
+            return anb.sum(x * y)
+
+        return fn, (x,), x
+
+    def act(out, x):
+        (g,) = anb.grad(out, x, create_graph=True)
+        (gg,) = anb.grad(anb.sum(g * g), x)
+        return _arrays([x, g, gg]) + [g.requires_grad, x._version[0] >= 0]
+
+    eager, replay = _both(make, act)
+    _assert_same(eager[:3], replay[:3])
+    assert eager[3:] == replay[3:]
+
+
+def test_create_graph_re_run_does_not_step_a_closure_parameter_again():
+    # The same through a parameter fn reads from its closure (a training step's update).
+    def make():
+        w = anb.tensor(np.array([0.3, -1.2]), requires_grad=True)
+        x = anb.tensor(np.array([1.5, 0.25]), requires_grad=True)
+
+        def fn(x):
+            nonlocal w  # (``w -= ...`` rebinds the cell to the same tensor)
+            loss = anb.sum(anb.tanh(x) + w)
+            (g,) = anb.grad(anb.sum(anb.square(w * 1.0)), [w])
+            with anb.no_grad():
+                w -= 0.1 * g
+            return loss
+
+        return fn, (x,), (x, w)
+
+    def act(out, state):
+        x, w = state
+        (g,) = anb.grad(out, x, create_graph=True)
+        return _arrays([w, g])
+
+    _assert_same(*_both(make, act))
+
+
+def test_second_backward_through_a_graph_that_saves_nothing_runs_as_eager():
+    # Eager's ``x - y`` and ``sum`` save nothing, so a second backward without retain_graph
+    # runs (and accumulates again); the replayed output's node was freed by the first and
+    # raised "Trying to backward through the graph a second time".
+    def make():
+        x = anb.tensor(np.array([[1.0, -2.0], [0.5, 3.0]]), requires_grad=True)
+        y = anb.tensor(np.array([0.25, 4.0]), requires_grad=True)
+        return (lambda x, y: anb.sum(x - y, axis=0)), (x, y), (x, y)
+
+    def act(out, state):
+        go = anb.tensor(np.array([1.5, -0.5]))
+        out.backward(go)
+        second = _error(lambda: out.backward(go))
+        third = _error(lambda: anb.grad(out, state, grad_outputs=go))
+        return [second, third] + _arrays([t.grad for t in state])
+
+    eager, replay = _both(make, act)
+    assert eager[:2] == replay[:2]
+    _assert_same(eager[2:], replay[2:])
+
+
+def test_second_backward_through_a_graph_that_saves_values_raises_as_eager():
+    # The other side of the previous test: tanh saves its output, so both raise.
+    def make():
+        x = anb.tensor(np.array([0.3, -0.7]), requires_grad=True)
+        return (lambda x: anb.sum(anb.tanh(x))), (x,), x
+
+    def act(out, x):
+        out.backward()
+        return [_error(out.backward)] + _arrays([x.grad])
+
+    eager, replay = _both(make, act)
+    assert eager[0] is not None and eager[0] == replay[0]
+    _assert_same(eager[1:], replay[1:])
