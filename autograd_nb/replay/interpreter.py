@@ -119,12 +119,24 @@ def copy_driver(operands, ints, floats, like):
 @njit(cache=True, nogil=True)
 def slice_accumulate_driver(operands, ints, floats, like):
     """``target += gradient[ints[0]:ints[0] + ints[1]]`` (one input's part of the gradient of
-    a call's inputs; ``ReplayInputs``'s ``exec_spec``)."""
+    a call's inputs; ``ReplayInputs``'s ``exec_spec``), where a zero of ``target`` takes the
+    part as it is (:func:`add_part`)."""
     start, n = ints[0], ints[1]
     source = _pointers.array_at(operands[0], start + n, like)
     target = _pointers.array_at(operands[1], n, like)
     for i in range(n):
-        target[i] += source[start + i]
+        target[i] = add_part(target[i], source[start + i])
+
+
+@njit(cache=True, nogil=True, inline="always")
+def add_part(total, part):
+    """``total + part``, but ``part`` itself where ``total`` is zero. Eager mode adds an op's
+    contribution into the input's zeroed gradient with one rounding; a replay adds it into
+    the call's gradient buffer, then the buffer into the input's: a float32 contribution
+    worked in float64 that rounds to -0.0 there (``x ** b``'s ``b * x ** (b - 1)``) would
+    become +0.0 + -0.0 = +0.0 where eager's is -0.0. With a zero total the sum is the part
+    anyway, but for that sign."""
+    return part if total == 0 else total + part
 
 
 class Builder:

@@ -85,8 +85,10 @@ class ReplayInputs(Op):
 
     def vjp(self, k, grad_output, saved, attrs, grad_input):
         start = self.offsets[k]
-        part = grad_output.reshape(-1)[start:start + self.sizes[k]]
-        grad_input += part.reshape(grad_input.shape)
+        part = grad_output.reshape(-1)[start:start + self.sizes[k]].reshape(grad_input.shape)
+        zero = grad_input == 0  # (the part itself there, sign and all: ``add_part``)
+        grad_input += part
+        grad_input[zero] = part[zero]
 
     def rule(self, k, grad_output, inputs, output, attrs):
         joined = _JOINED.get(id(grad_output))
