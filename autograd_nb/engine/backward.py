@@ -55,15 +55,20 @@ def _key(edge):
     return id(edge)
 
 
-def make_plan(root_edges, target_edges, all_leaves):
+def make_plan(root_edges, target_edges, all_leaves, stop=None):
     """Plan a backward from ``root_edges`` (Nodes or leaf Tensors) to ``target_edges``.
 
-    With ``all_leaves`` every reachable leaf (and retaining node) is a target.
+    With ``all_leaves`` every reachable leaf (and retaining node) is a target. ``stop`` (a set
+    of ``id`` of nodes among the targets) cuts the graph there: a gradient reaching such a
+    node is its result, and the plan does not walk on into the node's inputs (a replayed
+    call's output that another output's gradient goes through, :mod:`autograd_nb.replay`).
     """
-    nodes, reachable = _reach(root_edges)
+    nodes, reachable = _reach_until(root_edges, stop) if stop else _reach(root_edges)
     targets = {id(e) for e in target_edges}
     nodes.sort(key=_by_seq)
     needed = _needed(nodes, targets, all_leaves)
+    if stop:
+        needed.update(key for key in stop if key in reachable)
     run = [node for node in reversed(nodes) if id(node) in needed]
     for node in run:
         if node.freed or node.versions:
@@ -91,6 +96,25 @@ def _reach(root_edges):
             for e in edge.edges:
                 if e is not None and id(e) not in reachable:
                     push(e)
+    return nodes, reachable
+
+
+def _reach_until(root_edges, stop):
+    """:func:`_reach`, not walking into the nodes whose ``id`` is in ``stop`` (they are met,
+    not returned)."""
+    Node = tape.Node
+    nodes = []
+    reachable = set()
+    stack = [e for e in root_edges if e is not None]
+    while stack:
+        edge = stack.pop()
+        key = id(edge)
+        if key in reachable:
+            continue
+        reachable.add(key)
+        if isinstance(edge, Node) and key not in stop:
+            nodes.append(edge)
+            stack.extend(e for e in edge.edges if e is not None and id(e) not in reachable)
     return nodes, reachable
 
 

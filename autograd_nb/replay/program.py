@@ -11,7 +11,9 @@ differentiable tensors as its edges and a gradient buffer holding all their grad
 after another (and, after them, scratch space); its VJP for input ``k`` adds that input's part
 into the input's gradient. Each differentiable output has a ``ReplayOutput`` node with that
 one edge, whose VJP runs the output's recorded backward table into the buffer, one driver
-call (:func:`.interpreter.backward_driver`). So the compiled backward executor, its batched
+call (:func:`.interpreter.backward_driver`). A table stops at the call's other outputs its
+gradient goes through: their gradients are parts of the buffer too, and ``ReplayInputs``'
+edges to their nodes take them on (eager's ``grad(loss, h)`` sees them). So the compiled backward executor, its batched
 form, the plan cache and the Python walk all run a replayed call as they run any graph, and
 ``create_graph=True`` re-runs fn eagerly to record differentiable gradients.
 """
@@ -335,8 +337,12 @@ class Program:
         self.differentiable = [("input", i) if i < self.n_inputs
                                else ("external", i - self.n_inputs) for i, _ in differentiable]
         self.dtype = None
-        roots = [(n, o) for n, o in enumerate(self.outputs)
-                 if o[0] == "arena" and o[4]._node is not None]
+        # (in the order they were made: an output's node is made before those whose
+        # gradients go through it, see ``_connect``)
+        roots = sorted(((n, o) for n, o in enumerate(self.outputs)
+                        if o[0] == "arena" and o[4]._node is not None),
+                       key=lambda root: root[1][4]._node.seq)
+        self.cut_outputs = [n for n, _ in roots]
         if not roots or not differentiable:
             return
         dtypes = {t.dtype for _, t in differentiable} | {o[3] for _, o in roots}
@@ -345,11 +351,22 @@ class Program:
         dtype = self.dtype = next(iter(dtypes))
         itemsize = dtype.itemsize
         edges = [t._node if t._node is not None else t for _, t in differentiable]
-        target_ids = {id(edge) for edge in edges}
+        n_args = len(edges)
+        # An output another output's gradient goes through is a cut of that one's table: its
+        # gradient there is a part of the buffer, and its own node takes it on (eager's
+        # ``grad(loss, h)`` and ``h.retain_grad()`` see it).
+        cut_nodes = [o[4]._node for _, o in roots]
+        sizes = [t._data.size for _, t in differentiable] + [o[4]._data.size for _, o in roots]
+        shapes_of = [t.shape for _, t in differentiable] + [o[2] for _, o in roots]
         for n, out in roots:
+            root = out[4]._node
+            cuts = {id(node) for node in cut_nodes if node is not root}
+            all_edges = edges + [node if node is not root else None for node in cut_nodes]
             try:
-                tables = self._backward_tables(out[4]._node, edges, target_ids,
-                                               trace.start_seq, dtype)
+                tables = self._backward_tables(
+                    root, [e for e in all_edges if e is not None],
+                    {id(e) for e in all_edges if e is not None}, cuts, trace.start_seq,
+                    dtype)
             except RuntimeError as error:
                 # Its graph was freed inside fn (by a gradient taken there, as a training
                 # step does), or a saved tensor was changed in place there: a backward
@@ -358,31 +375,34 @@ class Program:
                 # so that a gradient of them meets the node and raises, not "unused".
                 op = ReplayOutput("replay_output", self, n, None, None, ())
                 op.stale = str(error).startswith("one of the variables needed")
-                _, reachable = backward_module._reach([out[4]._node])
-                mine = [k for k, edge in enumerate(edges) if id(edge) in reachable]
-                mine = [k for k in mine if next(j for j in mine if edges[j] is edges[k]) == k]
-                offsets = np.cumsum([0] + [differentiable[k][1]._data.size for k in mine])
+                _, reachable = backward_module._reach_until([root], cuts)
+                mine = [k for k, edge in enumerate(all_edges) if id(edge) in reachable]
+                mine = [k for k in mine
+                        if next(j for j in mine if all_edges[j] is all_edges[k]) == k]
+                offsets = np.cumsum([0] + [sizes[k] for k in mine])
                 self.backward_outputs[n] = (op, {}, set(), mine, ReplayInputs(
-                    "replay_inputs", offsets[:-1].tolist(),
-                    [differentiable[k][1].shape for k in mine]), _Like((1,), dtype), 0, 0)
+                    "replay_inputs", offsets[:-1].tolist(), [shapes_of[k] for k in mine]),
+                    _Like((1,), dtype), 0, 0)
                 continue
             # The tensors this output's gradient reaches, in the program's order: its node's
-            # edges (an argument it does not depend on stays unreachable, as in eager).
+            # edges (an argument it does not depend on stays unreachable, as in eager), then
+            # the outputs it goes through.
             reached = {id(origin[1]) for origin in tables.origins
                        if type(origin) is tuple and origin[0] == "result"}
-            mine = [k for k, edge in enumerate(edges) if id(edge) in reached]
+            mine = [k for k, edge in enumerate(all_edges)
+                    if edge is not None and id(edge) in reached]
             first = {}
             for k in mine:
-                first.setdefault(id(edges[k]), k)
-            mine = [k for k in mine if first[id(edges[k])] == k]
+                first.setdefault(id(all_edges[k]), k)
+            mine = [k for k in mine if first[id(all_edges[k])] == k]
             offsets, total = [], 0
             for k in mine:
                 offsets.append(total)
-                total += differentiable[k][1]._data.size
-            position = {id(edges[k]): j for j, k in enumerate(mine)}
+                total += sizes[k]
+            position = {id(all_edges[k]): j for j, k in enumerate(mine)}
             table, floats, reads = self._translate(trace, tables, position, offsets, itemsize,
                                                    total)
-            shapes = [differentiable[k][1].shape for k in mine]
+            shapes = [shapes_of[k] for k in mine]
             inputs_op = ReplayInputs("replay_inputs", offsets, shapes)
             inputs_like = _Like((total + tables.arena_size,), dtype)
             op = ReplayOutput("replay_output", self, n, table, floats,
@@ -395,8 +415,8 @@ class Program:
             self.backward_outputs[n] = (op, {}, reads, mine, inputs_op, inputs_like, total,
                                         tables.arena_size)
 
-    def _backward_tables(self, root, edges, target_ids, start_seq, dtype):
-        plan = backward_module.make_plan([root], edges, False)
+    def _backward_tables(self, root, edges, target_ids, cuts, start_seq, dtype):
+        plan = backward_module.make_plan([root], edges, False, stop=cuts)
         # The recorded call's own nodes: the plan stops at fn's arguments.
         nodes = [node for node in plan.nodes if node.seq > start_seq]
         needed = {id(node) for node in nodes} | (plan.needed & target_ids)
@@ -648,6 +668,7 @@ class Program:
         """Give the differentiable outputs their nodes (see the module docstring)."""
         externals = self.externals
         differentiable = self.differentiable
+        n_args = len(differentiable)
         holder = np.empty((), dtype=object)
         holder[()] = CallRecord(keep, args, kwargs, self, before)
         saved = (arena, ids, holder)
@@ -656,8 +677,11 @@ class Program:
             op, attrs, _, outputs_read, mine, inputs_op, inputs_like = entry[:7]
             edges = []
             for k in mine:
-                kind, index = differentiable[k]
-                t = leaves[index] if kind == "input" else externals[index]
+                if k < n_args:
+                    kind, index = differentiable[k]
+                    t = leaves[index] if kind == "input" else externals[index]
+                else:  # (an output this one's gradient goes through: connected before)
+                    t = results[self.cut_outputs[k - n_args]]
                 edge = t._node
                 edges.append(edge if edge is not None else t)
             inputs_node = new_node(inputs_op, tuple(edges), _NO_ATTRS, (None,) * len(edges),
@@ -690,15 +714,28 @@ class Program:
         leaves = flatten((record.args, record.kwargs))[0]
         with tape.grad_mode(True), _as_before(self, leaves, record.before) as roots:
             result = self.fn(*record.args, **record.kwargs)
-            out = flatten(result)[0][index]
+            outs = flatten(result)[0]
+            out = outs[index]
             entry = self.backward_outputs[index]
             mine, scratch = entry[4], entry[8]
+            n_args = len(self.differentiable)
             tensors = []
             for k in mine:
-                kind, i = self.differentiable[k]
-                tensors.append(leaves[i] if kind == "input" else self.externals[i])
-            grads = autograd.grad(out, tensors, grad_outputs=grad_output, create_graph=True,
-                                  allow_unused=True, materialize_grads=True)
+                if k < n_args:
+                    kind, i = self.differentiable[k]
+                    tensors.append(leaves[i] if kind == "input" else self.externals[i])
+                else:
+                    tensors.append(outs[self.cut_outputs[k - n_args]])
+            if len(tensors) and mine[-1] >= n_args:
+                # Cut at the outputs it goes through, as the table is (their own nodes
+                # take the gradient on from there).
+                cuts = {id(outs[m]._node) for m in self.cut_outputs
+                        if m != index and outs[m]._node is not None}
+                grads = _cut_gradient(out, tensors, grad_output, cuts)
+            else:
+                grads = autograd.grad(out, tensors, grad_outputs=grad_output,
+                                      create_graph=True, allow_unused=True,
+                                      materialize_grads=True)
             parts = [call("reshape", g, shape=(-1,)) for g in grads]
             if scratch:
                 parts.append(np.zeros(scratch, dtype=self.dtype))
@@ -706,6 +743,24 @@ class Program:
             _remember_join(joined, grads)
             roots += [joined, *grads]
             return joined
+
+
+def _cut_gradient(out, tensors, grad_output, cuts):
+    """``autograd.grad(out, tensors, grad_output, create_graph=True)`` (zeros where unused),
+    through a plan that does not walk past the nodes whose ``id`` is in ``cuts``."""
+    targets = [t._node if t._node is not None else t for t in tensors]
+    plan = backward_module.make_plan([out._node], targets, False, stop=cuts)
+    if not isinstance(grad_output, Tensor):
+        grad_output = Tensor._make(np.asarray(grad_output))
+    results, _ = backward_module.run_plan(plan, [(out._node, grad_output)],
+                                          {id(e) for e in targets}, False, True, True)
+    grads = []
+    for t, edge in zip(tensors, targets):
+        value = results.get(id(edge))
+        if value is None:
+            value = np.zeros(t.shape, dtype=t.dtype)
+        grads.append(value if isinstance(value, Tensor) else Tensor._make(value))
+    return grads
 
 
 @contextlib.contextmanager

@@ -131,13 +131,9 @@ def test_second_backward_through_a_graph_that_saves_values_raises_as_eager():
     _assert_same(eager[1:], replay[1:])
 
 
-@pytest.mark.xfail(strict=True, reason="known limit (docs/compile.rst): each replayed "
-                   "output's table runs straight to the call's tensors")
 def test_a_gradient_through_another_output_is_eagers():
-    # ``h`` is an output and the loss's gradient goes through it: a replayed output's table
-    # runs straight to x, so grad(loss, h) says "unused" (None with allow_unused) and
-    # h.retain_grad() keeps nothing. Running such signatures eagerly would make the common
-    # ``return loss, h`` eager too; the fix is a table cut at h (not done yet).
+    # ``h`` is an output and the loss's gradient goes through it: the loss's table stops at
+    # h and h's node takes the gradient on, so grad(loss, h) and h.retain_grad() see it.
     def make():
         x = anb.tensor(np.array([0.3, -1.2, 2.0]), requires_grad=True)
 
@@ -157,3 +153,58 @@ def test_a_gradient_through_another_output_is_eagers():
     eager, replay = _both(make, act)
     assert eager[0] is not None
     _assert_same(eager, replay)
+
+
+def _chain():
+    """fn's outputs h1 -> h2 -> loss, each the next one's input, and a closure parameter."""
+    x = anb.tensor(np.array([0.3, -1.2, 2.0]), requires_grad=True)
+    w = anb.tensor(np.array([0.5, 1.5, -0.25]), requires_grad=True)
+
+    def fn(x):
+        h1 = anb.tanh(x * w)
+        h2 = anb.exp(h1) * x
+        return h1, anb.sum(h2 * h2 + x), h2
+
+    return fn, (x,), {"x": x, "w": w}
+
+
+def test_gradients_in_a_chain_of_outputs_are_eagers():
+    def act(out, state):
+        h1, loss, h2 = out
+        in_outputs = anb.grad(loss, [h2, h1], retain_graph=True)
+        for h in (h1, h2):
+            h.retain_grad()
+        loss.backward(retain_graph=True)
+        # the middle output alone, cut below at h1 and reaching x and w through it too
+        middle = anb.grad(h2, [h1, state["w"]], grad_outputs=anb.ones_like(h2))
+        return _arrays([*in_outputs, h1.grad, h2.grad, state["x"].grad, state["w"].grad,
+                        *middle])
+
+    eager, replay = _both(_chain, act)
+    assert len(eager) == 8
+    for a, b in zip(eager, replay):
+        np.testing.assert_allclose(b, a, rtol=1e-12, atol=0)
+
+
+def test_a_second_derivative_through_a_cut_output_is_eagers():
+    def act(out, state):
+        _, loss, _ = out
+        x, w = state["x"], state["w"]
+        gx, gw = anb.grad(loss, [x, w], create_graph=True)
+        return _arrays([*anb.grad(anb.sum(gx * gx) + anb.sum(gw), [x, w])])
+
+    eager, replay = _both(_chain, act)
+    for a, b in zip(eager, replay):
+        np.testing.assert_allclose(b, a, rtol=1e-12, atol=0)
+
+
+def test_batched_gradients_through_a_cut_output_are_eagers():
+    def act(out, state):
+        _, _, h2 = out
+        v = np.stack([np.eye(3)[i] for i in range(3)])
+        return _arrays(anb.grad(h2, [state["x"], state["w"]], grad_outputs=v,
+                                is_grads_batched=True))
+
+    eager, replay = _both(_chain, act)
+    for a, b in zip(eager, replay):
+        np.testing.assert_allclose(b, a, rtol=1e-12, atol=0)

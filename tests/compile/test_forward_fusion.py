@@ -84,8 +84,17 @@ def _check_against_eager(fn, args, differentiable):
             want_grads = anb.grad(want[0], differentiable, allow_unused=True,
                                   materialize_grads=True)
             for g, w in zip(got_grads, want_grads, strict=True):
-                np.testing.assert_array_equal(g.numpy(), w.numpy())
+                _assert_reordered(g.numpy(), w.numpy())
     return compiled
+
+
+def _assert_reordered(got, want):
+    """Equal but for the order of a sum: the loss's gradient goes through fn's other
+    outputs, where a replay's tables stop (docs/compile.rst), so paths that meet below such
+    an output are added at the inputs, not where they meet (``a*c + b*c``, ``(a+b)*c``)."""
+    tol = 1e-12 if want.dtype == np.float64 else 1e-5
+    scale = float(np.abs(want).max()) if want.size else 0.0
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * scale)
 
 
 @settings(max_examples=10, deadline=None)
@@ -145,7 +154,7 @@ def test_values_read_after_the_group_are_written(chain_inputs):
     got = anb.grad(loss, [x, column])
     want = anb.grad(want_loss, [x, column])
     for g, w in zip(got, want, strict=True):
-        np.testing.assert_array_equal(g.numpy(), w.numpy())
+        _assert_reordered(g.numpy(), w.numpy())  # (the loss goes through v_next)
 
 
 def test_small_chains_stay_unfused():
