@@ -13,9 +13,10 @@ into the input's gradient. Each differentiable output has a ``ReplayOutput`` nod
 one edge, whose VJP runs the output's recorded backward table into the buffer, one driver
 call (:func:`.interpreter.backward_driver`). A table stops at the call's other outputs its
 gradient goes through: their gradients are parts of the buffer too, and ``ReplayInputs``'
-edges to their nodes take them on (eager's ``grad(loss, h)`` sees them). So the compiled backward executor, its batched
-form, the plan cache and the Python walk all run a replayed call as they run any graph, and
-``create_graph=True`` re-runs fn eagerly to record differentiable gradients.
+edges to their nodes take them on (eager's ``grad(loss, h)`` sees them). So the compiled
+backward executor, its batched form, the plan cache and the Python walk all run a replayed
+call as they run any graph, and ``create_graph=True`` re-runs fn eagerly to record
+differentiable gradients.
 """
 
 import contextlib
@@ -58,7 +59,7 @@ class CallRecord:
     ``id`` (alive as long as the nodes), and the call's arguments, to re-run fn for
     ``create_graph``."""
 
-    __slots__ = ("keep", "args", "kwargs", "program", "before")
+    __slots__ = ("keep", "args", "kwargs", "program", "before", "nodes")
 
     def __init__(self, keep, args, kwargs, program, before):
         self.keep = keep
@@ -66,6 +67,7 @@ class CallRecord:
         self.kwargs = kwargs
         self.program = program
         self.before = before  # (see ``Program._before_writes``)
+        self.nodes = {}  # output index -> a weak reference to its node (a create_graph re-run)
 
 
 class ReplayInputs(Op):
@@ -137,7 +139,9 @@ class ReplayOutput(Op):
 
     def rule(self, k, grad_output, inputs, output, attrs):
         record = inputs[2]._data[()]
-        return self.program.eager_gradient(record, self.index, grad_output)
+        # (the ``ReplayInputs`` node's edges: the call's tensors and the outputs cut here)
+        return self.program.eager_gradient(record, self.index, grad_output,
+                                           inputs[0]._node.edges)
 
 
 class Program:
@@ -351,7 +355,6 @@ class Program:
         dtype = self.dtype = next(iter(dtypes))
         itemsize = dtype.itemsize
         edges = [t._node if t._node is not None else t for _, t in differentiable]
-        n_args = len(edges)
         # An output another output's gradient goes through is a cut of that one's table: its
         # gradient there is a part of the buffer, and its own node takes it on (eager's
         # ``grad(loss, h)`` and ``h.retain_grad()`` see it).
@@ -670,7 +673,7 @@ class Program:
         differentiable = self.differentiable
         n_args = len(differentiable)
         holder = np.empty((), dtype=object)
-        holder[()] = CallRecord(keep, args, kwargs, self, before)
+        holder[()] = record = CallRecord(keep, args, kwargs, self, before)
         saved = (arena, ids, holder)
         new_node = tape.new_node
         for n, entry in self.backward_outputs.items():
@@ -696,6 +699,7 @@ class Program:
             out = results[n]
             out._node = node = new_node(op, (inputs_node, None, None), attrs, saved, None,
                                         tuple(versions), out._data)
+            record.nodes[n] = weakref.ref(node)
             if op.table is None:
                 if op.stale:
                     node.versions = (_STALE, 0)
@@ -704,14 +708,15 @@ class Program:
 
     # -- create_graph ----------------------------------------------------------------------
 
-    def eager_gradient(self, record, index, grad_output):
+    def eager_gradient(self, record, index, grad_output, edges):
         """The gradient, recorded, of output ``index`` of the call ``record`` with respect to
-        the call's differentiable tensors, laid out as ``ReplayInputs``' buffer: fn runs
-        eagerly again on the call's arguments."""
-        from .. import autograd
+        the call's differentiable tensors and the outputs its table stops at, laid out as
+        ``ReplayInputs``' buffer (whose node's ``edges`` are given): fn runs eagerly again on
+        the call's arguments."""
         from .function import flatten
 
         leaves = flatten((record.args, record.kwargs))[0]
+        start = next(tape._sequence)
         with tape.grad_mode(True), _as_before(self, leaves, record.before) as roots:
             result = self.fn(*record.args, **record.kwargs)
             outs = flatten(result)[0]
@@ -726,16 +731,19 @@ class Program:
                     tensors.append(leaves[i] if kind == "input" else self.externals[i])
                 else:
                     tensors.append(outs[self.cut_outputs[k - n_args]])
-            if len(tensors) and mine[-1] >= n_args:
-                # Cut at the outputs it goes through, as the table is (their own nodes
-                # take the gradient on from there).
-                cuts = {id(outs[m]._node) for m in self.cut_outputs
-                        if m != index and outs[m]._node is not None}
-                grads = _cut_gradient(out, tensors, grad_output, cuts)
-            else:
-                grads = autograd.grad(out, tensors, grad_outputs=grad_output,
-                                      create_graph=True, allow_unused=True,
-                                      materialize_grads=True)
+            # The re-run's graph is joined to the call's outputs: where the table stops at
+            # one (its node takes the gradient on, and a higher derivative through a value
+            # saved there reaches it), and at this one (its saved output, ``tanh``'s).
+            replayed = {id(tensors[j]._node): edges[j] for j, k in enumerate(mine)
+                        if k >= n_args and tensors[j]._node is not None}
+            if replayed:
+                _join(out, replayed, start)
+            twin = record.nodes.get(index)
+            grads = _cut_gradient(out, [t if k < n_args else None
+                                        for t, k in zip(tensors, mine)],
+                                  [edges[j] for j in range(len(mine))], grad_output,
+                                  {id(edge) for edge in replayed.values()},
+                                  None if twin is None else twin())
             parts = [call("reshape", g, shape=(-1,)) for g in grads]
             if scratch:
                 parts.append(np.zeros(scratch, dtype=self.dtype))
@@ -745,20 +753,56 @@ class Program:
             return joined
 
 
-def _cut_gradient(out, tensors, grad_output, cuts):
-    """``autograd.grad(out, tensors, grad_output, create_graph=True)`` (zeros where unused),
-    through a plan that does not walk past the nodes whose ``id`` is in ``cuts``."""
-    targets = [t._node if t._node is not None else t for t in tensors]
-    plan = backward_module.make_plan([out._node], targets, False, stop=cuts)
+def _join(out, replayed, start):
+    """Point the edges of ``out``'s graph made after ``start`` (a create_graph re-run's)
+    that go to a node whose ``id`` is a key of ``replayed`` at that node's replayed twin,
+    the value."""
+    stack, seen = [out._node], set()
+    while stack:
+        node = stack.pop()
+        if (not isinstance(node, tape.Node) or node.seq <= start or id(node) in seen
+                or id(node) in replayed):
+            continue
+        seen.add(id(node))
+        edges = node.edges
+        if any(e is not None and id(e) in replayed for e in edges):
+            node.edges = tuple(replayed.get(id(e), e) if e is not None else None
+                               for e in edges)
+        stack.extend(e for e in edges if e is not None)
+
+
+def _cut_gradient(out, tensors, edges, grad_output, cuts, twin):
+    """``autograd.grad(out, ...)`` with ``create_graph=True`` to ``edges`` (zeros where
+    unused, in the shape of ``tensors``' where given, else of the node), through a plan that
+    does not walk past the nodes whose ``id`` is in ``cuts``. The first step, ``out``'s own
+    rule, is taken here: its saved output is ``out``'s value as the replayed output ``twin``'s
+    (a higher derivative through it reaches the replayed output, as eager's does)."""
     if not isinstance(grad_output, Tensor):
         grad_output = Tensor._make(np.asarray(grad_output))
-    results, _ = backward_module.run_plan(plan, [(out._node, grad_output)],
-                                          {id(e) for e in targets}, False, True, True)
+    root = out._node
+    inputs, output = backward_module._unpack_inputs(root)
+    if output is not None and twin is not None:
+        output = Tensor._make(root.saved_output, node=twin)
+    seeds = {}
+    for k, edge in enumerate(root.edges):
+        if edge is None:
+            continue
+        part = root.op.rule(k, grad_output, inputs, output, root.attrs)
+        if part.dtype != edge.dtype:
+            part = part.astype(edge.dtype)
+        if id(edge) in seeds:
+            part = seeds[id(edge)][1] + part
+        seeds[id(edge)] = (edge, part)
+    seeds = list(seeds.values())
+    plan = backward_module.make_plan([edge for edge, _ in seeds], edges, False, stop=cuts)
+    results, _ = backward_module.run_plan(plan, seeds, {id(e) for e in edges}, False, True,
+                                          True)
     grads = []
-    for t, edge in zip(tensors, targets):
+    for t, edge in zip(tensors, edges):
         value = results.get(id(edge))
         if value is None:
-            value = np.zeros(t.shape, dtype=t.dtype)
+            like = t if t is not None else edge
+            value = np.zeros(like.shape, dtype=like.dtype)
         grads.append(value if isinstance(value, Tensor) else Tensor._make(value))
     return grads
 

@@ -6,7 +6,6 @@ cases come from a differential fuzz of grad/backward keywords over random progra
 """
 
 import numpy as np
-import pytest
 
 import autograd_nb as anb
 
@@ -188,10 +187,13 @@ def test_gradients_in_a_chain_of_outputs_are_eagers():
 
 def test_a_second_derivative_through_a_cut_output_is_eagers():
     def act(out, state):
-        _, loss, _ = out
+        h1, loss, h2 = out
         x, w = state["x"], state["w"]
         gx, gw = anb.grad(loss, [x, w], create_graph=True)
-        return _arrays([*anb.grad(anb.sum(gx * gx) + anb.sum(gw), [x, w])])
+        # (the gradients' graphs reach the outputs too: ``2 * h2 * ...`` saved h2)
+        second = anb.grad(anb.sum(gx * gx) + anb.sum(gw), [x, w, h2, h1], allow_unused=True)
+        assert second[2] is not None
+        return _arrays(second)
 
     eager, replay = _both(_chain, act)
     for a, b in zip(eager, replay):
@@ -208,3 +210,18 @@ def test_batched_gradients_through_a_cut_output_are_eagers():
     eager, replay = _both(_chain, act)
     for a, b in zip(eager, replay):
         np.testing.assert_allclose(b, a, rtol=1e-12, atol=0)
+
+
+def test_a_second_derivative_through_an_output_that_saves_itself_is_eagers():
+    # tanh's rule reads its output: the gradient's graph reaches the replayed output h.
+    def make():
+        x = anb.tensor(np.array([0.3, -1.2, 2.0]), requires_grad=True)
+        return anb.tanh, (x,), {"x": x}
+
+    def act(h, state):
+        v = anb.tensor(np.array([1.0, -2.0, 0.5]))
+        (g,) = anb.grad(h, state["x"], grad_outputs=v, create_graph=True)
+        return _arrays(anb.grad(anb.sum(g * g), [state["x"], h]))
+
+    eager, replay = _both(make, act)
+    _assert_same(eager, replay)
