@@ -59,7 +59,7 @@ class CallRecord:
     ``id`` (alive as long as the nodes), and the call's arguments, to re-run fn for
     ``create_graph``."""
 
-    __slots__ = ("keep", "args", "kwargs", "program", "before", "nodes")
+    __slots__ = ("keep", "args", "kwargs", "program", "before", "nodes", "versions")
 
     def __init__(self, keep, args, kwargs, program, before):
         self.keep = keep
@@ -68,6 +68,7 @@ class CallRecord:
         self.program = program
         self.before = before  # (see ``Program._before_writes``)
         self.nodes = {}  # output index -> a weak reference to its node (a create_graph re-run)
+        self.versions = None  # of the tensors the call read and did not write (``_connect``)
 
 
 class ReplayInputs(Op):
@@ -160,6 +161,12 @@ class Program:
         self._arenas = []  # recent calls' arenas (see ``_take_arena``)
         self._arena_lock = threading.Lock()
         self.written = self._written(trace)
+        # The tensors the forward reads and does not write: a create_graph re-run reads them
+        # again, so their versions at the call are kept (``CallRecord.versions``).
+        self.read_inputs = [i for i in range(self.n_inputs)
+                            if self.input_used[i] and ("input", i) not in self.written]
+        self.read_externals = [j for j in range(len(self.externals))
+                               if ("external", j) not in self.written]
         self.outputs = self._outputs(trace, outputs)
         self._backward(trace, outputs)
         # (after the backward: a fused forward writes to the arena only what is read later)
@@ -674,6 +681,8 @@ class Program:
         n_args = len(differentiable)
         holder = np.empty((), dtype=object)
         holder[()] = record = CallRecord(keep, args, kwargs, self, before)
+        record.versions = ([leaves[i]._version[0] for i in self.read_inputs]
+                           + [externals[j]._version[0] for j in self.read_externals])
         saved = (arena, ids, holder)
         new_node = tape.new_node
         for n, entry in self.backward_outputs.items():
@@ -708,6 +717,22 @@ class Program:
 
     # -- create_graph ----------------------------------------------------------------------
 
+    def _check_unchanged(self, record, leaves):
+        """Raise torch's in-place error if a tensor the call read (and did not write) was
+        changed in place since: a re-run would read the new values (eager's graph reads
+        the saved ones)."""
+        versions = iter(record.versions)
+        for i in self.read_inputs:
+            was = next(versions)
+            if leaves[i]._version[0] != was:
+                raise RuntimeError(_changed_message(f"argument {i}", leaves[i], was))
+        for j in self.read_externals:
+            was = next(versions)
+            t = self.externals[j]
+            if t._version[0] != was:
+                raise RuntimeError(_changed_message(f"outside tensor {j} (closure or global)",
+                                                    t, was))
+
     def eager_gradient(self, record, index, grad_output, edges):
         """The gradient, recorded, of output ``index`` of the call ``record`` with respect to
         the call's differentiable tensors and the outputs its table stops at, laid out as
@@ -716,6 +741,7 @@ class Program:
         from .function import flatten
 
         leaves = flatten((record.args, record.kwargs))[0]
+        self._check_unchanged(record, leaves)
         start = next(tape._sequence)
         with tape.grad_mode(True), _as_before(self, leaves, record.before) as roots:
             result = self.fn(*record.args, **record.kwargs)
@@ -769,6 +795,16 @@ def _join(out, replayed, start):
             node.edges = tuple(replayed.get(id(e), e) if e is not None else None
                                for e in edges)
         stack.extend(e for e in edges if e is not None)
+
+
+def _changed_message(what, t, was):
+    return (
+        "one of the variables needed for gradient computation has been modified by an "
+        f"inplace operation: {what} of the compiled call, of shape {list(t.shape)}, is at "
+        f"version {t._version[0]}; expected version {was} instead. A create_graph=True "
+        "gradient through an output of anb.compile runs fn again on the tensors it read: take "
+        "it before changing them in place, or call fn uncompiled."
+    )
 
 
 def _cut_gradient(out, tensors, edges, grad_output, cuts, twin):

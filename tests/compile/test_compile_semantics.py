@@ -225,3 +225,27 @@ def test_a_second_derivative_through_an_output_that_saves_itself_is_eagers():
 
     eager, replay = _both(make, act)
     _assert_same(eager, replay)
+
+
+def test_create_graph_after_an_input_changed_in_place_raises_not_a_wrong_gradient():
+    # sigmoid saves its output, not x: eager's graph survives ``x += 1`` and differentiates
+    # the old values. A replay's create_graph gradient re-runs fn on x, which now holds new
+    # values: it raises torch's in-place error (it gave the new values' gradient, silently).
+    def make():
+        x = anb.tensor(np.array([0.3, -1.2, 2.0]), requires_grad=True)
+        return (lambda x: 2.0 - anb.sigmoid(x)), (x,), {"x": x}
+
+    def act(out, state):
+        x = state["x"]
+        with anb.no_grad():
+            x += 1.0
+        error = _error(lambda: anb.grad(anb.sum(out), x, create_graph=True))
+        plain = anb.grad(anb.sum(out), x)  # (no re-run: the recorded table, as eager)
+        return error, _arrays(plain), x.grad
+
+    (eager_error, eager_plain, _), (error, plain, grad) = _both(make, act)
+    assert eager_error is None
+    assert error[0] is RuntimeError and "modified by an inplace operation" in error[1]
+    assert "argument 0 of the compiled call" in error[1] and "uncompiled" in error[1]
+    _assert_same(eager_plain, plain)
+    assert grad is None
