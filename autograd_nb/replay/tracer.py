@@ -385,7 +385,12 @@ class Trace:
         if self.value_dependent is not None or type(data) is not np.ndarray:
             return
         found = self.find(data)
-        if found is None or found[0].kind == "const":
+        if found is None:
+            # Not met yet: a tensor fn made from constants (the same at every call), or one
+            # from outside, a closure's or global's, whose values a later call may change.
+            if id(tensor) in self.created:
+                return
+        elif found[0].kind == "const":
             return
         self.value_dependent = (what, *_caller())
 

@@ -52,3 +52,31 @@ def test_negative_zero_gradient_from_float64_working(monkeypatch, compiled_backw
         return x, anb.tensor(np.float32(-1.0), requires_grad=True)
 
     _replay_equals_eager(fn, make_args, n_grad=2)
+
+
+def test_a_comparison_of_a_closure_tensor_is_value_dependent():
+    # ``p > 0`` on a closure's tensor that fn meets first there: the mask was recorded as a
+    # constant, so a replay kept the first call's mask after p changed sign (a wrong forward
+    # value, silently). Now the signature runs eagerly, with the value-dependent warning.
+    from autograd_nb.replay import CompileWarning
+
+    def make():
+        params = [anb.tensor(np.array([0.05, -1.0, 2.0]))]
+        x = anb.tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
+
+        def fn(x):
+            out = anb.where(params[0] > 0, x, -x)
+            with anb.no_grad():
+                params[0] -= 0.1  # (in place: the same tensor)
+            return out
+
+        return fn, x
+
+    fn, x = make()
+    eager = [fn(x).numpy().copy() for _ in range(3)]
+    fn, x = make()
+    compiled = anb.compile(fn)
+    with pytest.warns(CompileWarning, match=r"comparison.*test_compile_regressions.py:\d+"):
+        replayed = [compiled(x).numpy().copy() for _ in range(3)]
+    assert not np.array_equal(eager[0], eager[1])  # (the mask did change)
+    _assert_same_bits(eager, replayed)
