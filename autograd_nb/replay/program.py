@@ -68,7 +68,7 @@ class CallRecord:
         self.program = program
         self.before = before  # (see ``Program._before_writes``)
         self.nodes = {}  # output index -> a weak reference to its node (a create_graph re-run)
-        self.versions = None  # of the tensors the call read and did not write (``_connect``)
+        self.versions = None  # of the tensors the call read (``Program.read_checks``)
 
 
 class ReplayInputs(Op):
@@ -161,12 +161,13 @@ class Program:
         self._arenas = []  # recent calls' arenas (see ``_take_arena``)
         self._arena_lock = threading.Lock()
         self.written = self._written(trace)
-        # The tensors the forward reads and does not write: a create_graph re-run reads them
-        # again, so their versions at the call are kept (``CallRecord.versions``).
-        self.read_inputs = [i for i in range(self.n_inputs)
-                            if self.input_used[i] and ("input", i) not in self.written]
-        self.read_externals = [j for j in range(len(self.externals))
-                               if ("external", j) not in self.written]
+        # A call keeps the versions of the tensors it reads (``CallRecord.versions``: the
+        # arguments used, then the outside tensors); a create_graph re-run reads those it
+        # does not write again, so it checks them (``_check_unchanged``).
+        read = [("input", i) for i in range(self.n_inputs) if self.input_used[i]]
+        read += [("external", j) for j in range(len(self.externals))]
+        self.read_checks = [(p, kind, index) for p, (kind, index) in enumerate(read)
+                            if (kind, index) not in self.written]
         self.outputs = self._outputs(trace, outputs)
         self._backward(trace, outputs)
         # (after the backward: a fused forward writes to the arena only what is read later)
@@ -609,17 +610,21 @@ class Program:
         ids = self.ids_template.copy()
         ids[0] = id(arena)
         keep = [arena]
+        versions = []  # (see ``read_checks``)
         for i in range(self.n_inputs):
             if self.input_used[i]:
-                data = leaves[i]._data
+                t = leaves[i]
+                data = t._data
                 ids[1 + i] = id(data)
                 keep.append(data)
+                versions.append(t._version[0])
         base = 1 + self.n_inputs
         externals = self.externals
         for j, t in enumerate(externals):
             data = t._data
             ids[base + j] = id(data)
             keep.append(data)
+            versions.append(t._version[0])
         connect = bool(self.backward_outputs) and tape._state.enabled
         before = self._before_writes(leaves) if connect and self.written else None
         interpreter.run(self.forward_table, ids, self.forward_floats)
@@ -630,7 +635,8 @@ class Program:
             tape.mutated()
         results, boxes = self._results(leaves, arena)
         if connect:
-            self._connect(leaves, results, boxes, arena, ids, keep, args, kwargs, before)
+            self._connect(leaves, results, boxes, arena, ids, keep, args, kwargs, before,
+                          versions)
         return results
 
     def _before_writes(self, leaves):
@@ -674,15 +680,15 @@ class Program:
                 boxes.append(None)
         return results, boxes
 
-    def _connect(self, leaves, results, boxes, arena, ids, keep, args, kwargs, before):
+    def _connect(self, leaves, results, boxes, arena, ids, keep, args, kwargs, before,
+                 versions):
         """Give the differentiable outputs their nodes (see the module docstring)."""
         externals = self.externals
         differentiable = self.differentiable
         n_args = len(differentiable)
         holder = np.empty((), dtype=object)
         holder[()] = record = CallRecord(keep, args, kwargs, self, before)
-        record.versions = ([leaves[i]._version[0] for i in self.read_inputs]
-                           + [externals[j]._version[0] for j in self.read_externals])
+        record.versions = versions
         saved = (arena, ids, holder)
         new_node = tape.new_node
         for n, entry in self.backward_outputs.items():
@@ -721,17 +727,13 @@ class Program:
         """Raise torch's in-place error if a tensor the call read (and did not write) was
         changed in place since: a re-run would read the new values (eager's graph reads
         the saved ones)."""
-        versions = iter(record.versions)
-        for i in self.read_inputs:
-            was = next(versions)
-            if leaves[i]._version[0] != was:
-                raise RuntimeError(_changed_message(f"argument {i}", leaves[i], was))
-        for j in self.read_externals:
-            was = next(versions)
-            t = self.externals[j]
+        for p, kind, index in self.read_checks:
+            t = leaves[index] if kind == "input" else self.externals[index]
+            was = record.versions[p]
             if t._version[0] != was:
-                raise RuntimeError(_changed_message(f"outside tensor {j} (closure or global)",
-                                                    t, was))
+                what = (f"argument {index}" if kind == "input"
+                        else f"outside tensor {index} (closure or global)")
+                raise RuntimeError(_changed_message(what, t, was))
 
     def eager_gradient(self, record, index, grad_output, edges):
         """The gradient, recorded, of output ``index`` of the call ``record`` with respect to
