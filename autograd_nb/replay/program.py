@@ -354,7 +354,8 @@ class Program:
         roots = sorted(((n, o) for n, o in enumerate(self.outputs)
                         if o[0] == "arena" and o[4]._node is not None),
                        key=lambda root: root[1][4]._node.seq)
-        self.cut_outputs = [n for n, _ in roots]
+        # (a table's part ``len(self.differentiable) + m`` is output ``output_roots[m]``'s)
+        self.output_roots = [n for n, _ in roots]
         if not roots or not differentiable:
             return
         dtypes = {t.dtype for _, t in differentiable} | {o[3] for _, o in roots}
@@ -699,7 +700,7 @@ class Program:
                     kind, index = differentiable[k]
                     t = leaves[index] if kind == "input" else externals[index]
                 else:  # (an output this one's gradient goes through: connected before)
-                    t = results[self.cut_outputs[k - n_args]]
+                    t = results[self.output_roots[k - n_args]]
                 edge = t._node
                 edges.append(edge if edge is not None else t)
             inputs_node = new_node(inputs_op, tuple(edges), _NO_ATTRS, (None,) * len(edges),
@@ -758,7 +759,7 @@ class Program:
                     kind, i = self.differentiable[k]
                     tensors.append(leaves[i] if kind == "input" else self.externals[i])
                 else:
-                    tensors.append(outs[self.cut_outputs[k - n_args]])
+                    tensors.append(outs[self.output_roots[k - n_args]])
             # The re-run's graph is joined to the call's outputs: where the table stops at
             # one (its node takes the gradient on, and a higher derivative through a value
             # saved there reaches it), and at this one (its saved output, ``tanh``'s).
