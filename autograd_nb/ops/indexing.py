@@ -64,7 +64,8 @@ class Selection:
     an eager forward with no gradient pays for neither.
     """
 
-    __slots__ = ("input_shape", "index", "basic", "_layout", "_flat", "_unique", "_last")
+    __slots__ = ("input_shape", "index", "basic", "_layout", "_flat", "_unique", "_last",
+                 "_ints")
 
     def __init__(self, input_shape, index):
         self.input_shape = tuple(input_shape)
@@ -78,6 +79,7 @@ class Selection:
         self._flat = None
         self._unique = None
         self._last = None
+        self._ints = None  # (``exec_ints``'s last: its ``n`` and ints)
 
     def __eq__(self, other):
         """Selections are equal when they index equal input shapes with the same index
@@ -144,11 +146,16 @@ class Selection:
     def exec_ints(self, n):
         """``ints`` of the strided drivers (``_strided``) for a basic selection of ``n``
         elements."""
+        found = self._ints
+        if found is not None and found[0] == n:  # (a recorded program's repeated ``s[k]``)
+            return found[1]
         shape, strides, offset = self.layout()
         size = 1
         for d in self.input_shape:
             size *= d
-        return _strided.strided_ints(n, size, offset, tuple(shape), tuple(strides))
+        ints = _strided.strided_ints(n, size, offset, tuple(shape), tuple(strides))
+        self._ints = (n, ints)
+        return ints
 
     def flat_map(self):
         """Flat input position of each selected element, in the selection's C order."""

@@ -253,8 +253,10 @@ class Group:
         return len(self.read) + len(self.made) + 1
 
 
-def _layouts(event):
-    """``(n, flat driver, layouts)`` of an event a group can run, or None."""
+def _layouts(event, minimum=0):
+    """``(n, flat driver, layouts)`` of an event a group can run, or None; None too for one
+    of fewer than ``minimum`` elements whose operands are all whole or scalars (a group of
+    those is not worth running: ``_worth``)."""
     op = event.op
     if not isinstance(op, ElementwiseOp) or op.input_kinds is not None:
         return None
@@ -263,6 +265,8 @@ def _layouts(event):
     driver, ints, _ = event.spec
     kernels = op.kernels
     n = int(ints[0])
+    if n < minimum and driver is not kernels.forward_strided_exec:
+        return None  # (a scalar graph's every op: ``fastest_autograd``)
     count = op.n_inputs
     if driver is kernels.forward_exec:
         return n, driver, ["full"] * count
@@ -386,8 +390,9 @@ def _grouped(events):
     items = []
     group = None
     minimum = config.REPLAY_FUSION_MIN_ELEMENTS
+    fuse = config.FUSE_REPLAY
     for index, event in enumerate(events):
-        found = _layouts(event) if config.FUSE_REPLAY else None
+        found = _layouts(event, minimum) if fuse else None
         if found is not None and found[0] < minimum and _flat(found[2]):
             found = None  # (a group of these would not be worth running fused: ``_worth``)
         if found is not None:

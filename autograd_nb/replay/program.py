@@ -178,13 +178,15 @@ class Program:
     # -- layout ----------------------------------------------------------------------------
 
     def _arena(self, trace):
-        self.arena_offsets = []
-        size = 0
-        for buffer in trace.arena_buffers:
-            size = -(-size // _ALIGN) * _ALIGN
-            self.arena_offsets.append(size)
-            size += buffer.array.nbytes
-        self.arena_bytes = max(size, 1)
+        # A place per value, each at the next multiple of _ALIGN (``_pack_arena`` shares
+        # them later).
+        buffers = trace.arena_buffers
+        n_bytes = np.fromiter((b.array.nbytes for b in buffers), dtype=np.int64,
+                              count=len(buffers))
+        ends = np.cumsum(-(-n_bytes // _ALIGN) * _ALIGN)
+        starts = ends - (-(-n_bytes // _ALIGN) * _ALIGN)
+        self.arena_offsets = starts.tolist()
+        self.arena_bytes = max(int(starts[-1] + n_bytes[-1]) if buffers else 0, 1)
 
     def location(self, buffer, offset):
         kind = buffer.kind
@@ -198,34 +200,18 @@ class Program:
 
     def _forward(self, trace):
         builder = interpreter.Builder()
-        value = _value_numbers(builder, self.location)
-        copy_entry = _pointers.entry_address(interpreter.copy_driver, np.dtype(np.float64))
         events, written = trace.events, set()
         read_after = self._kept(trace)
         if trace.writes:  # (only then: the fold is a pass over every event)
             events, written = fusion.fold_in_place_writes(events, read_after)
         items, readers = fusion.plan(events)
         self._pack_arena(trace, events, items, readers, read_after)
+        value = _value_numbers(builder, self.location, self.arena_offsets)
         # (a folded write's target is read after the program: its values reach memory; and a
         # group of one op, a broadcast gathered, may be all the program: its result is kept)
         kept = read_after | written
         scratch_at = -(-self.arena_bytes // _ALIGN) * _ALIGN
-        scratch_bytes = 0
-        for event in items:
-            if type(event) is fusion.Group:
-                n_bytes = _group_row(builder, value, event, kept, readers, scratch_at)
-                scratch_bytes = max(scratch_bytes, n_bytes)
-                continue
-            if event.op == "block":  # a backward run inside fn (``Trace.record_backward``)
-                _block_rows(builder, value, event)
-                continue
-            operands = [value(b, o) for b, o in event.operands]
-            if event.op is None:  # a copy (an in-place write, or a kept old value)
-                builder.call(copy_entry, operands, (event.operands[0][0].array.nbytes,))
-                continue
-            driver, ints, floats = event.spec
-            operands.append(value(event.output, 0))
-            builder.call(_pointers.entry_address(driver, event.dtype), operands, ints, floats)
+        scratch_bytes = _forward_rows(builder, value, items, kept, readers, scratch_at)
         if scratch_bytes:
             self.arena_bytes = scratch_at + scratch_bytes
         return builder.tables()
@@ -960,19 +946,24 @@ def _shared_places(lives, n_bytes):
     return places, size
 
 
-def _value_numbers(builder, location):
+def _value_numbers(builder, location, arena_offsets):
     """``value(buffer, offset)``: the number of the builder's value at that place (made on
-    first use; one per place, however the buffer is named)."""
+    first use; one per place, however the buffer is named). ``arena_offsets``: the arena's
+    places, as ``location`` reads them."""
     values = {}
+    places = builder.values
 
     def value(buffer, offset):
         if not offset:  # (the usual case: a whole buffer, named by the buffer)
             index = values.get(buffer)
             if index is None:
-                where = location(buffer, 0)
+                # (an arena value's place inline: one per recorded op)
+                where = ((0, arena_offsets[buffer.index]) if buffer.kind == "arena"
+                         else location(buffer, 0))
                 index = values.get(where)
                 if index is None:
-                    index = values[where] = builder.value(*where)
+                    index = values[where] = len(places) // 2
+                    places.extend(where)
                 values[buffer] = index
             return index
         where = location(buffer, offset)
@@ -982,6 +973,43 @@ def _value_numbers(builder, location):
         return index
 
     return value
+
+
+def _forward_rows(builder, value, items, kept, readers, scratch_at):
+    """Add the forward table's rows of ``items`` (:func:`fusion.plan`'s); the scratch bytes
+    its groups need past ``scratch_at``. (A loop per recorded op: the usual one, an op on
+    whole buffers, is its value numbers and its row, with no call of the builder's.)"""
+    copy_entry = _pointers.entry_address(interpreter.copy_driver, np.dtype(np.float64))
+    entries = {}  # (driver, dtype) -> the builder's entry number
+    rows, operand_list, int_list = builder.rows, builder.operands, builder.ints
+    scratch_bytes = 0
+    for event in items:
+        if type(event) is fusion.Group:
+            n_bytes = _group_row(builder, value, event, kept, readers, scratch_at)
+            scratch_bytes = max(scratch_bytes, n_bytes)
+            continue
+        if event.op == "block":  # a backward run inside fn (``Trace.record_backward``)
+            _block_rows(builder, value, event)
+            continue
+        operands = [value(b, o) for b, o in event.operands]
+        if event.op is None:  # a copy (an in-place write, or a kept old value)
+            builder.call(copy_entry, operands, (event.operands[0][0].array.nbytes,))
+            continue
+        driver, ints, floats = event.spec
+        operands.append(value(event.output, 0))
+        key = (driver, event.dtype)
+        entry = entries.get(key)
+        if entry is None:
+            entry = entries[key] = builder.entry(_pointers.entry_address(*key))
+        if type(ints) is not tuple or len(floats) or len(operands) > interpreter.MAX_OPERANDS:
+            builder.call_entry(entry, operands, ints, floats)
+            continue
+        # (``builder.call_entry``, inline)
+        rows.extend((entry, len(operands), len(operand_list), len(int_list),
+                     len(builder.floats)))
+        operand_list.extend(operands)
+        int_list.extend(ints)
+    return scratch_bytes
 
 
 def _block_rows(builder, value, event):
