@@ -23,6 +23,7 @@ A run has three phases, so that an error changes nothing before the last:
 """
 
 import operator
+import threading
 
 import numpy as np
 
@@ -315,9 +316,29 @@ def _twin_vjp(node, k, grad, saved, buffer, batch):
             op.vjp(k, grad[b, ...], saved, attrs, buffer[b, ...])
 
 
+#: The ``retain_graph`` of the innermost walk of rules on this thread (:func:`walk_retains`).
+_walking = threading.local()
+
+
+def walk_retains():
+    """Whether the walk of differentiable rules now calling a rule retains its graph (True
+    outside one): a rule that builds a graph of its own to differentiate (a replayed call's
+    output re-running fn, :mod:`autograd_nb.replay`) frees it as the walk frees its nodes."""
+    return getattr(_walking, "retain_graph", True)
+
+
 def _walk_rules(steps, buffers, retain_graph):
     """The steps with the ops' differentiable rules (``Op.rule``) on Tensors: each adds a new
     Tensor into its target (``create_graph`` records them)."""
+    outer = walk_retains()
+    _walking.retain_graph = retain_graph
+    try:
+        _walk_rule_steps(steps, buffers, retain_graph)
+    finally:
+        _walking.retain_graph = outer
+
+
+def _walk_rule_steps(steps, buffers, retain_graph):
     slots = steps.slots
     inputs = output = None
     for (origin, k, source, target), first in _by_origin(steps, buffers, retain_graph):

@@ -820,8 +820,10 @@ def _cut_gradient(out, tensors, edges, grad_output, cuts, twin):
         seeds[id(edge)] = (edge, part)
     seeds = list(seeds.values())
     plan = backward_module.make_plan([edge for edge, _ in seeds], edges, False, stop=cuts)
-    results, _ = backward_module.run_plan(plan, seeds, {id(e) for e in edges}, False, True,
-                                          True)
+    # (without retain_graph the re-run's graph is freed, as the walk frees the call's: a
+    # higher derivative through it then raises, as eager's through the freed graph does)
+    results, _ = backward_module.run_plan(plan, seeds, {id(e) for e in edges}, False,
+                                          backward_module.walk_retains(), True)
     grads = []
     for t, edge in zip(tensors, edges):
         value = results.get(id(edge))

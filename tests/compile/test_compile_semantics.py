@@ -227,6 +227,30 @@ def test_a_second_derivative_through_an_output_that_saves_itself_is_eagers():
     _assert_same(eager, replay)
 
 
+def test_create_graph_without_retain_graph_frees_the_graph_as_eager():
+    # create_graph=True with retain_graph=False: eager frees y's graph, so a second derivative
+    # through tanh's saved output raises, and one through a leaf's saved values (x * x)
+    # runs.
+    # The re-run's graph was kept: the second derivative through tanh ran.
+    def make():
+        x = anb.tensor(np.array([0.5, -1.0, 2.0]), requires_grad=True)
+        return (lambda x: (anb.sum(anb.tanh(x) * x), anb.sum(x * x))), (x,), {"x": x}
+
+    def act(out, state):
+        x = state["x"]
+        y, square = out
+        (g,) = anb.grad(y, x, create_graph=True, retain_graph=False)
+        (gs,) = anb.grad(square, x, create_graph=True, retain_graph=False)
+        freed = _error(lambda: anb.grad(anb.sum(g), x))
+        again = _error(lambda: anb.grad(y, x))
+        return [freed, again], _arrays([g, gs, *anb.grad(anb.sum(gs * gs), x)])
+
+    (eager_errors, eager_values), (errors, values) = _both(make, act)
+    assert eager_errors[0] is not None and "second time" in eager_errors[0][1]
+    assert errors == eager_errors
+    _assert_same(eager_values, values)
+
+
 def test_create_graph_after_an_input_changed_in_place_raises_not_a_wrong_gradient():
     # sigmoid saves its output, not x: eager's graph survives ``x += 1`` and differentiates
     # the old values. A replay's create_graph gradient re-runs fn on x, which now holds new
