@@ -499,7 +499,8 @@ def _traced_unary(trace, op, a, attrs):
         arrays, attrs, output = op.run([a._data], attrs)
     finally:
         trace.depth -= 1
-    result = Tensor._make(output)
+    result = _MAKE(Tensor, output)  # (``_traced_make``, inline: one per op recorded)
+    trace.created.add(id(result))
     edge = a._node
     if edge is None and a._requires_grad:
         edge = a
@@ -526,7 +527,8 @@ def _traced_binary(op, a, b):
     if done is None:
         return _traced_apply(op, (a, b), {})
     arrays, attrs, output = done
-    result = Tensor._make(output)
+    result = _MAKE(Tensor, output)  # (``_traced_make``, inline)
+    trace.created.add(id(result))
     tensor_a, edge_a, box_a = _binary_operand(a, kind_a)
     tensor_b, edge_b, box_b = _binary_operand(b, kind_b)
     if (edge_a is not None or edge_b is not None) and tape._state.enabled:
