@@ -249,8 +249,9 @@ class ElementwiseOp(Op):
             )
             return arrays, {"shape": shape, "shapes": shapes, "params": params, "flat": flat,
                             "mask": mask}
-        # "exec": the compiled executor's driver and ints per VJP, filled on first use (these
-        # attributes are shared by every node of these shapes).
+        # "exec": the compiled executor's driver and ints per VJP (and "forward": a replayed
+        # forward's), filled on first use (these attributes are shared by every node of these
+        # shapes).
         attrs = {"shape": shape, "shapes": shapes, "params": _NO_PARAMS, "flat": flat,
                  "mask": mask, "exec": {}}
         if type(self).prepare is ElementwiseOp.prepare:
@@ -581,6 +582,17 @@ class ElementwiseOp(Op):
             return None
         if output.dtype != arrays[-1].dtype:
             return None
+        # (laid out once per shapes where the attributes are shared: "exec", as ``exec_spec``
+        # keeps its VJPs'; a program records the op once per use)
+        per_shape = attrs.get("exec")
+        found = None if per_shape is None else per_shape.get("forward")
+        if found is None:
+            found = self._forward_layout(attrs)
+            if per_shape is not None:
+                per_shape["forward"] = found
+        return found
+
+    def _forward_layout(self, attrs):
         shape, shapes = attrs["shape"], attrs["shapes"]
         n = _size(shape)
         if attrs["flat"]:
