@@ -63,7 +63,9 @@ class grad_mode:
     previous one after it, even where a KeyboardInterrupt lands at the switch. Python runs a
     signal's handler when a call returns; so the switch is the last store of ``__enter__``,
     with no call after it, where ``previous = set_grad_enabled_flag(flag)`` before a ``try``
-    left the mode switched when Ctrl-C's handler ran at that call's return."""
+    left the mode switched when Ctrl-C's handler ran at that call's return. (``__exit__`` can
+    still take the handler at its own start, before it switches back: a path that must not
+    leave the mode switched, a backward, stores the flag inline around a ``try``.)"""
 
     __slots__ = ("flag", "previous")
 

@@ -12,8 +12,22 @@ if os.environ.get("AUTOGRAD_NB_TEST_GPU") != "1":
 # tier 0 (in place, and in fresh processes with it on).
 os.environ.setdefault("AUTOGRAD_NB_TIERED", "0")
 
+import pytest  # noqa: E402
+
+from autograd_nb import tape  # noqa: E402
 from autograd_nb.ops.registry import FUNCTIONS, REGISTRY  # noqa: E402
 from tests.checks import COVERED  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _grad_mode_left_on():
+    """A test that leaves this thread's grad mode off errors, and the mode is switched back on,
+    so that the tests after it are not failed by it (one interrupted backward that left it off
+    failed 279 tests after it)."""
+    yield
+    if not tape._state.enabled:
+        tape.set_grad_enabled_flag(True)
+        pytest.fail("the test left the grad mode switched off")
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -199,11 +199,19 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch
     for s, slot in enumerate(steps.slots):
         if slot.kind == schedule.SEED:
             buffers[s] = _seed_buffer(slot.edge, seeds[slot.seed][1], walk_rules, lead)
-    with tape.grad_mode(create_graph):
+    # The grad mode switched by stores with no call between them and the ``try`` (not
+    # ``tape.grad_mode``, whose ``__exit__`` may take a Ctrl-C at its start, before it
+    # switches back): an interrupted backward leaves the mode as it was.
+    state = tape._state
+    previous = state.enabled
+    state.enabled = bool(create_graph)
+    try:
         if walk_rules:
             _walk_rules(steps, buffers, retain_graph)
         else:
             _walk_kernels(steps, buffers, retain_graph, lead, batch, twins)
+    finally:
+        state.enabled = previous
     results = {id(edge): buffers[s] for edge, s in steps.results() if buffers[s] is not None}
     return results, steps.leaves
 
