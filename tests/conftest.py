@@ -12,11 +12,46 @@ if os.environ.get("AUTOGRAD_NB_TEST_GPU") != "1":
 # tier 0 (in place, and in fresh processes with it on).
 os.environ.setdefault("AUTOGRAD_NB_TIERED", "0")
 
+import sys  # noqa: E402
+import threading  # noqa: E402
+import traceback  # noqa: E402
+
+import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from autograd_nb import tape  # noqa: E402
 from autograd_nb.ops.registry import FUNCTIONS, REGISTRY  # noqa: E402
 from tests.checks import COVERED  # noqa: E402
+
+
+def _lock_simulator_shared_arrays():
+    """numba-cuda's simulator gives a block's threads one shared array per source line: the
+    first thread to ask makes it, the others find it in a dict. The look-up and the store are
+    not under a lock, so threads starting at once can each make one, and those compute with
+    tiles no other thread loads (``test_bmm[2-5-3-6-float64]`` failed once in a suite run:
+    the outputs of the block's first three threads). The same look-up, under a lock."""
+    from numba.cuda.simulator import kernelapi
+
+    lock = threading.Lock()
+    unlocked = kernelapi.FakeCUDAShared.array
+
+    def array(self, shape, dtype, alignment=None):
+        if shape == 0 or alignment is not None:  # (dynamic shared memory; an error)
+            return unlocked(self, shape, dtype, alignment)
+        if isinstance(dtype, kernelapi.types.Type):
+            dtype = kernelapi.numpy_support.as_dtype(dtype)
+        caller = traceback.extract_stack(sys._getframe())[-2][0:2]  # (the kernel's line)
+        with lock:
+            found = self._allocations.get(caller)
+            if found is None:
+                found = self._allocations[caller] = np.empty(shape, dtype)
+        return found
+
+    kernelapi.FakeCUDAShared.array = array
+
+
+if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+    _lock_simulator_shared_arrays()
 
 
 @pytest.fixture(autouse=True)
