@@ -97,8 +97,17 @@ BATCH_BLOCK_ALIGN = 16
 
 # -- CPU kernels ---------------------------------------------------------------------------------
 
+#: Which BLAS library the CPU's float matrix products call (``_bmm``'s forward and VJPs, batched
+#: or not, eager, compiled and tier 0): ``"numpy"`` (the OpenBLAS that NumPy's wheel bundles),
+#: ``"scipy"`` (SciPy's ``cython_blas``), or ``"auto"``: NumPy's where it bundles one, else
+#: SciPy's. NumPy's was the newer OpenBLAS build here and ran the products 3% faster
+#: (docs/benchmarking.rst, "Which BLAS does the products"). LAPACK and numba's ``np.dot`` stay
+#: on SciPy's. Read once, at import; override with the ``AUTOGRAD_NB_BLAS`` environment
+#: variable.
+BLAS = os.environ.get("AUTOGRAD_NB_BLAS", "auto")
+
 #: Which kernel does the CPU's float matrix products (``_bmm``'s forward, its VJPs, batched or
-#: not, and the compiled executor's): ``"blas"`` (SciPy's BLAS), ``"own"`` (``ops._gemm``'s
+#: not, and the compiled executor's): ``"blas"`` (``BLAS``'s GEMM), ``"own"`` (``ops._gemm``'s
 #: register-tiled AVX-512 kernel), or ``"auto"``: own where numba compiles for AVX-512 and
 #: SciPy's OpenBLAS runs kernels without it (``OPENBLAS_CORETYPE=Haswell`` on an AVX-512 CPU,
 #: say), else BLAS. Products narrower than one tile go to BLAS either way. Read per product,

@@ -109,14 +109,28 @@ def test_small_products_stay_on_one_block():
     np.testing.assert_allclose(out, expected, rtol=1e-13)
 
 
+def _thread_counts():
+    """The own thread count of each OpenBLAS in use (products', SciPy's), or None where none
+    has OpenBLAS's controls."""
+    counts = [blas.get_threads() for blas in _blas.LIBRARIES if blas.get_threads is not None]
+    return counts or None
+
+
 def test_blas_thread_count_is_held_at_one_and_restored():
-    if _blas._get_blas_threads is None:
-        pytest.skip("SciPy's BLAS has no OpenBLAS thread controls here")
-    before = _blas._get_blas_threads()
-    previous = _blas.hold_blas_threads()
-    assert _blas._get_blas_threads() == 1
-    _blas.release_blas_threads(previous)
-    assert _blas._get_blas_threads() == before
+    if _thread_counts() is None:
+        pytest.skip("no OpenBLAS thread controls in this BLAS")
+    libraries = [blas for blas in _blas.LIBRARIES if blas.get_threads is not None]
+    before = _thread_counts()
+    try:
+        for blas in libraries:  # (two threads, so that holding has something to change)
+            blas.set_threads(2)
+        previous = _blas.hold_blas_threads()
+        assert _thread_counts() == [1] * len(libraries)
+        _blas.release_blas_threads(previous)
+        assert _thread_counts() == [2] * len(libraries)
+    finally:
+        for blas, count in zip(libraries, before):
+            blas.set_threads(count)
 
 
 @pytest.mark.parametrize("entries", [1, 6])
@@ -145,13 +159,13 @@ def test_batched_vjp_one_gemm_per_entry_same_bits_at_one_and_two_threads(entries
 
 
 def test_forward_products_restore_blas_threads():
-    if _blas._get_blas_threads is None:
-        pytest.skip("SciPy's BLAS has no OpenBLAS thread controls here")
-    before = _blas._get_blas_threads()
+    if _thread_counts() is None:
+        pytest.skip("no OpenBLAS thread controls in this BLAS")
+    before = _thread_counts()
     w = anb.tensor(np.random.default_rng(6).standard_normal((64, 32)))
     x = anb.tensor(np.ones(32))
     np.testing.assert_allclose((w @ x).numpy(), w.numpy() @ x.numpy(), rtol=1e-13)
-    assert _blas._get_blas_threads() == before
+    assert _thread_counts() == before
 
 
 

@@ -1,24 +1,40 @@
-"""SciPy's BLAS reached from compiled code: the GEMM function pointers, a GEMM that adds into
-its output (``gemm_add``), and the same GEMM in column blocks over numba's threads
-(``gemm_add_split``).
+"""BLAS reached from compiled code: the GEMM that every product calls, a GEMM that adds into its
+output (``gemm_add``), the same GEMM in column blocks over numba's threads (``gemm_add_split``),
+and OpenBLAS's own thread count.
+
+**Which BLAS.** Products call the GEMM of :data:`PRODUCTS`, chosen once at import by
+``config.BLAS``: by default (``"auto"``) the OpenBLAS that NumPy's wheel bundles where there is
+one (``numpy.libs``, ``numpy/.dylibs``), else SciPy's (``scipy.linalg.cython_blas``). NumPy's
+is the newer build here and ran this project's products 3% faster (docs/benchmarking.rst,
+"Which BLAS does the products"). Everything else, numba's ``np.dot``, LAPACK and their NumPy
+twins, stays on SciPy's (:data:`SCIPY`). A product and its tier-0 twin always call the same
+library, so they give the same bits.
+
+NumPy's OpenBLAS has 64-bit integer arguments (ILP64) and SciPy's 32-bit ones. The compiled
+callers store every integer argument as an int64; a 32-bit library reads its first four bytes,
+which on a little-endian machine (every machine numba compiles for) hold the same value.
 
 Threads follow numba (``NUMBA_NUM_THREADS``, ``numba.set_num_threads``), not OpenBLAS: the split
 GEMM is a ``prange`` over blocks of output columns, each one single-threaded BLAS call, and
-OpenBLAS's own thread count is held at one while it runs (``hold_blas_threads``, restored by
-``release_blas_threads``): with OpenBLAS and numba at two threads each, their threads took
-the cores from each other (``compare.py --workloads jacobian_batched``; docs/benchmarking.rst,
-"How the tunables were chosen").
+OpenBLAS's own thread count (of every OpenBLAS loaded here) is held at one while it runs
+(``hold_blas_threads``, restored by ``release_blas_threads``): with OpenBLAS and numba at two
+threads each, their threads took the cores from each other (``compare.py --workloads
+jacobian_batched``; docs/benchmarking.rst, "How the tunables were chosen").
 
-Where the OpenBLAS thread controls are not found (another BLAS behind SciPy), nothing is held
-and BLAS keeps its own threading.
+Where the OpenBLAS thread controls are not found (another BLAS), nothing is held and BLAS keeps
+its own threading.
 
 Every product takes a *kernel pair*, two arguments (``gemm, tiles = product_kernel(dtype)``):
-the BLAS GEMM's pointer and the address of ``_gemm``'s own AVX-512 kernel where that does the
-product instead (0: BLAS; ``config.GEMM_KERNEL``, by default where the CPU has AVX-512 and the
-BLAS runs kernels without it: see ``own_kernel_preferred``).
+the address of :data:`PRODUCTS`' GEMM and the address of ``_gemm``'s own AVX-512 kernel where
+that does the product instead (0: BLAS; ``config.GEMM_KERNEL``, by default where the CPU has
+AVX-512 and the BLAS runs kernels without it: see ``own_kernel_preferred``).
 """
 
 import ctypes
+import glob
+import os
+import sys
+from typing import NamedTuple
 
 import numpy as np
 from llvmlite import ir
@@ -28,33 +44,155 @@ from numba.extending import get_cython_function_address, intrinsic
 from .. import config
 from ._gemm import own_fits, own_gemm_add, tiles_address
 
-# The pointers are arguments of the compiled functions, not globals, so numba still caches
-# those on disk.
+_FLOATS = (np.dtype(np.float64), np.dtype(np.float32))
+
+
+class Blas(NamedTuple):
+    """A BLAS library as the products use it."""
+
+    #: ``"numpy"`` (NumPy's bundled OpenBLAS) or ``"scipy"`` (SciPy's ``cython_blas``).
+    name: str
+    #: dtype (float64, float32) -> the address of its Fortran ``?gemm``.
+    gemm: dict
+    #: Whether its integer arguments are 64-bit (ILP64).
+    int64: bool
+    #: OpenBLAS's ``get_num_threads``, ``set_num_threads`` and ``get_corename`` (ctypes
+    #: functions), or None where the library has none.
+    get_threads: object
+    set_threads: object
+    get_core: object
+
+
+def _function(library, names, restype, argtypes=()):
+    """The first of ``names`` that ``library`` exports, as a ctypes function, or None."""
+    for name in names:
+        function = getattr(library, name, None) if library is not None else None
+        if function is not None:
+            function.argtypes, function.restype = list(argtypes), restype
+            return function
+    return None
+
+
+def _openblas_controls(library, suffixes):
+    """``(get_num_threads, set_num_threads, get_corename)`` of an OpenBLAS (None each where
+    absent). Wheels prefix OpenBLAS's symbols (``scipy_openblas_...``), with ``64_`` after them
+    in the ILP64 build."""
+    def names(what):
+        return [f"{prefix}_{what}{suffix}" for prefix in ("scipy_openblas", "openblas")
+                for suffix in suffixes]
+
+    get = _function(library, names("get_num_threads"), ctypes.c_int)
+    set_ = _function(library, names("set_num_threads"), None, [ctypes.c_int])
+    if get is None or set_ is None:
+        get = set_ = None
+    return get, set_, _function(library, names("get_corename"), ctypes.c_char_p)
+
+
+class _DlInfo(ctypes.Structure):
+    _fields_ = [
+        ("dli_fname", ctypes.c_char_p),
+        ("dli_fbase", ctypes.c_void_p),
+        ("dli_sname", ctypes.c_char_p),
+        ("dli_saddr", ctypes.c_void_p),
+    ]
+
+
+def _library_at(address):
+    """The shared library that holds ``address`` (by ``dladdr``), or None."""
+    try:
+        dladdr = ctypes.CDLL(None).dladdr
+    except (OSError, AttributeError):  # no dladdr (Windows)
+        return None
+    dladdr.argtypes = [ctypes.c_void_p, ctypes.POINTER(_DlInfo)]
+    info = _DlInfo()
+    if not dladdr(ctypes.c_void_p(address), ctypes.byref(info)) or not info.dli_fname:
+        return None
+    try:
+        return ctypes.CDLL(info.dli_fname.decode())
+    except OSError:
+        return None
+
+
+def _scipy_blas():
+    """SciPy's BLAS (``scipy.linalg.cython_blas``: 32-bit integers)."""
+    gemm = {dtype: get_cython_function_address("scipy.linalg.cython_blas", f"{kind}gemm")
+            for dtype, kind in zip(_FLOATS, "ds")}
+    library = _library_at(gemm[_FLOATS[0]])
+    return Blas("scipy", gemm, False, *_openblas_controls(library, ("", "64_")))
+
+
+def _numpy_blas():
+    """The OpenBLAS that NumPy's wheel bundles (``scipy-openblas64``: symbols ``scipy_dgemm_64_``
+    ..., 64-bit integers), or None where NumPy has none of its own (a build against a system
+    BLAS, Accelerate or MKL)."""
+    package = os.path.dirname(np.__file__)
+    patterns = (os.path.join(package + ".libs", "*openblas*"),
+                os.path.join(package, ".dylibs", "*openblas*"))
+    for path in sorted(p for pattern in patterns for p in glob.glob(pattern)):
+        try:
+            library = ctypes.CDLL(path)  # (already loaded by NumPy: the same instance)
+        except OSError:
+            continue
+        for symbol, suffixes, int64 in (("scipy_{}gemm_64_", ("64_",), True),
+                                        ("{}gemm_64_", ("64_", "64"), True)):
+            names = [symbol.format(kind) for kind in "ds"]
+            if all(hasattr(library, name) for name in names):
+                gemm = {dtype: ctypes.cast(getattr(library, name), ctypes.c_void_p).value
+                        for dtype, name in zip(_FLOATS, names)}
+                return Blas("numpy", gemm, int64, *_openblas_controls(library, suffixes))
+    return None
+
+
+def _products_blas(choice, scipy):
+    """The BLAS of the products by ``config.BLAS`` (``choice``)."""
+    if choice not in ("auto", "numpy", "scipy"):
+        raise ValueError(
+            f"autograd_nb.config.BLAS must be 'auto', 'numpy' or 'scipy', got {choice!r}"
+        )
+    if choice == "scipy" or sys.byteorder != "little":  # (see the module docstring)
+        return scipy
+    found = _numpy_blas()
+    if found is None and choice == "numpy":
+        raise RuntimeError(
+            "autograd_nb.config.BLAS is 'numpy', but this NumPy bundles no OpenBLAS of its "
+            "own; use 'auto' or 'scipy'"
+        )
+    return scipy if found is None else found
+
+
+#: SciPy's BLAS: LAPACK's, numba's ``np.dot``'s and their twins'.
+SCIPY = _scipy_blas()
+#: The BLAS every product calls (``config.BLAS``, read once, at import).
+PRODUCTS = _products_blas(config.BLAS, SCIPY)
 _GEMM_TYPE = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * 13))
-GEMM = {
-    np.dtype(np.float64): _GEMM_TYPE(
-        get_cython_function_address("scipy.linalg.cython_blas", "dgemm")
-    ),
-    np.dtype(np.float32): _GEMM_TYPE(
-        get_cython_function_address("scipy.linalg.cython_blas", "sgemm")
-    ),
-}
+_GEMM_FUNCTIONS = {}
+
+
+def gemm_function(dtype, blas=None):
+    """``(function, int_type)``: the GEMM of ``blas`` (a :class:`Blas`, by default
+    :data:`PRODUCTS`) for ``dtype`` as a ctypes function, every argument an address, and the
+    ctypes type of its integer arguments (calls from Python: tier 0's twins)."""
+    blas = PRODUCTS if blas is None else blas
+    key = (blas.name, np.dtype(dtype))
+    function = _GEMM_FUNCTIONS.get(key)
+    if function is None:
+        function = _GEMM_FUNCTIONS[key] = _GEMM_TYPE(blas.gemm[key[1]])
+    return function, ctypes.c_int64 if blas.int64 else ctypes.c_int
+
 
 _BLAS_CALLS = {}
 
 
 def blas_function(name, dtype):
     """SciPy's BLAS ``?dot``, ``?gemv`` or ``?gemm`` (``name``: "dot", "gemv", "gemm") for
-    ``dtype``, the one numba's ``np.dot`` calls, by ctypes, every argument an address (tier 0's
-    products, ``linalg._numba_dot``)."""
+    ``dtype``, the one numba's ``np.dot`` calls, by ctypes, every argument an address (the
+    twins of numba's ``np.dot``, ``linalg._numba_dot``; 32-bit integers)."""
     dtype = np.dtype(dtype)
-    if name == "gemm":
-        return GEMM[dtype]
     key = ("s" if dtype == np.float32 else "d") + name
     function = _BLAS_CALLS.get(key)
     if function is None:
         scalar = ctypes.c_float if dtype == np.float32 else ctypes.c_double
-        result, count = (scalar, 5) if name == "dot" else (None, 11)
+        result, count = (scalar, 5) if name == "dot" else (None, {"gemv": 11, "gemm": 13}[name])
         prototype = ctypes.CFUNCTYPE(result, *[ctypes.c_void_p] * count)
         address = get_cython_function_address("scipy.linalg.cython_blas", key)
         function = _BLAS_CALLS[key] = prototype(address)
@@ -62,12 +200,14 @@ def blas_function(name, dtype):
 
 
 class ByAddress:
-    """Arguments of a call from Python to a ``blas_function`` (Fortran: every argument an
-    address): each value made here lives as long as this object, so keep it until the call
-    returns. ``scalar`` values are of ``dtype`` (float32 or float64)."""
+    """Arguments of a call from Python to a ``blas_function`` or a ``gemm_function`` (Fortran:
+    every argument an address): each value made here lives as long as this object, so keep it
+    until the call returns. ``scalar`` values are of ``dtype`` (float32 or float64), ``int``
+    ones of ``int_type`` (``gemm_function``'s second value for its GEMM)."""
 
-    def __init__(self, dtype):
+    def __init__(self, dtype, int_type=ctypes.c_int):
         self._scalar = ctypes.c_float if np.dtype(dtype) == np.float32 else ctypes.c_double
+        self._int = int_type
         self._kept = []
 
     def _at(self, value):
@@ -75,7 +215,7 @@ class ByAddress:
         return ctypes.addressof(value)
 
     def int(self, value):
-        return self._at(ctypes.c_int(value))
+        return self._at(self._int(value))
 
     def char(self, value):
         return self._at(ctypes.c_char(value))
@@ -101,7 +241,9 @@ SPLIT_ALIGN = 16
 def gemm_add(gemm, tiles, x, transpose_x, y, transpose_y, out):
     """``out += x' @ y'``, where ``x'`` is ``x`` or ``x.T`` (``y'`` likewise), by the kernel
     pair ``gemm, tiles`` (``product_kernel``): ``_gemm``'s own kernel where ``tiles`` is not 0
-    and ``out`` is large enough for its tiles (``_gemm.own_fits``), else BLAS.
+    and ``out`` is large enough for its tiles (``_gemm.own_fits``), else the BLAS GEMM at the
+    address ``gemm`` (``gemm_address``), with beta 1: no product buffer and no second pass over
+    ``out``.
 
     Every operand is a 2-D array whose rows are contiguous (any row stride). BLAS is
     column-major: the row-major ``out`` is its ``out.T = y'.T @ x'.T``, which swaps the
@@ -109,44 +251,46 @@ def gemm_add(gemm, tiles, x, transpose_x, y, transpose_y, out):
     """
     if _added_without_blas(tiles, x, transpose_x, y, transpose_y, out):
         return
-    ints, flags, one = _blas_arguments(x, transpose_x, y, transpose_y, out)
-    gemm(
-        flags[0:1].ctypes,
-        flags[1:2].ctypes,
-        ints[0:1].ctypes,
-        ints[1:2].ctypes,
-        ints[2:3].ctypes,
-        one.ctypes,
-        y.ctypes,
-        ints[3:4].ctypes,
-        x.ctypes,
-        ints[4:5].ctypes,
-        one.ctypes,
-        out.ctypes,
-        ints[5:6].ctypes,
-    )
+    _call_gemm(gemm, x, transpose_x, y, transpose_y, out, 1.0)
 
 
 @njit(cache=True, nogil=True)
-def gemm_add_at(address, tiles, x, transpose_x, y, transpose_y, out):
-    """``gemm_add`` with BLAS's GEMM given by its address (``gemm_address``): for drivers,
-    which receive it among their int attributes. Adds into ``out`` directly (BLAS's beta is
-    1), with no product buffer and no second pass over ``out``."""
-    if _added_without_blas(tiles, x, transpose_x, y, transpose_y, out):
-        return
-    ints, flags, one = _blas_arguments(x, transpose_x, y, transpose_y, out)
-    at, f, o = ints.ctypes.data, flags.ctypes.data, one.ctypes.data
-    _call_gemm_at(address, f, f + 1, at, at + 4, at + 8, o, y.ctypes.data, at + 12,
-                  x.ctypes.data, at + 16, o, out.ctypes.data, at + 20)
+def gemm_set(gemm, tiles, x, transpose_x, y, transpose_y, out):
+    """``out[...] = x' @ y'`` by the kernel pair ``gemm, tiles`` as ``gemm_add`` chooses it:
+    BLAS with beta 0 (BLAS clears ``out`` itself, as NumPy's and numba's products do), or
+    ``out`` cleared and the own kernel's product added."""
+    if _empty(x, transpose_x, out):
+        out[:] = 0
+    elif tiles != 0 and own_fits(out):
+        out[:] = 0
+        own_gemm_add(x, transpose_x, y, transpose_y, out, tiles)
+    else:
+        _call_gemm(gemm, x, transpose_x, y, transpose_y, out, 0.0)
+
+
+@njit(cache=True, nogil=True)
+def _call_gemm(gemm, x, transpose_x, y, transpose_y, out, beta):
+    """The BLAS call of ``gemm_add`` (``beta`` 1) and ``gemm_set`` (``beta`` 0)."""
+    ints, flags, scalars = _blas_arguments(x, transpose_x, y, transpose_y, out, beta)
+    at, f, s = ints.ctypes.data, flags.ctypes.data, scalars.ctypes.data
+    step = scalars.itemsize
+    _call_gemm_at(gemm, f, f + 1, at, at + 8, at + 16, s, y.ctypes.data, at + 24,
+                  x.ctypes.data, at + 32, s + step, out.ctypes.data, at + 40)
+
+
+@njit(cache=True, nogil=True)
+def _empty(x, transpose_x, out):
+    """Whether ``out = x' @ y'`` has no multiply-add."""
+    rows, columns = out.shape
+    depth = x.shape[0] if transpose_x else x.shape[1]
+    return rows == 0 or columns == 0 or depth == 0
 
 
 @njit(cache=True, nogil=True)
 def _added_without_blas(tiles, x, transpose_x, y, transpose_y, out):
     """``out += x' @ y'`` where it needs no BLAS call (an empty product, or one that
     ``_gemm``'s own kernel takes: see ``gemm_add``), and whether it did."""
-    rows, columns = out.shape
-    depth = x.shape[0] if transpose_x else x.shape[1]
-    if rows == 0 or columns == 0 or depth == 0:
+    if _empty(x, transpose_x, out):
         return True
     if tiles != 0 and own_fits(out):
         own_gemm_add(x, transpose_x, y, transpose_y, out, tiles)
@@ -155,12 +299,12 @@ def _added_without_blas(tiles, x, transpose_x, y, transpose_y, out):
 
 
 @njit(cache=True, nogil=True)
-def _blas_arguments(x, transpose_x, y, transpose_y, out):
-    """The sizes and leading dimensions (int32), the transpositions (``"T"``/``"N"``) and
-    the scalar 1 (alpha and beta) of ``gemm_add``'s BLAS call."""
+def _blas_arguments(x, transpose_x, y, transpose_y, out, beta):
+    """The sizes and leading dimensions (int64: see the module docstring), the transpositions
+    (``"T"``/``"N"``) and the scalars alpha (1) and ``beta`` of a GEMM call."""
     rows, columns = out.shape
     item = out.itemsize
-    ints = np.empty(6, dtype=np.int32)
+    ints = np.empty(6, dtype=np.int64)
     ints[0] = columns
     ints[1] = rows
     ints[2] = x.shape[0] if transpose_x else x.shape[1]
@@ -170,7 +314,10 @@ def _blas_arguments(x, transpose_x, y, transpose_y, out):
     flags = np.empty(2, dtype=np.uint8)
     flags[0] = 84 if transpose_y else 78  # "T" or "N"
     flags[1] = 84 if transpose_x else 78
-    return ints, flags, np.ones(1, dtype=out.dtype)
+    scalars = np.empty(2, dtype=out.dtype)
+    scalars[0] = 1.0
+    scalars[1] = beta
+    return ints, flags, scalars
 
 
 @intrinsic
@@ -187,12 +334,10 @@ def _call_gemm_at(typingctx, address, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a1
     return types.void(*([types.int64] * 14)), codegen
 
 
-_GEMM_ADDRESS = {dtype: ctypes.cast(gemm, ctypes.c_void_p).value for dtype, gemm in GEMM.items()}
-
-
 def gemm_address(dtype):
-    """The address of SciPy's GEMM for ``dtype`` (float32 or float64), for ``gemm_add_at``."""
-    return _GEMM_ADDRESS[np.dtype(dtype)]
+    """The address of :data:`PRODUCTS`' GEMM for ``dtype`` (float32 or float64): the ``gemm``
+    argument of ``gemm_add``."""
+    return PRODUCTS.gemm[np.dtype(dtype)]
 
 
 @njit(cache=True, nogil=True)
@@ -252,80 +397,41 @@ def gemm_add_split(gemm, tiles, x, y, transpose_y, out, parallel):
 # -- OpenBLAS's own thread count ---------------------------------------------------------------
 
 
-class _DlInfo(ctypes.Structure):
-    _fields_ = [
-        ("dli_fname", ctypes.c_char_p),
-        ("dli_fbase", ctypes.c_void_p),
-        ("dli_sname", ctypes.c_char_p),
-        ("dli_saddr", ctypes.c_void_p),
-    ]
-
-
-def _blas_library():
-    """The shared library that holds SciPy's ``dgemm`` (found by its address), or None."""
-    try:
-        dladdr = ctypes.CDLL(None).dladdr
-    except (OSError, AttributeError):  # no dladdr (Windows)
-        return None
-    dladdr.argtypes = [ctypes.c_void_p, ctypes.POINTER(_DlInfo)]
-    info = _DlInfo()
-    address = get_cython_function_address("scipy.linalg.cython_blas", "dgemm")
-    if not dladdr(ctypes.c_void_p(address), ctypes.byref(info)) or not info.dli_fname:
-        return None
-    try:
-        return ctypes.CDLL(info.dli_fname.decode())
-    except OSError:
-        return None
-
-
-def _thread_controls():
-    """OpenBLAS's ``(get_num_threads, set_num_threads)`` in SciPy's BLAS, or ``(None, None)``.
-
-    SciPy's wheels prefix OpenBLAS's symbols (``scipy_openblas_...``, with ``64_`` after them
-    in the ILP64 build)."""
-    library = _blas_library()
-    if library is None:
-        return None, None
-    for prefix in ("scipy_openblas", "openblas"):
-        for suffix in ("", "64_"):
-            get = getattr(library, f"{prefix}_get_num_threads{suffix}", None)
-            set_ = getattr(library, f"{prefix}_set_num_threads{suffix}", None)
-            if get is not None and set_ is not None:
-                get.argtypes, get.restype = [], ctypes.c_int
-                set_.argtypes, set_.restype = [ctypes.c_int], None
-                return get, set_
-    return None, None
-
-
-_get_blas_threads, _set_blas_threads = _thread_controls()
+#: The BLAS libraries in use, each once: :data:`PRODUCTS`' and :data:`SCIPY`'s.
+LIBRARIES = (PRODUCTS,) if PRODUCTS is SCIPY else (PRODUCTS, SCIPY)
 
 
 def hold_blas_threads():
-    """Set OpenBLAS's own thread count to one; returns what ``release_blas_threads`` needs to
-    restore it (``None``: nothing to restore)."""
-    if _get_blas_threads is None:
-        return None
-    previous = _get_blas_threads()
-    if previous == 1:
-        return None
-    _set_blas_threads(1)
-    return previous
+    """Set the own thread count of every OpenBLAS in use (:data:`LIBRARIES`) to one; returns
+    what ``release_blas_threads`` needs to restore them (``None``: nothing to restore)."""
+    held = None
+    for blas in LIBRARIES:
+        if blas.get_threads is None:
+            continue
+        previous = blas.get_threads()
+        if previous != 1:
+            blas.set_threads(1)
+            held = (held or []) + [(blas, previous)]
+    return held
 
 
 def release_blas_threads(previous):
     """Undo ``hold_blas_threads``."""
     if previous is not None:
-        _set_blas_threads(previous)
+        for blas, count in previous:
+            blas.set_threads(count)
 
 
 def _address(function):
     return 0 if function is None else ctypes.cast(function, ctypes.c_void_p).value
 
 
-#: The addresses of OpenBLAS's ``(get_num_threads, set_num_threads)`` (0 where not found), for
-#: compiled code that holds the thread count itself (``hold_blas_threads_at``): the compiled
-#: forward's drivers, which no Python runs around.
-THREAD_CONTROLS = (_address(_get_blas_threads), _address(_set_blas_threads))
+#: The addresses of :data:`PRODUCTS`' OpenBLAS ``(get_num_threads, set_num_threads)`` (0 where
+#: not found), for compiled code that holds the thread count itself (``hold_blas_threads_at``):
+#: the compiled forward's products, which no Python runs around.
+THREAD_CONTROLS = (_address(PRODUCTS.get_threads), _address(PRODUCTS.set_threads))
+#: The same of SciPy's, whose LAPACK the decompositions' drivers call.
+LAPACK_THREAD_CONTROLS = (_address(SCIPY.get_threads), _address(SCIPY.set_threads))
 
 
 @intrinsic
@@ -380,19 +486,12 @@ AVX512_CORES = ("skylakex", "cooperlake", "sapphirerapids")
 
 
 def _blas_core():
-    """The name of the kernel set SciPy's OpenBLAS runs (``Haswell``, ``SkylakeX``, ...), or
-    None where it is not OpenBLAS."""
-    library = _blas_library()
-    if library is None:
+    """The name of the kernel set :data:`PRODUCTS`' OpenBLAS runs (``Haswell``, ``SkylakeX``,
+    ...), or None where it is not OpenBLAS."""
+    if PRODUCTS.get_core is None:
         return None
-    for name in ("scipy_openblas_get_corename", "scipy_openblas_get_corename64_",
-                 "openblas_get_corename"):
-        function = getattr(library, name, None)
-        if function is not None:
-            function.argtypes, function.restype = [], ctypes.c_char_p
-            core = function()
-            return core.decode() if core else None
-    return None
+    core = PRODUCTS.get_core()
+    return core.decode() if core else None
 
 
 def _compiles_for_avx512():
@@ -409,14 +508,14 @@ def _compiles_for_avx512():
 
 
 #: What ``"auto"`` chose, worked out once: the own kernel where numba compiles for AVX-512 and
-#: SciPy's OpenBLAS runs a kernel set without it.
+#: the products' OpenBLAS runs a kernel set without it.
 _AUTO = None
 
 
 def own_kernel_preferred():
     """Whether products go to ``_gemm``'s own kernel, by ``config.GEMM_KERNEL``: ``"own"``,
-    ``"blas"``, or ``"auto"`` (own where numba compiles for AVX-512 and SciPy's OpenBLAS runs
-    kernels without it, e.g. under ``OPENBLAS_CORETYPE=Haswell`` on an AVX-512 CPU)."""
+    ``"blas"``, or ``"auto"`` (own where numba compiles for AVX-512 and the products' OpenBLAS
+    runs kernels without it, e.g. under ``OPENBLAS_CORETYPE=Haswell`` on an AVX-512 CPU)."""
     global _AUTO
     choice = config.GEMM_KERNEL
     if choice == "own":
@@ -445,6 +544,6 @@ def own_kernel(dtype, own=None):
 
 
 def product_kernel(dtype, own=None):
-    """The kernel pair every product of ``dtype`` (float32 or float64) takes: ``(SciPy's
-    GEMM, own_kernel(dtype, own))``."""
-    return GEMM[np.dtype(dtype)], own_kernel(dtype, own)
+    """The kernel pair every product of ``dtype`` (float32 or float64) takes: ``(gemm_address
+    (dtype), own_kernel(dtype, own))``."""
+    return gemm_address(dtype), own_kernel(dtype, own)

@@ -13,7 +13,7 @@ over the repeats where they do not), never through NumPy's pairwise sums.
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ._blas import GEMM, ByAddress
+from ._blas import ByAddress, gemm_function
 
 
 def add_into(target, values):
@@ -59,23 +59,32 @@ def scatter_add(values, shape, strides, target, offset=0):
         add_into(view, row)
 
 
-def gemm_add(x, transpose_x, y, transpose_y, out, alpha=1.0):
-    """``out += alpha * x' @ y'`` by BLAS's GEMM with beta 1, through ctypes: the call of
-    ``_blas.gemm_add`` (and ``_lapack.gemm_add``) with the same arguments, so the same bits.
-    Every operand is a 2-D array with contiguous rows; nothing is done where ``out`` is empty
-    or the inner dimension is 0."""
+def gemm_add(x, transpose_x, y, transpose_y, out, alpha=1.0, beta=1.0, blas=None):
+    """``out = alpha * x' @ y' + beta * out`` by BLAS's GEMM, through ctypes: the call of
+    ``_blas.gemm_add`` (beta 1), ``_blas.gemm_set`` (beta 0) and ``_lapack.gemm_add`` (``blas``
+    ``_blas.SCIPY``; by default the products' BLAS, ``_blas.PRODUCTS``) with the same arguments,
+    so the same bits. Every operand is a 2-D array with contiguous rows; nothing is done where
+    ``out`` is empty, and ``out`` is cleared where the inner dimension is 0 and beta is 0."""
     rows, columns = out.shape
     depth = x.shape[0] if transpose_x else x.shape[1]
     if rows == 0 or columns == 0 or depth == 0:
+        if beta == 0.0:
+            out[...] = 0
         return
     item = out.itemsize
-    by = ByAddress(out.dtype)
+    gemm, int_type = gemm_function(out.dtype, blas)
+    by = ByAddress(out.dtype, int_type)
 
     def leading(matrix):
         return by.int(max(matrix.strides[0] // item, matrix.shape[1], 1))
 
-    GEMM[out.dtype](
+    gemm(
         by.char(b"T" if transpose_y else b"N"), by.char(b"T" if transpose_x else b"N"),
         by.int(columns), by.int(rows), by.int(depth), by.scalar(alpha), y.ctypes.data,
-        leading(y), x.ctypes.data, leading(x), by.scalar(1.0), out.ctypes.data, leading(out),
+        leading(y), x.ctypes.data, leading(x), by.scalar(beta), out.ctypes.data, leading(out),
     )
+
+
+def gemm_set(x, transpose_x, y, transpose_y, out):
+    """``out[...] = x' @ y'`` as ``_blas.gemm_set`` computes it by BLAS (beta 0)."""
+    gemm_add(x, transpose_x, y, transpose_y, out, beta=0.0)

@@ -46,8 +46,8 @@ from .. import config
 from . import _broadcast, _lapack
 from . import _lapack_numpy as _twin
 from ._blas import (
+    LAPACK_THREAD_CONTROLS,
     SPLIT_MIN_WORK,
-    THREAD_CONTROLS,
     hold_blas_threads,
     hold_blas_threads_at,
     release_blas_threads,
@@ -183,8 +183,9 @@ def _blas_call(work, kernel, *args):
         release_blas_threads(previous)
 
 
-#: A driver's int attributes (``_driver_ints``): ``_HEAD`` of the op's own, then OpenBLAS's
-#: thread controls (``_GET``, ``_SET``), then the LAPACK routines (from ``_ROUTINES``).
+#: A driver's int attributes (``_driver_ints``): ``_HEAD`` of the op's own, then the thread
+#: controls of SciPy's OpenBLAS, LAPACK's (``_GET``, ``_SET``), then the LAPACK routines (from
+#: ``_ROUTINES``).
 _HEAD = 5
 _GET, _SET, _ROUTINES = _HEAD, _HEAD + 1, _HEAD + 2
 
@@ -194,7 +195,7 @@ def _driver_ints(dtype, *head):
     OpenBLAS's thread controls and the addresses of ``_lapack.routines(dtype)``."""
     padding = (0,) * (_HEAD - len(head))
     routines = tuple(int(address) for address in _lapack.routines(dtype))
-    return tuple(int(value) for value in head) + padding + THREAD_CONTROLS + routines
+    return tuple(int(value) for value in head) + padding + LAPACK_THREAD_CONTROLS + routines
 
 
 @njit(cache=True, nogil=True)

@@ -1,10 +1,11 @@
 """Linear algebra: one batched-matmul primitive, ``(batch, m, k) @ (batch, k, n)``, and the
 NumPy functions composed from it (matmul with its 1-D and batch-broadcasting rules, dot, outer,
-einsum). The forward calls numba's ``np.dot``, and the VJPs SciPy's GEMM directly
-(accumulating in place; the batched ones split over numba's threads: see ``_blas``): SciPy's
-BLAS at run time either way, or, where ``_blas.own_kernel_preferred`` says so (an AVX-512 CPU
-whose BLAS runs narrower kernels), ``_gemm``'s own kernel for every product wide enough for its
-tiles. Small products and integer dtypes, which BLAS does not serve, go through plain loops.
+einsum). The forward and the VJPs call BLAS's GEMM directly (the VJPs accumulating in place;
+the batched ones split over numba's threads: see ``_blas``), the products' BLAS of
+``_blas.PRODUCTS`` (``config.BLAS``), or, where ``_blas.own_kernel_preferred`` says so (an
+AVX-512 CPU whose BLAS runs narrower kernels), ``_gemm``'s own kernel for every product wide
+enough for its tiles. Small products and integer dtypes, which BLAS does not serve, go
+through plain loops.
 
 The composites record only shape ops, ``_bmm``, ``sum``, ``multiply`` and ``getitem``, so their
 gradients (of any order) come from those ops' rules.
@@ -23,9 +24,9 @@ from ._blas import (
     ByAddress,
     blas_function,
     gemm_add,
-    gemm_add_at,
     gemm_add_split,
     gemm_address,
+    gemm_set,
     hold_blas_threads,
     hold_blas_threads_at,
     own_kernel,
@@ -34,7 +35,7 @@ from ._blas import (
     release_blas_threads,
     release_blas_threads_at,
 )
-from ._gemm import own_fits, own_gemm_add, tiles_add
+from ._gemm import own_fits, own_gemm_add
 from ._parallel import parallel_allowed, threads_started
 from ._pointers import array_at
 from .registry import ExecSpec, Op, call, call_view, cuda_twin, public, remember
@@ -53,17 +54,14 @@ SMALL_PRODUCT = config.SMALL_PRODUCT
 
 
 # The BLAS-sized products below take ``tiles``: the address of ``_gemm``'s own kernel where it
-# does each product that fits it (``_blas.own_kernel``), 0 for numba's ``np.dot`` (BLAS).
+# does each product that fits it (``_blas.own_kernel``), 0 for BLAS; and ``gemm``: the address
+# of BLAS's GEMM (``_blas.gemm_address``).
 
 
 @njit(cache=True, nogil=True)
-def _bmm_forward(a, b, out, tiles):
+def _bmm_forward(a, b, out, tiles, gemm):
     for i in range(a.shape[0]):
-        if tiles != 0 and own_fits(out[i]):
-            out[i] = 0
-            tiles_add(a[i], b[i], out[i], tiles)
-        else:
-            np.dot(a[i], b[i], out[i])
+        gemm_set(gemm, tiles, a[i], False, b[i], False, out[i])
 
 
 # The VJPs add each product straight into the target (BLAS's beta = 1, ``gemm_add_at``), as
@@ -76,14 +74,14 @@ def _bmm_forward(a, b, out, tiles):
 def _bmm_vjp_a(gemm, g, b, grad_a, tiles):
     # grad_a[i] += g[i] @ b[i].T (``gemm``: ``_blas.gemm_address``)
     for i in range(g.shape[0]):
-        gemm_add_at(gemm, tiles, g[i], False, b[i], True, grad_a[i])
+        gemm_add(gemm, tiles, g[i], False, b[i], True, grad_a[i])
 
 
 @njit(cache=True, nogil=True)
 def _bmm_vjp_b(gemm, g, a, grad_b, tiles):
     # grad_b[i] += a[i].T @ g[i]
     for i in range(g.shape[0]):
-        gemm_add_at(gemm, tiles, a[i], True, g[i], False, grad_b[i])
+        gemm_add(gemm, tiles, a[i], True, g[i], False, grad_b[i])
 
 
 @njit(cache=True, nogil=True)
@@ -157,20 +155,17 @@ def _product_add(gemm, tiles, x, y, transpose_y, out, columns, parallel):
 
 
 @njit(cache=True, nogil=True)
-def _stack_add(tiles, x, y, transpose_y, out, columns):
+def _stack_add(gemm, tiles, x, y, transpose_y, out, columns):
     """``_product_add`` on this thread alone, for the compiled executor's blocks of batch rows:
-    one-hot rows row by row, else the own kernel where it fits, else BLAS (``np.dot``) into a
-    scratch buffer that is added to ``out``."""
+    one-hot rows row by row, else the own kernel where it fits, else BLAS (``gemm_set``) into
+    a scratch buffer that is added to ``out``."""
     if _one_hot_add(x, y, transpose_y, out, columns):
         return
     if tiles != 0 and own_fits(out):
         own_gemm_add(x, False, y, transpose_y, out, tiles)
         return
     scratch = np.empty(out.shape, dtype=out.dtype)
-    if transpose_y:
-        np.dot(np.ascontiguousarray(x), y.T, scratch)
-    else:
-        np.dot(np.ascontiguousarray(x), y, scratch)
+    gemm_set(gemm, 0, np.ascontiguousarray(x), False, y, transpose_y, scratch)
     out += scratch
 
 
@@ -214,14 +209,15 @@ def _bmm_vjp_rows(gemm, tiles, k, g, factor, grad):
     vectors, batch, m, n = g.shape
     columns = np.empty(vectors * m, dtype=np.int64)
     if k == 0 and batch == 1:
-        _stack_add(tiles, g.reshape((vectors * m, n)), factor[0], True,
+        _stack_add(gemm, tiles, g.reshape((vectors * m, n)), factor[0], True,
                    grad.reshape((vectors * m, grad.shape[3])), columns)
     elif k == 0 and m == 1:
         for i in range(batch):
-            _stack_add(tiles, g[:, i, 0, :], factor[i], True, grad[:, i, 0, :], columns)
+            _stack_add(gemm, tiles, g[:, i, 0, :], factor[i], True, grad[:, i, 0, :], columns)
     elif k == 1 and n == 1:
         for i in range(batch):
-            _stack_add(tiles, g[:, i, :, 0], factor[i], False, grad[:, i, :, 0], columns)
+            _stack_add(gemm, tiles, g[:, i, :, 0], factor[i], False, grad[:, i, :, 0],
+                       columns)
     elif k == 0:
         for v in range(vectors):
             _bmm_vjp_a(gemm, g[v], factor, grad[v], tiles)
@@ -410,10 +406,11 @@ def _forward_small(path, a, b, out):
 @njit(cache=True, nogil=True)
 def _bmm_forward_driver(operands, ints, floats, like):
     """``_bmm``'s forward driver (``Op.forward_spec``) for floats: ``ints`` is ``[path, batch,
-    m, inner, n, tiles, get, set]``, ``path`` as ``_forward_path``, ``get``/``set`` OpenBLAS's
-    thread controls (``_blas.THREAD_CONTROLS``), held at one thread below ``SPLIT_MIN_WORK``
-    as ``_forward_blas`` does (the thread count changes BLAS's bits). A matrix-vector product
-    runs on this thread: ``_matvec``'s blocks give the same bits."""
+    m, inner, n, tiles, get, set, gemm]``, ``path`` as ``_forward_path``, ``get``/``set``
+    OpenBLAS's thread controls (``_blas.THREAD_CONTROLS``), held at one thread below
+    ``SPLIT_MIN_WORK`` as ``_forward_blas`` does (the thread count changes BLAS's bits),
+    ``gemm`` BLAS's (``_blas.gemm_address``). A matrix-vector product runs on this thread:
+    ``_matvec``'s blocks give the same bits."""
     path, batch, m, inner, n = ints[0], ints[1], ints[2], ints[3], ints[4]
     if path == _MATVEC:
         _dot_rows(array_at(operands[0], m * inner, like).reshape((m, inner)),
@@ -428,7 +425,7 @@ def _bmm_forward_driver(operands, ints, floats, like):
     held = 0
     if batch * m * inner * n < SPLIT_MIN_WORK:
         held = hold_blas_threads_at(ints[6], ints[7])
-    _bmm_forward(a, b, out, ints[5])
+    _bmm_forward(a, b, out, ints[5], ints[8])
     release_blas_threads_at(ints[7], held)
 
 
@@ -517,12 +514,12 @@ def _one_hot_add_numpy(x, y, transpose_y, out):
 
 
 def _stack_add_numpy(x, y, transpose_y, out):
-    """``_stack_add`` in NumPy, BLAS's kernels through ``_numba_dot`` (the own kernel's
-    products compile: ``has_vjp_numpy_rows``)."""
+    """``_stack_add`` in NumPy, BLAS's kernels through ctypes (the own kernel's products
+    compile: ``has_vjp_numpy_rows``)."""
     if _one_hot_add_numpy(x, y, transpose_y, out):
         return
     scratch = np.empty(out.shape, dtype=out.dtype)
-    _numba_dot(np.ascontiguousarray(x), y.T if transpose_y else y, scratch)
+    _numpy_vjp.gemm_set(np.ascontiguousarray(x), False, y, transpose_y, scratch)
     out += scratch
 
 
@@ -571,11 +568,11 @@ def _forward_blas(a, b, out):
     """
     tiles = own_kernel(a.dtype)
     if a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2] >= SPLIT_MIN_WORK:
-        _bmm_forward(a, b, out, tiles)
+        _bmm_forward(a, b, out, tiles, gemm_address(a.dtype))
         return
     previous = hold_blas_threads()
     try:
-        _bmm_forward(a, b, out, tiles)
+        _bmm_forward(a, b, out, tiles, gemm_address(a.dtype))
     finally:
         release_blas_threads(previous)
 
@@ -758,7 +755,7 @@ class BatchedMatmul(Op):
                 previous = hold_blas_threads()  # (as ``_forward_blas``)
             try:
                 for i in range(a.shape[0]):
-                    _numba_dot(a[i], b[i], out[i])
+                    _numpy_vjp.gemm_set(a[i], False, b[i], False, out[i])
             finally:
                 release_blas_threads(previous)
         views = attrs.get("views")
@@ -776,7 +773,7 @@ class BatchedMatmul(Op):
             return _bmm_forward_int_driver, ints, ()
         if path == _BLAS:
             ints[5] = own_kernel(a.dtype)  # chosen when recorded, as ``exec_spec``'s
-        return _bmm_forward_driver, ints, ()
+        return _bmm_forward_driver, ints + [gemm_address(a.dtype)], ()
 
     def vjp(self, k, grad_output, saved, attrs, grad_input):
         a, b = saved[0], saved[1]

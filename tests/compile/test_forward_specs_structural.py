@@ -188,10 +188,11 @@ def test_bmm_paths(path, dtype):
     rng = np.random.default_rng(1)
     a, b = (new_values(np.empty(s, dtype), rng, "finite") for s in BMM_PATHS[path])
     assert linalg._forward_path(a, b) == PATHS[path]
-    threads = _blas._get_blas_threads() if _blas._get_blas_threads else None
+    get = _blas.PRODUCTS.get_threads
+    threads = get() if get is not None else None
     run("_bmm", [a, b])
     if threads is not None:  # the driver gave OpenBLAS's threads back as it found them
-        assert _blas._get_blas_threads() == threads
+        assert get() == threads
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

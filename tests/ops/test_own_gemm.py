@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import autograd_nb as anb
 from autograd_nb import config
-from autograd_nb.ops import _blas, _gemm
+from autograd_nb.ops import _blas, _gemm, _numpy_vjp
 
 
 def _reference(out, x, y):
@@ -106,21 +106,30 @@ def test_zero_sized_products_leave_out_alone():
     transpose_y=st.booleans(),
     seed=st.integers(0, 2**16),
 )
-def test_gemm_add_at_adds_into_out_as_gemm_add(rows, depth, columns, dtype, transpose_x,
-                                               transpose_y, seed):
-    # The drivers' GEMM, called by address: ``out += x' @ y'`` into an ``out`` that already
-    # holds values, the same bits as the ctypes call (one BLAS routine, the same arguments).
+def test_gemm_add_and_set_give_the_bits_of_their_ctypes_twins(rows, depth, columns, dtype,
+                                                             transpose_x, transpose_y, seed):
+    # The compiled GEMM calls (by address, int64 integer arguments) against tier 0's ctypes
+    # calls of the same routine: ``out += x' @ y'`` into an ``out`` that already holds values,
+    # and ``out = x' @ y'`` (beta 0) into garbage; the products' BLAS and SciPy's (32-bit
+    # integers, which read the low half of each int64).
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((depth, rows) if transpose_x else (rows, depth)).astype(dtype)
     y = rng.standard_normal((columns, depth) if transpose_y else (depth, columns)).astype(dtype)
     start = rng.standard_normal((rows, columns)).astype(dtype)
-    by_address, by_call = start.copy(), start.copy()
-    _blas.gemm_add_at(_blas.gemm_address(dtype), 0, x, transpose_x, y, transpose_y, by_address)
-    _blas.gemm_add(_blas.GEMM[np.dtype(dtype)], 0, x, transpose_x, y, transpose_y, by_call)
-    np.testing.assert_array_equal(by_address, by_call)
     product = (x.T if transpose_x else x) @ (y.T if transpose_y else y)
     tolerance = 1e-4 if dtype == np.float32 else 1e-12
-    np.testing.assert_allclose(by_address, start + product, rtol=tolerance, atol=tolerance)
+    for blas in (_blas.PRODUCTS, _blas.SCIPY):
+        gemm = blas.gemm[np.dtype(dtype)]
+        compiled, twin = start.copy(), start.copy()
+        _blas.gemm_add(gemm, 0, x, transpose_x, y, transpose_y, compiled)
+        _numpy_vjp.gemm_add(x, transpose_x, y, transpose_y, twin, blas=blas)
+        np.testing.assert_array_equal(compiled, twin)
+        np.testing.assert_allclose(compiled, start + product, rtol=tolerance, atol=tolerance)
+        compiled, twin = np.full_like(start, np.nan), np.full_like(start, np.nan)
+        _blas.gemm_set(gemm, 0, x, transpose_x, y, transpose_y, compiled)
+        _numpy_vjp.gemm_add(x, transpose_x, y, transpose_y, twin, beta=0.0, blas=blas)
+        np.testing.assert_array_equal(compiled, twin)
+        np.testing.assert_allclose(compiled, product, rtol=tolerance, atol=tolerance)
 
 
 def test_small_products_go_to_blas_even_when_the_own_kernel_is_chosen():
@@ -160,7 +169,7 @@ def test_auto_takes_the_own_kernel_only_where_blas_leaves_avx512_unused(
     fresh_choice.setattr(_blas, "_compiles_for_avx512", lambda: avx512)
     assert _blas.own_kernel_preferred() is expected
     tiles = _gemm.tiles_address(np.float32) if expected else 0
-    assert _blas.product_kernel(np.float32) == (_blas.GEMM[np.dtype(np.float32)], tiles)
+    assert _blas.product_kernel(np.float32) == (_blas.gemm_address(np.float32), tiles)
 
 
 def test_own_and_blas_settings_win_over_auto(fresh_choice):
