@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from numba import njit, types
+from numba.extending import intrinsic
 
 from autograd_nb.ops import _fastmath as fm
 
@@ -447,6 +448,55 @@ def test_loops_vectorise():
         assert "x double>" in body, name
         calls = [line for line in body.splitlines() if " call " in line and "@llvm." not in line]
         assert not calls, (name, calls[:3])
+
+
+@intrinsic
+def _narrow(typingctx):
+    """Drop the 512-bit preference (``_fastmath._wide``) from the function being compiled."""
+
+    def codegen(context, builder, signature, args):
+        set.discard(builder.function.attributes, fm._PREFER_WIDE)
+        return context.get_dummy_value()
+
+    return types.void(), codegen
+
+
+@functools.cache
+def _narrow_loop(name):
+    f = getattr(fm, name)
+
+    @njit(error_model="numpy")
+    def narrow_loop(x, out):
+        for i in range(x.size):
+            out[i] = f(x[i])
+        _narrow()  # (after the loop: its inlined functions have added the attribute)
+
+    return narrow_loop
+
+
+#: The (function, dtype) pairs whose loops ask for 512-bit vectors (``_fastmath._wide``).
+WIDE32 = {"tanh", "sin", "cos", "tan"}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_wide_vectors_give_the_bits_of_narrow_ones(name):
+    """The loops of float64 (and float32 tanh, sin, cos, tan) ask LLVM for 512-bit vectors;
+    the same loop without that attribute gives the same bits, random points and edge values
+    (the vector body and the scalar remainder both)."""
+    rng = np.random.default_rng(7)
+    for dtype in (np.float64, np.float32):
+        with np.errstate(all="ignore"):  # (edge values past float32's range become inf)
+            x = np.concatenate([rng.standard_normal(1001) * 4, np.array(EDGES)]).astype(dtype)
+            if name in ("log", "log1p"):
+                x = np.concatenate([np.abs(x), x[:50]])
+            wide, narrow = run(name, x), np.empty_like(x)
+            _narrow_loop(name)(x, narrow)
+        bits = f"u{x.itemsize}"
+        np.testing.assert_array_equal(wide.view(bits), narrow.view(bits))
+        if dtype == np.float64 or name in WIDE32:
+            loop = _loop(name)
+            (signature,) = [s for s in loop.signatures if str(s[0].dtype) == np.dtype(dtype).name]
+            assert fm._PREFER_WIDE in loop.inspect_llvm(signature), (name, dtype)
 
 
 def test_kernels_using_them_are_cached(tmp_path):
