@@ -642,12 +642,13 @@ class Program:
         externals = self.externals
         results = []
         boxes = []
+        ndarray = np.ndarray
         for out in self.outputs:
             kind = out[0]
             if kind == "arena":
                 _, offset, shape, dtype, _ = out
-                data = arena[offset:offset + dtype.itemsize * _size(shape)].view(dtype)
-                made = Tensor._make(data.reshape(shape))
+                # (one ndarray on the arena's memory: its base is the arena, as a slice's)
+                made = _make(Tensor, ndarray(shape, dtype, arena, offset))
                 results.append(made)
                 boxes.append(made._version)
             elif kind == "value":
@@ -1070,16 +1071,10 @@ def _saved_by(nodes, array):
 
 
 _END = np.zeros(1, dtype=np.int64)
+_make = Tensor.__dict__["_make"].__func__  # (``Tensor._make`` without the classmethod)
 
 
 def _int_array(values):
     """An int64 array of a list of ints (``np.fromiter``: faster than ``np.array`` on long
     lists)."""
     return np.fromiter(values, dtype=np.int64, count=len(values))
-
-
-def _size(shape):
-    n = 1
-    for d in shape:
-        n *= d
-    return n
