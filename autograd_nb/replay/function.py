@@ -72,7 +72,7 @@ class CompiledFunction:
         return functools.partial(self, instance)
 
     def __call__(self, *args, **kwargs):
-        leaves, structure = flatten((args, kwargs))
+        leaves, structure = flatten_call(args, kwargs)
         key = _signature(leaves, structure)
         entry = self._programs.get(key)
         if entry is not None:
@@ -277,7 +277,29 @@ def _flatten(tree, leaves):
     return None
 
 
+#: Arity -> the structure of ``flatten((args, {}))`` where no argument is a container.
+_FLAT_CALLS = {}
+
+
+def flatten_call(args, kwargs):
+    """``flatten((args, kwargs))``, without its recursion for the usual call: positional
+    arguments only, none of them a tuple, list or dict."""
+    if not kwargs:
+        for arg in args:
+            if isinstance(arg, (tuple, list, dict)):
+                break
+        else:
+            structure = _FLAT_CALLS.get(len(args))
+            if structure is None:
+                structure = _FLAT_CALLS[len(args)] = flatten((args, kwargs))[1]
+            return list(args), structure
+    return flatten((args, kwargs))
+
+
 def unflatten(structure, leaves):
+    kind = structure[0] if structure is not None else None
+    if (kind is tuple or kind is list) and not any(structure[1]):
+        return kind(leaves)  # (a flat tuple or list: every item a leaf)
     it = iter(leaves)
     return _unflatten(structure, it)
 

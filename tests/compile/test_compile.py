@@ -4,6 +4,7 @@ Every check compares a replay (the second call of a signature and later) with fn
 on the same values: outputs and gradients bit for bit.
 """
 
+import collections
 import gc
 import threading
 import tracemalloc
@@ -144,6 +145,34 @@ def test_outputs_keep_structure_and_torch_errors():
     assert g_unused is None
     (g_zero,) = anb.grad(anb.sum(fn(x, unused)["y"]), unused, materialize_grads=True)
     np.testing.assert_array_equal(g_zero.numpy(), np.zeros(5))
+
+
+class _Pair(collections.namedtuple("_Pair", "a b")):
+    pass
+
+
+class _Items(list):
+    pass
+
+
+@pytest.mark.parametrize("args, kwargs", [
+    ((1, 2.0, "x"), {}),
+    ((), {}),
+    ((1, (2, 3)), {}),
+    (([1, {"k": 2}],), {}),
+    ((_Pair(1, 2), _Items([3, 4])), {}),
+    ((1,), {"scale": 2}),
+])
+def test_the_flat_call_path_gives_flattens_leaves_and_structure(args, kwargs):
+    # (``flatten_call``'s shortcut for positional arguments that are no containers, against
+    # the general ``flatten``; and ``unflatten`` back, the flat tuple's shortcut included)
+    from autograd_nb.replay import function
+
+    leaves, structure = function.flatten_call(args, kwargs)
+    assert (leaves, structure) == function.flatten((args, kwargs))
+    assert function.unflatten(structure, leaves) == (args, kwargs)
+    flat_leaves, flat = function.flatten(args)
+    assert function.unflatten(flat, flat_leaves) == args
 
 
 def test_freed_graph_and_retain_graph():
