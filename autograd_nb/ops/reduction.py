@@ -974,10 +974,12 @@ def _weighted_logsumexp(x, axis, b, keepdims, return_sign):
 # which LLVM vectorises (a lane's own loop, over ``n``, is often a handful of elements: the
 # (256, 10) logits of ``mlp_train_step``: 26 -> 18 us a kernel, docs/benchmarking.rst, "Softmax
 # in blocks"). Then each lane's sum, in the order of ``j`` from 0.0 as before, so the same
-# bits.
+# bits as the lane-by-lane loops that small inputs still run (``_softmax_lanes``).
 
 #: Elements of a block's scratch, at most (and one outer slice at least).
 _SOFTMAX_BLOCK = 4096
+#: Inputs of at most this many elements run lane by lane, with no scratch to allocate.
+_SOFTMAX_LANES = 64
 
 
 @njit(cache=True, nogil=True)
@@ -1011,8 +1013,30 @@ def _softmax_exps(x, o0, rows, top, e, total):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def _softmax_lanes(x, out):
+    """``_softmax_forward`` lane by lane, with no scratch: the same values, for small inputs
+    (``fastest_autograd``'s softmax of four scalars, run a hundred times a step: the scratch's
+    allocations cost it 6%)."""
+    outer, n, inner = x.shape
+    for o in range(outer):
+        for k in range(inner):
+            top = _lane_max(x, o, k)
+            total = 0.0
+            for j in range(n):
+                e = exp(x[o, j, k] - top)
+                out[o, j, k] = e
+                total += e
+            scale = 1.0 / total
+            for j in range(n):
+                out[o, j, k] *= scale
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def _softmax_forward(x, out):
     outer, n, inner = x.shape
+    if outer * n * inner <= _SOFTMAX_LANES:
+        _softmax_lanes(x, out)
+        return
     rows = _softmax_rows(n, inner)
     e = np.empty(rows * n * inner)
     top = np.empty(rows * inner)
@@ -1044,8 +1068,26 @@ def _softmax_vjp(g, x, y, gx):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def _log_softmax_lanes(x, out):
+    """``_log_softmax_forward`` lane by lane (see ``_softmax_lanes``)."""
+    outer, n, inner = x.shape
+    for o in range(outer):
+        for k in range(inner):
+            top = _lane_max(x, o, k)
+            total = 0.0
+            for j in range(n):
+                total += exp(x[o, j, k] - top)
+            shift = top + log(total)
+            for j in range(n):
+                out[o, j, k] = x[o, j, k] - shift
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def _log_softmax_forward(x, out):
     outer, n, inner = x.shape
+    if outer * n * inner <= _SOFTMAX_LANES:
+        _log_softmax_lanes(x, out)
+        return
     rows = _softmax_rows(n, inner)
     e = np.empty(rows * n * inner)
     top = np.empty(rows * inner)

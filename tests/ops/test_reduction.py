@@ -407,3 +407,29 @@ def test_axis_errors_stay_after_a_cached_call():
     with pytest.raises(np.exceptions.AxisError):
         anb.softmax(x, axis=2)
     np.testing.assert_array_equal(anb.sum(x, axis=True).numpy(), [3.0, 3.0])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(1000, 10, 1), (3, 300, 7), (5, 4097, 1), (2, 3, 40),
+                                   (0, 5, 3), (4, 0, 2)])
+def test_softmax_blocks_give_the_bits_of_the_lane_by_lane_loops(shape, dtype):
+    # Inputs above ``_SOFTMAX_LANES`` elements run in blocks of outer slices (several blocks
+    # for (1000, 10, 1); one slice wider than a block for (5, 4097, 1)); the lane-by-lane
+    # loops, which small inputs run, are the reference: the same bits, non-finite lanes too.
+    from autograd_nb.ops import reduction
+
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal(shape) * 30).astype(dtype)
+    if x.size:
+        flat = x.reshape(-1)
+        flat[::97] = np.inf
+        flat[5::211] = -np.inf
+        flat[7::389] = np.nan
+    for blocks, lanes in ((reduction._softmax_forward, reduction._softmax_lanes),
+                          (reduction._log_softmax_forward, reduction._log_softmax_lanes)):
+        by_blocks, by_lanes = np.empty_like(x), np.empty_like(x)
+        with np.errstate(all="ignore"):
+            blocks(x, by_blocks)
+            lanes(x, by_lanes)
+        bits = f"u{x.itemsize}"
+        np.testing.assert_array_equal(by_blocks.view(bits), by_lanes.view(bits))
