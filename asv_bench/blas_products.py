@@ -11,14 +11,13 @@ the rounds in microseconds, their ratio, and whether both libraries gave the sam
 import argparse
 import os
 import sys
-import time
 
-for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
-    os.environ[_name] = "1"
-
-import numpy as np  # noqa: E402
+import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from benchmarks.workloads import median_us, set_threads  # noqa: E402
 
 from autograd_nb.ops import _blas  # noqa: E402
 
@@ -38,15 +37,6 @@ def products(rng):
         "d3 @ W3.T": (d3, False, w3, True), "h1.T @ d2": (h1, True, d2, False),
         "d2 @ W2.T": (d2, False, w2, True), "x.T @ d1": (x, True, d1, False),
     }
-
-
-def median_us(call, calls):
-    times = []
-    for _ in range(calls):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times)) * 1e6
 
 
 def product_call(blas, x, tx, y, ty):
@@ -69,7 +59,7 @@ def compare(libraries, operands, rounds, calls):
     times = {lib: [] for lib in libraries}
     for _ in range(rounds):
         for lib, (call, _) in made.items():
-            times[lib].append(median_us(call, calls))
+            times[lib].append(median_us(call, calls, warmup=0))
     return {lib: float(np.median(t)) for lib, t in times.items()}, same
 
 
@@ -79,6 +69,7 @@ def main():
     parser.add_argument("--calls", type=int, default=10)
     parser.add_argument("--cpu", type=int, default=None, help="pin the process to this CPU")
     args = parser.parse_args()
+    set_threads(1)
     if args.cpu is not None:
         os.sched_setaffinity(0, {args.cpu})
     numpy_blas = _blas._numpy_blas()

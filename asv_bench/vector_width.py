@@ -12,16 +12,15 @@ both loops gave the same bits.
 import argparse
 import os
 import sys
-import time
 
-for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
-    os.environ[_name] = "1"
-
-import numpy as np  # noqa: E402
-from numba import njit, types  # noqa: E402
-from numba.extending import intrinsic  # noqa: E402
+import numpy as np
+from numba import njit, types
+from numba.extending import intrinsic
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from benchmarks.workloads import median_us, set_threads  # noqa: E402
 
 from autograd_nb.ops import _fastmath  # noqa: E402
 
@@ -55,15 +54,6 @@ def loops(function):
     return narrow, wide
 
 
-def median_us(call, calls=100):
-    times = []
-    for _ in range(calls):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times)) * 1e6
-
-
 def row(name, dtype, size, rounds, rng):
     x = rng.standard_normal(size)
     if name in ("log", "log1p"):
@@ -78,7 +68,7 @@ def row(name, dtype, size, rounds, rng):
     medians = [[], []]
     for _ in range(rounds):
         for k, call in enumerate(calls):
-            medians[k].append(median_us(call))
+            medians[k].append(median_us(call, 100, warmup=0))
     narrow, wide = (float(np.median(m)) for m in medians)
     return narrow, wide, same
 
@@ -89,6 +79,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--cpu", type=int, default=None, help="pin the process to this CPU")
     args = parser.parse_args()
+    set_threads(1)
     if args.cpu is not None:
         os.sched_setaffinity(0, {args.cpu})
     rng = np.random.default_rng(0)

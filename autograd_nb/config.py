@@ -109,7 +109,7 @@ BLAS = os.environ.get("AUTOGRAD_NB_BLAS", "auto")
 #: Which kernel does the CPU's float matrix products (``_bmm``'s forward, its VJPs, batched or
 #: not, and the compiled executor's): ``"blas"`` (``BLAS``'s GEMM), ``"own"`` (``ops._gemm``'s
 #: register-tiled AVX-512 kernel), or ``"auto"``: own where numba compiles for AVX-512 and
-#: SciPy's OpenBLAS runs kernels without it (``OPENBLAS_CORETYPE=Haswell`` on an AVX-512 CPU,
+#: ``BLAS``'s OpenBLAS runs kernels without it (``OPENBLAS_CORETYPE=Haswell`` on an AVX-512 CPU,
 #: say), else BLAS. Products narrower than one tile go to BLAS either way. Read per product,
 #: except by a cached backward plan, which keeps the choice it was made with. Override with
 #: the ``AUTOGRAD_NB_GEMM`` environment variable.

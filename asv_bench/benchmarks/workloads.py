@@ -193,7 +193,8 @@ def set_threads(threads):
     """Cap, at run time, the thread pools that can still be resized after import.
 
     numba's (``prange`` kernels), every loaded OpenBLAS (NumPy's and SciPy's: autograd_nb's
-    matmuls call SciPy's BLAS through numba) and torch's intra-op pool. XLA's pool is fixed
+    products call NumPy's where it bundles one, ``autograd_nb.config.BLAS``, and its LAPACK
+    SciPy's) and torch's intra-op pool. XLA's pool is fixed
     when jax is imported; ``compare.py --threads`` sets the environment before any import
     instead, which caps everything.
     """

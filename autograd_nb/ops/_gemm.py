@@ -1,6 +1,6 @@
 """A GEMM of our own, ``out += x @ y``, for CPUs with AVX-512 whose BLAS runs narrower kernels.
 
-SciPy's OpenBLAS picks its kernels by CPU at load time, and ``OPENBLAS_CORETYPE`` can pin an
+OpenBLAS picks its kernels by CPU at load time, and ``OPENBLAS_CORETYPE`` can pin an
 older set: on the AMD EPYC (Zen 5) machines here it is pinned to ``Haswell``, whose AVX2
 kernels leave half of each AVX-512 register unused. The kernel below is written in LLVM IR
 with 512-bit vectors (``<8 x double>``, ``<16 x float>``), so it uses the full width wherever

@@ -24,8 +24,8 @@ The ops, and why each is one:
 
 Forward kernels run numba's LAPACK-backed ``np.linalg``, or SciPy's LAPACK through ``_lapack``
 (the LU and Cholesky factors), per matrix of the batch. The VJP kernels are ``@njit`` too:
-their matrix products are ``_lapack``'s and numba's ``np.dot`` (SciPy's BLAS, as ``_bmm``'s),
-where NumPy's ``matmul`` would wake NumPy's own BLAS thread pool beside it. ``_lu_solve``,
+their matrix products are ``_lapack``'s and numba's ``np.dot`` (SciPy's BLAS, LAPACK's), where
+NumPy's ``matmul`` would wake NumPy's own BLAS thread pool beside it. ``_lu_solve``,
 ``_slogdet``, ``_det`` and ``_cholesky`` give the compiled executor drivers of the same
 kernels (``exec_spec``), so the backward of ``solve``, ``inv``, ``det``, ``slogdet`` and
 ``cholesky`` is one compiled call; the other ops run theirs in the Python walk.

@@ -1032,11 +1032,10 @@ def _softmax_lanes(x, out):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _softmax_forward(x, out):
+def _softmax_blocks(x, out, log_softmax):
+    """The forward of ``softmax`` (``log_softmax`` False) or ``log_softmax`` in blocks of
+    outer slices (see ``_softmax_exps``)."""
     outer, n, inner = x.shape
-    if outer * n * inner <= _SOFTMAX_LANES:
-        _softmax_lanes(x, out)
-        return
     rows = _softmax_rows(n, inner)
     e = np.empty(rows * n * inner)
     top = np.empty(rows * inner)
@@ -1044,14 +1043,26 @@ def _softmax_forward(x, out):
     for o0 in range(0, outer, rows):
         m = rows if outer - o0 > rows else outer - o0
         _softmax_exps(x, o0, m, top, e, total)
-        for i in range(m * inner):
-            total[i] = 1.0 / total[i]  # (the scale)
+        for i in range(m * inner):  # the shift, or the scale
+            total[i] = top[i] + log(total[i]) if log_softmax else 1.0 / total[i]
         for r in range(m):
             for j in range(n):
                 at = (r * n + j) * inner
                 for k in range(inner):
-                    out[o0 + r, j, k] = e[at + k]  # (rounded to out's dtype, then scaled)
-                    out[o0 + r, j, k] *= total[r * inner + k]
+                    if log_softmax:
+                        out[o0 + r, j, k] = x[o0 + r, j, k] - total[r * inner + k]
+                    else:  # (e rounded to out's dtype, then scaled)
+                        out[o0 + r, j, k] = e[at + k]
+                        out[o0 + r, j, k] *= total[r * inner + k]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _softmax_forward(x, out):
+    outer, n, inner = x.shape
+    if outer * n * inner <= _SOFTMAX_LANES:
+        _softmax_lanes(x, out)
+    else:
+        _softmax_blocks(x, out, False)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -1087,20 +1098,8 @@ def _log_softmax_forward(x, out):
     outer, n, inner = x.shape
     if outer * n * inner <= _SOFTMAX_LANES:
         _log_softmax_lanes(x, out)
-        return
-    rows = _softmax_rows(n, inner)
-    e = np.empty(rows * n * inner)
-    top = np.empty(rows * inner)
-    total = np.empty(rows * inner)
-    for o0 in range(0, outer, rows):
-        m = rows if outer - o0 > rows else outer - o0
-        _softmax_exps(x, o0, m, top, e, total)
-        for i in range(m * inner):
-            total[i] = top[i] + log(total[i])  # (the shift)
-        for r in range(m):
-            for j in range(n):
-                for k in range(inner):
-                    out[o0 + r, j, k] = x[o0 + r, j, k] - total[r * inner + k]
+    else:
+        _softmax_blocks(x, out, True)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
