@@ -9,12 +9,14 @@ and checked every saved buffer's version) as flat tables, one table slot per sch
   seeds, the gradient buffers handed back to the caller), passed as ``id()`` values; the
   executor reads their data pointers (:mod:`autograd_nb.ops._pointers`);
 * ``slots``: gradient buffers, one per node or leaf that receives a gradient. Intermediate
-  ones live in one zeroed arena and are reused once consumed (a freed slot is zeroed again
-  before reuse, by an instruction); the caller's results are separate arrays;
+  ones live in one arena and are reused once consumed; the caller's results are separate
+  arrays. Nothing is zeroed up front: a slot's first writer (again after each reuse) either
+  writes it whole (``Op.exec_set_spec``: a VJP that would add into zeros) or follows a ZERO
+  instruction that clears it, just before use, while it stays in the cache;
 * ``code``: one row per VJP: the driver's entry (a C function address of
   :func:`~autograd_nb.ops._pointers.entry_address`), the gradient slot it reads, the run of
-  objects it reads (the op's saved arrays), the slot it accumulates into, and offsets into
-  the int and float attribute arrays.
+  objects it reads (the op's saved arrays), the slot it accumulates into (or writes), and
+  offsets into the int and float attribute arrays.
 
 :func:`execute` is compiled once per dtype (cached on disk) and is the same for every graph,
 so a graph of any length or shape costs no compilation beyond the drivers of the ops it uses.
@@ -56,8 +58,8 @@ ENTRY, GRAD, N_SAVED, SAVED, TARGET, INTS, FLOATS = range(7)
 ROW = 7
 #: Length of the table's header (the lengths of its sections).
 HEADER = 3
-#: An ``ENTRY`` of ZERO clears a slot (a reused arena slot; in a batch, every arena slot and
-#: result before its first writer): ``GRAD`` is the slot and ``INTS`` its size in bytes (in a
+#: An ``ENTRY`` of ZERO clears a slot (an arena slot or a result, before its first writer
+#: where that writer adds into it): ``GRAD`` is the slot and ``INTS`` its size in bytes (in a
 #: batch, per row).
 ZERO = -1
 #: At most this many saved arrays per instruction: the executors pass a driver's operands (the
@@ -269,7 +271,7 @@ class _Tables:
         # takes a block of rows.
         self.slot_rows = []
         self.modes = []
-        self.written = set()  # (a batch's slots with a ZERO row so far)
+        self.written = set()  # (the slots written, or cleared by a ZERO row, so far)
 
     def add_slots(self, slots, seeds):
         """A table slot per schedule slot, same numbering: the seeds (read as they are where
@@ -294,9 +296,7 @@ class _Tables:
                     lead + edge.shape)
                 origin = ("seed", slot.seed)
             else:
-                # (a batch's results are zeroed by the blocks of the run, each its own rows)
-                array = np.zeros(edge.shape, dtype) if self.batch is None else np.empty(
-                    lead + edge.shape, dtype)
+                array = uninitialised(lead + edge.shape, dtype)
                 results[id(edge)] = array
                 origin = ("result", edge)
             self.objects.append(array)
@@ -312,12 +312,13 @@ class _Tables:
         ints_list, floats_list, modes = self.ints, self.floats, self.modes
         entry_of = self.entry_index
         ndarray = np.ndarray
+        written = self.written
         for origin, k, source, target in steps:
             if k >= 0:
-                if batch is None:
+                if batch is None and target in written:
                     spec, mode = origin.op.exec_spec(k, origin), 0
-                else:
-                    spec, mode = self.batched_spec(origin, k, target)
+                else:  # (a first write, or in a batch)
+                    spec, mode = self.first_spec(origin, k, target)
                 if spec is None:
                     raise Unsupported(f"{origin.op.name}'s gradient, which has no compiled "
                                       "driver")
@@ -342,9 +343,25 @@ class _Tables:
             floats_list.extend(floats)  # not ``+=``: a NumPy ``floats`` would take that over
             modes.append(mode)
 
+    def first_spec(self, origin, k, target):
+        """``(spec, mode)`` of VJP ``k`` of ``origin`` where it is the first to write
+        ``target``: its set driver (``Op.exec_set_spec``) where it has one, else its adding
+        driver after a ZERO row; in a batch, :meth:`batched_spec`."""
+        if self.batch is not None:
+            return self.batched_spec(origin, k, target)
+        self.written.add(target)
+        op = origin.op
+        if op.sets_first_writes:
+            spec = op.exec_set_spec(k, origin)
+            if spec is not None:
+                return spec, 0
+        self.zero(target, self.slot_rows[target])
+        return op.exec_spec(k, origin), 0
+
     def first_write(self, target):
-        """In a batch, a ZERO row before the first row that writes ``target``: each block
-        clears its own rows of it just before use."""
+        """A ZERO row before the first row that writes ``target`` (unless that row writes it
+        whole: ``Op.exec_set_spec``): a slot is cleared just before use, while it stays in
+        the cache; in a batch, each block clears its own rows of it."""
         if target not in self.written:
             self.zero(target, self.slot_rows[target])
             self.written.add(target)
@@ -361,16 +378,11 @@ class _Tables:
     def special(self, origin, k, source, target):
         """The spec of a step that is not one VJP: a grad_output's accumulation, a fused
         group (whose loop stays serial in a batch: its blocks already run in parallel); a
-        RESET step's ZERO row (then None)."""
+        RESET step (None: its slot is cleared at its next first write)."""
         if k == schedule.RESET:
-            if self.batch is None:
-                self.zero(target, self.slot_rows[target])
-            else:
-                self.written.discard(target)
-                self.first_write(target)
+            self.written.discard(target)  # (cleared by its next writer's first write)
             return None
-        if self.batch is not None:
-            self.first_write(target)
+        self.first_write(target)
         if k == schedule.SEED_STEP:
             return ExecSpec(_strided.accumulate_driver, (), (self.slot_rows[source],), ())
         return origin.spec(parallel=None if self.batch is None else False)
@@ -405,9 +417,15 @@ class _Tables:
                                self.dtype, self.batch)
 
 
+def uninitialised(shape, dtype):
+    """A new arena or result buffer, left as it comes: the tables clear each slot, or write
+    it whole, before they read it (``_Tables.first_write``). The tests fill it with NaN."""
+    return np.empty(shape, dtype)
+
+
 def run_tables(table, object_ids, floats, arena_size, dtype):
     """One call into :func:`execute` (the caller keeps the objects of ``object_ids`` alive)."""
-    execute(table, object_ids, floats, np.zeros(max(arena_size, 1), dtype=dtype))
+    execute(table, object_ids, floats, uninitialised(max(arena_size, 1), dtype))
 
 
 def row_blocks(batch):
@@ -427,7 +445,7 @@ def parallel_blocks(batch):
 
 def run_batched_tables(table, object_ids, floats, arena_size, dtype, batch):
     """One call into :func:`execute_batched`, in parallel where :func:`parallel_blocks`."""
-    arena = np.empty(max(arena_size, 1), dtype=dtype)  # (each block zeroes its own rows)
+    arena = uninitialised(max(arena_size, 1), dtype)  # (each block clears its own rows)
     if not parallel_blocks(batch):
         execute_batched(table, object_ids, floats, arena, batch, False)
         return
@@ -488,10 +506,13 @@ def run(plan, seeds, targets, all_leaves, batch=None):
     return Executed(results, steps.leaves, steps, tables)
 
 
-def build(plan, seeds, targets, all_leaves, dtype, batch=None):
+def build(plan, seeds, targets, all_leaves, dtype, batch=None, add_to_results=False):
     """The schedule of ``plan`` (:func:`.schedule.schedule`, with the CPU's fused chains)
     written as tables: ``(tables, schedule, results)``; :class:`Unsupported` where a step has
-    no driver or an operand is not a host array of ``dtype``."""
+    no driver or an operand is not a host array of ``dtype``. With ``add_to_results`` every
+    row only adds into the result slots (buffers that hold gradients already, where the
+    tables run elsewhere: ``anb.compile``'s replayed outputs); else each result is cleared,
+    or written whole, by its first writer."""
     for _, grad in seeds:
         if not isinstance(grad, (np.ndarray, float, int)):
             raise Unsupported
@@ -501,6 +522,9 @@ def build(plan, seeds, targets, all_leaves, dtype, batch=None):
     steps = schedule.schedule(plan, seeds, targets, all_leaves, groups)
     tables = _Tables(dtype, batch)
     results = tables.add_slots(steps.slots, seeds)
+    if add_to_results:
+        tables.written.update(s for s, slot in enumerate(steps.slots)
+                              if slot.kind == schedule.RESULT)
     tables.write(steps.steps)
     return tables, steps, results
 

@@ -415,10 +415,10 @@ class Template:
         return results
 
     def _results(self, nodes, leaves, ids, dtype):
-        """Fresh result buffers by ``id`` of their node or leaf (their ids in ``ids``): zeroed,
-        or for a batch left to the blocks of the run to zero, each its own rows."""
-        make = np.zeros if self.batch is None else np.empty
-        arrays = list(map(make, self.result_shapes, repeat(dtype, len(self.result_shapes))))
+        """Fresh result buffers by ``id`` of their node or leaf (their ids in ``ids``), left to
+        the tables to clear or write whole (``executor._Tables.first_write``)."""
+        arrays = list(map(executor.uninitialised, self.result_shapes,
+                          repeat(dtype, len(self.result_shapes))))
         ids[self.result_objects] = np.fromiter(map(id, arrays), np.int64, len(arrays))
         owners = [nodes[i] if is_node else leaves[i] for is_node, i in self.result_nodes]
         return dict(zip(map(id, owners), arrays))

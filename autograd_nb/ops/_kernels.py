@@ -94,7 +94,8 @@ def elementwise_source(inputs, params, forward, vjps, kinds=None):
 
     The generated functions are ``forward``, ``forward_strided``, their compiled programs'
     drivers ``forward_exec`` (see :func:`_emit_forward_exec`), and for each ``k`` in ``vjps``
-    ``vjp{k}``, ``vjp{k}_strided``, ``vjp{k}_batched`` (and ``_serial``), ``vjp{k}_exec``; a
+    ``vjp{k}``, ``vjp{k}_set`` (writing instead of adding), ``vjp{k}_strided``,
+    ``vjp{k}_batched`` (and ``_serial``), ``vjp{k}_exec``; a
     VJP kernel takes only the arrays its formula reads (see :func:`vjp_arguments`). ``kinds``
     names, per input, the dtype its buffer has in the compiled executor: ``"like"`` (the
     gradient's, or in a forward driver the result's; default) or ``"bool"`` (``where``'s
@@ -116,6 +117,7 @@ def _emit_exec(lines, k, used, n_params, reads_g, reads_y, kinds):
     """The compiled executor's drivers of VJP ``k`` (calling convention of ``ops._pointers``),
     one per layout, so that an executor entry compiles only the kernel it calls:
     ``vjp{k}_exec`` (flat: every operand of the output's ``n = ints[0]`` elements),
+    ``vjp{k}_set_exec`` (flat, writing the target: ``Op.exec_set_spec``),
     ``vjp{k}_s{mask}_exec`` (the scalar variants, :func:`scalar_masks`) and
     ``vjp{k}_strided_exec`` (``ints``: ``[n, nd, shape.., strides of each input read..,
     strides of the target..]``, collapsed, in elements).
@@ -131,9 +133,10 @@ def _emit_exec(lines, k, used, n_params, reads_g, reads_y, kinds):
         _begin_driver(lines, name, n_params, "bool_like" in like.values())
 
     target = used.index(k) if k in used else None
-    for mask in [0] + scalar_masks(len(used), True, target):
+    variants = [(0, f"vjp{k}"), (0, f"vjp{k}_set")]
+    variants += [(mask, f"vjp{k}_s{mask}") for mask in scalar_masks(len(used), True, target)]
+    for mask, kernel in variants:
         scalar = {f"x{i}" for j, i in enumerate(used) if mask >> j & 1}
-        kernel = f"vjp{k}_s{mask}" if mask else f"vjp{k}"
         begin(kernel + "_exec")
         for name in names:
             length = "1" if name in scalar else "n"
@@ -266,6 +269,25 @@ def scalar_mask(shapes, shape, used):
     return mask
 
 
+def _emit_set(lines, fname, head, unpack, target, loads, expression, small):
+    """The flat VJP kernel ``{fname}_set``, which writes ``target`` instead of adding into it
+    (``Op.exec_set_spec``): ``value + 0.0`` is the value ``target[i_] += value`` leaves in a
+    zero, in the same type (``-0.0`` becomes ``+0.0``, as ``0.0 + -0.0``)."""
+    lines.append(JIT)
+    lines.append(f"def {fname}_set({', '.join(head)}, params):")
+    lines.extend(unpack)
+    if small:
+        lines.append(f"    if {small}:")
+        lines.append(f"        for i_ in range({target}.size):")
+        lines.extend("            " + line for line in loads)
+        lines.append(f"            {target}[i_] = ({store_small(expression)}) + 0.0")
+        lines.append("        return")
+    lines.append(f"    for i_ in range({target}.size):")
+    lines.extend("        " + line for line in loads)
+    lines.append(f"        {target}[i_] = ({expression}) + 0.0")
+    lines.append("")
+
+
 def vjp_arguments(inputs, params, formula):
     """Which inputs (positions), and whether ``g`` and ``y``, the VJP formula reads."""
     names = _used_names(formula)
@@ -309,6 +331,8 @@ def _emit(lines, fname, inputs, used, unpack, target, k, formula, reads_g=False,
     lines.extend("        " + line for line in flat_loads)
     lines.append("        " + store)
     lines.append("")
+    if is_vjp:
+        _emit_set(lines, fname, head, unpack, target, flat_loads, expression, small)
     # Scalar variants ``{fname}_s{mask}``: the flat layout where the inputs in ``mask`` (bit j:
     # the j-th input read) are one element, broadcast (``x * 0.9``). Read once, outside the
     # loop, they leave it a plain vectorisable loop, unlike the strided kernel's stride 0.

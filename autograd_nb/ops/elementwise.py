@@ -537,7 +537,8 @@ class ElementwiseOp(Op):
             step, target_step,
         )
 
-    def exec_spec(self, k, node):
+    def exec_spec(self, k, node, overwrite=False):
+        # (``overwrite``: ``exec_set_spec``'s driver, kept beside the adding one)
         used, reads_g, reads_y = self._vjp_args[k]
         attrs = node.attrs
         shape, shapes = attrs["shape"], attrs["shapes"]
@@ -550,30 +551,39 @@ class ElementwiseOp(Op):
             found = per_shape.get(k)
             if found is None:
                 found = per_shape[k] = self._exec_ints(k, shape, shapes)
-            return ExecSpec(found[0], operands, found[1], attrs["params"])
+            return ExecSpec(found[2 if overwrite else 0], operands, found[1], attrs["params"])
         key = (k, shape, shapes)
         found = self._exec_cache.get(key)
         if found is None:
             found = self._exec_cache[key] = self._exec_ints(k, shape, shapes)
-        return ExecSpec(found[0], operands, found[1], attrs["params"])
+        return ExecSpec(found[2 if overwrite else 0], operands, found[1], attrs["params"])
+
+    sets_first_writes = True
+
+    def exec_set_spec(self, k, node):
+        # The flat layout only (every input of the output's shape: ``_exec_ints``' third).
+        return self.exec_spec(k, node, True) if node.attrs["flat"] else None
 
     def _exec_ints(self, k, shape, shapes):
-        """The driver of VJP ``k`` and its ``ints`` (see ``_kernels._emit_exec``) for these
-        shapes; worked out once per combination."""
+        """The driver of VJP ``k``, its ``ints`` (see ``_kernels._emit_exec``) and, where every
+        operand has the output's shape, its set driver (``vjp{k}_set_exec``; else None), for
+        these shapes; worked out once per combination."""
         if len(self._exec_cache) > 4096:
             self._exec_cache.clear()
         used = self._vjp_args[k][0]
         n = _size(shape)
         mask = _kernels.scalar_mask(shapes, shape, used) if shapes[k] == shape else None
         if mask is not None:
-            name = f"vjp{k}_s{mask}_exec" if mask else f"vjp{k}_exec"
-            return getattr(self.kernels, name), (n,)
+            if mask:
+                return getattr(self.kernels, f"vjp{k}_s{mask}_exec"), (n,), None
+            return (getattr(self.kernels, f"vjp{k}_exec"), (n,),
+                    getattr(self.kernels, f"vjp{k}_set_exec"))
         collapsed, strides = _broadcast.layout(shape, tuple(shapes[i] for i in used)
                                                + (shapes[k],))
         ints = [n, len(collapsed), *collapsed.tolist()]
         for s in strides:
             ints.extend(s.tolist())
-        return getattr(self.kernels, f"vjp{k}_strided_exec"), tuple(ints)
+        return getattr(self.kernels, f"vjp{k}_strided_exec"), tuple(ints), None
 
     def forward_spec(self, arrays, attrs, output):
         # The check on integer values (``2 ** -1``) ran on the recorded values only; and a

@@ -85,6 +85,20 @@ def _bmm_vjp_b(gemm, g, a, grad_b, tiles):
 
 
 @njit(cache=True, nogil=True)
+def _bmm_vjp_a_set(gemm, g, b, grad_a, tiles):
+    # grad_a[i] = g[i] @ b[i].T (BLAS's beta = 0: the bits of ``_bmm_vjp_a`` into zeros)
+    for i in range(g.shape[0]):
+        gemm_set(gemm, tiles, g[i], False, b[i], True, grad_a[i])
+
+
+@njit(cache=True, nogil=True)
+def _bmm_vjp_b_set(gemm, g, a, grad_b, tiles):
+    # grad_b[i] = a[i].T @ g[i]
+    for i in range(g.shape[0]):
+        gemm_set(gemm, tiles, a[i], True, g[i], False, grad_b[i])
+
+
+@njit(cache=True, nogil=True)
 def _one_hot_rows(rows, columns):
     """Whether every row of ``rows`` has at most one nonzero; if so ``columns[r]`` is row
     ``r``'s (-1: none). Stops at the first row with two, so a dense ``rows`` costs ~nothing."""
@@ -598,14 +612,21 @@ def _add_vjp_b(g, a, grad_b):
 @njit(cache=True, nogil=True)
 def _bmm_driver(operands, ints, floats, like):
     """The compiled executor's driver of ``_bmm``'s VJPs: ``ints`` is ``[k, batch, m, inner,
-    n, blas, tiles, gemm]`` (``tiles``: see ``_bmm_forward``; ``gemm``: BLAS's, by
-    ``_blas.gemm_address``); operands the gradient, the other factor and the target."""
+    n, blas, tiles, gemm, set]`` (``tiles``: see ``_bmm_forward``; ``gemm``: BLAS's, by
+    ``_blas.gemm_address``; ``set``: 1 where the driver writes the target instead of adding
+    into it, ``Op.exec_set_spec``); operands the gradient, the other factor and the
+    target."""
     k, batch, m, inner, n, blas = ints[0], ints[1], ints[2], ints[3], ints[4], ints[5]
-    tiles, gemm = ints[6], ints[7]
+    tiles, gemm, overwrite = ints[6], ints[7], ints[8]
     g = array_at(operands[0], batch * m * n, like).reshape((batch, m, n))
     if k == 0:
         b = array_at(operands[1], batch * inner * n, like).reshape((batch, inner, n))
         grad_a = array_at(operands[2], batch * m * inner, like).reshape((batch, m, inner))
+        if blas and overwrite:
+            _bmm_vjp_a_set(gemm, g, b, grad_a, tiles)
+            return
+        if overwrite:
+            grad_a[...] = 0
         if blas:
             _bmm_vjp_a(gemm, g, b, grad_a, tiles)
         else:
@@ -613,6 +634,11 @@ def _bmm_driver(operands, ints, floats, like):
     else:
         a = array_at(operands[1], batch * m * inner, like).reshape((batch, m, inner))
         grad_b = array_at(operands[2], batch * inner * n, like).reshape((batch, inner, n))
+        if blas and overwrite:
+            _bmm_vjp_b_set(gemm, g, a, grad_b, tiles)
+            return
+        if overwrite:
+            grad_b[...] = 0
         if blas:
             _bmm_vjp_b(gemm, g, a, grad_b, tiles)
         else:
@@ -860,7 +886,16 @@ class BatchedMatmul(Op):
         tiles = own_kernel(a.dtype) if blas else 0  # chosen when planned: a cached plan keeps it
         operands = (b if k == 0 else a,)
         return ExecSpec(_bmm_driver, operands,
-                        (k, batch, m, inner, n, blas, tiles, gemm_address(a.dtype)), ())
+                        (k, batch, m, inner, n, blas, tiles, gemm_address(a.dtype), 0), ())
+
+    sets_first_writes = True
+
+    def exec_set_spec(self, k, node):
+        # (BLAS with beta 0: BLAS clears the target just before its product, in the cache)
+        spec = self.exec_spec(k, node)
+        if spec is None:
+            return None
+        return spec._replace(ints=spec.ints[:8] + (1,))
 
     def exec_rows_spec(self, k, node):
         spec = self.exec_spec(k, node)

@@ -349,6 +349,20 @@ class Op:
         """
         return None
 
+    #: Whether ``exec_set_spec`` may give a driver (the executor asks only then).
+    sets_first_writes = False
+
+    def exec_set_spec(self, k, node):
+        """``exec_spec`` for the first write into input ``k``'s gradient buffer, or None (the
+        default): then the executor clears the buffer and runs ``exec_spec``'s driver.
+
+        The driver *writes* the whole buffer instead of accumulating into it, reading nothing
+        of it, and gives the bits ``exec_spec``'s driver gives when it adds into zeros
+        (``-0.0`` included: it adds ``+0.0`` as that sum does). It saves the executor a pass
+        that clears the buffer and the driver one that reads it.
+        """
+        return None
+
     #: Whether some VJP of this op may be the identity (:meth:`identity_vjp`): the engine asks
     #: only then.
     has_identity_vjp = False

@@ -516,9 +516,7 @@ def scaled_add(group, kept, readers):
 
 def _read_buffers(event):
     if event.op == "block":
-        zeros, rows, _, _ = event.operands
-        for (buffer, _), _ in zeros:
-            yield buffer
+        rows, _, _ = event.operands
         for _, operands, _, _ in rows:
             for buffer, _ in operands:
                 yield buffer

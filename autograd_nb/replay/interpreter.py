@@ -98,8 +98,8 @@ def backward_driver(operands, ints, floats, like):
     n = ints[0]
     ids = _pointers.int_view(operands[1])
     target = operands[4]
-    scratch = _pointers.array_at(target + ints[1], ints[2], _BYTES)
-    scratch[:] = 0
+    # (the scratch is not cleared here: the table clears each slot, or writes it whole,
+    # before it reads it)
     bases = np.empty(n + 2, dtype=np.int64)
     for i in range(n):
         bases[i] = _pointers.data_address(ids[i])

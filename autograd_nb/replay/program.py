@@ -421,7 +421,10 @@ class Program:
         plan = backward_module.Plan(nodes, plan.reachable, needed)
         seed = np.zeros(root.shape, dtype=dtype)
         try:
-            tables, _, _ = executor.build(plan, [(root, seed)], target_ids, False, dtype)
+            # (its results are places in the gradient buffer of the call's inputs, which the
+            # table adds into)
+            tables, _, _ = executor.build(plan, [(root, seed)], target_ids, False, dtype,
+                                          add_to_results=True)
         except executor.Unsupported as error:
             raise Unsupported(f"the backward of this output: {error or 'its compiled walk'}"
                               ) from error
@@ -1016,11 +1019,10 @@ def _forward_rows(builder, value, items, kept, readers, scratch_at):
 
 
 def _block_rows(builder, value, event):
-    """The rows of a backward table recorded inside fn (a ``"block"`` event): its gradient
-    buffers zeroed, then its rows, their ints and floats appended to the builder's."""
-    zeros, rows, ints, floats = event.operands
-    for (buffer, offset), n_bytes in zeros:
-        builder.zero(value(buffer, offset), n_bytes)
+    """The rows of a backward table recorded inside fn (a ``"block"`` event), their ints and
+    floats appended to the builder's (its ZERO rows clear its gradient buffers before their
+    first writers that add)."""
+    rows, ints, floats = event.operands
     ints_base, floats_base = len(builder.ints), len(builder.floats)
     builder.ints.extend(ints)
     builder.floats.extend(floats)

@@ -325,18 +325,17 @@ class Trace:
 
     def record_backward(self, tables, results):
         """The executor's ``tables`` of a backward run while recording, as a block of the
-        program: its gradient buffers become arena values (zeroed first), its seeds and saved
-        arrays are found among the buffers met."""
+        program: its gradient buffers become arena values (each cleared, or written whole, by
+        its first writer, as the tables say: ``executor._Tables.first_write``), its seeds and
+        saved arrays are found among the buffers met."""
         itemsize = tables.dtype.itemsize
-        scratch = np.zeros(max(tables.arena_size, 1), dtype=tables.dtype)
+        scratch = np.empty(max(tables.arena_size, 1), dtype=tables.dtype)
         scratch_buffer = self._add(scratch, "arena", len(self.arena_buffers))
         self.arena_buffers.append(scratch_buffer)
-        zeros = [((scratch_buffer, 0), scratch.nbytes)]
         saved_by_nodes = _saved_by_nodes(tables.origins)
 
         def object_location(j):
-            return self._object_location(tables.objects[j], tables.origins[j], saved_by_nodes,
-                                         zeros)
+            return self._object_location(tables.objects[j], tables.origins[j], saved_by_nodes)
 
         slots = []
         for offset in tables.slot_offsets:
@@ -356,20 +355,18 @@ class Trace:
             operands.append(slots[target])
             rows.append((tables.entries[entry], operands, ints_at, floats_at))
         if self.unsupported is None:
-            block = (zeros, rows, list(tables.ints), [float(f) for f in tables.floats])
+            block = (rows, list(tables.ints), [float(f) for f in tables.floats])
             self.events.append(Event("block", block, None, None, tables.dtype))
 
-    def _object_location(self, array, origin, saved_by_nodes, zeros):
+    def _object_location(self, array, origin, saved_by_nodes):
         """Where a backward table's object ``array`` (made as ``origin`` says) lives: a buffer
-        met, a new arena value (a result, zeroed first: appended to ``zeros``) or a
-        constant."""
+        met, a new arena value (a result) or a constant."""
         found = self.find(array)
         if found is not None:
             return found
         if type(origin) is tuple and origin[0] == "result":
             buffer = self._add(array, "arena", len(self.arena_buffers))
             self.arena_buffers.append(buffer)
-            zeros.append(((buffer, 0), array.nbytes))
             return buffer, 0
         if type(origin) is tuple and origin[0] == "seed":
             if not np.all(array == 1):

@@ -1,0 +1,206 @@
+"""First writes in the compiled backward (``Op.exec_set_spec``, ``executor._Tables.first_write``).
+
+The executor zeroes nothing up front: the first row that writes a gradient slot either writes it
+whole (a VJP's "set" driver, which gives the bits its adding driver leaves in zeros) or follows
+a ZERO row. Here every set driver, from the registry, is checked against its adding driver on
+buffers that hold NaN first, and whole backwards are run on NaN-filled arenas and results, so
+that a slot read before it is cleared or written shows.
+"""
+
+import numpy as np
+import pytest
+
+import autograd_nb as anb
+from autograd_nb import config
+from autograd_nb.engine import executor
+from autograd_nb.ops._pointers import call_driver
+from autograd_nb.ops.elementwise import ElementwiseOp
+from autograd_nb.ops.registry import REGISTRY, call
+
+ELEMENTWISE = sorted(n for n, op in REGISTRY.items()
+                     if isinstance(op, ElementwiseOp) and op.vjp_formulas)
+DTYPES = [np.float32, np.float64]
+
+
+def _values(op, shapes, dtype, rng):
+    low, high = op.domain
+    values = [rng.uniform(low, high, size=s).astype(dtype) for s in shapes]
+    if op.name == "where":
+        values[0] = values[0] > (low + high) / 2
+    if op.name == "polygamma":
+        values[0] = np.floor(rng.uniform(0, 4, size=shapes[0])).astype(dtype)
+    return values
+
+
+def _attrs(op, rng):
+    low, high = op.domain
+    return dict(zip(op.params, sorted(rng.uniform(low, high, size=len(op.params)).tolist())))
+
+
+def _node(op, shapes, dtype, rng):
+    values = _values(op, shapes, dtype, rng)
+    tensors = [anb.tensor(v, requires_grad=v.dtype.kind == "f") for v in values]
+    out = call(op.name, *tensors, **_attrs(op, rng))
+    assert out._node is not None and out._node.op is op
+    return out._node
+
+
+def _gradient(shape, dtype, rng):
+    """A grad_output with zeros of both signs among its values."""
+    g = rng.standard_normal(shape).astype(dtype)
+    g.reshape(-1)[:3] = [0.0, -0.0, 0.0][: g.size]
+    return g
+
+
+def _run(spec, g, target):
+    call_driver(spec.driver, [g, *spec.saved], target, spec.ints, spec.floats)
+    return target
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", ELEMENTWISE)
+def test_a_set_driver_gives_the_bits_its_adding_driver_leaves_in_zeros(name, dtype):
+    op = REGISTRY[name]
+    rng = np.random.default_rng(len(name))
+    shape = (4, 9)
+    node = _node(op, [shape] * op.n_inputs, dtype, rng)
+    g = _gradient(shape, dtype, rng)
+    for k in op.vjp_formulas:
+        set_spec = op.exec_set_spec(k, node)
+        assert set_spec is not None, (name, k)
+        added = _run(op.exec_spec(k, node), g, np.zeros(shape, dtype))
+        written = _run(set_spec, g, np.full(shape, np.nan, dtype))
+        assert written.tobytes() == added.tobytes(), (name, k)
+
+
+@pytest.mark.parametrize("name", ["add", "multiply", "where"])
+def test_an_op_with_a_broadcast_input_has_no_set_driver(name):
+    # (the flat layout only: a broadcast input's gradient is a sum, and the others' first
+    # writes take the adding driver after a ZERO row)
+    op = REGISTRY[name]
+    rng = np.random.default_rng(0)
+    shapes = [(4, 9), (9,), (4, 9)][: op.n_inputs]
+    node = _node(op, shapes, np.float64, rng)
+    assert all(op.exec_set_spec(k, node) is None for k in op.vjp_formulas)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(3, 4, 5), (2, 40, 70, 90), (60, 300, 2)])
+def test_a_product_set_driver_gives_the_bits_of_adding_into_zeros(shape, dtype):
+    # Small products take the loops, larger ones BLAS with beta 0 (``gemm_set``).
+    rng = np.random.default_rng(sum(shape))
+    *batch, m, inner, n = shape
+    a = anb.tensor(rng.standard_normal((*batch, m, inner)).astype(dtype), requires_grad=True)
+    b = anb.tensor(rng.standard_normal((*batch, inner, n)).astype(dtype), requires_grad=True)
+    node = (a @ b)._node
+    op = node.op
+    assert op.name == "_bmm"
+    g = _gradient((*batch, m, n), dtype, rng)
+    for k, like in ((0, a), (1, b)):
+        added = _run(op.exec_spec(k, node), g, np.zeros(like.shape, dtype))
+        written = _run(op.exec_set_spec(k, node), g, np.full(like.shape, np.nan, dtype))
+        assert written.tobytes() == added.tobytes(), k
+        reference = g.astype(np.float64) @ np.swapaxes(b.numpy(), -1, -2) if k == 0 else (
+            np.swapaxes(a.numpy(), -1, -2).astype(np.float64) @ g)
+        np.testing.assert_allclose(written, reference, rtol=1e-4 if dtype == np.float32
+                                   else 1e-12, atol=1e-4 if dtype == np.float32 else 1e-12)
+
+
+@pytest.fixture
+def nan_buffers(monkeypatch):
+    """Arenas and result buffers that hold NaN until the tables clear or write them."""
+    monkeypatch.setattr(executor, "uninitialised",
+                        lambda shape, dtype: np.full(shape, np.nan, dtype))
+
+
+def _tables_of(monkeypatch, run):
+    """The executor tables ``run`` builds (the last backward's)."""
+    found = []
+    original = executor._Tables.execute
+
+    def capture(self):
+        found.append(self)
+        return original(self)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(executor._Tables, "execute", capture)
+        patch.setattr(config, "CACHED_PLANS", False)  # (a template would skip the tables)
+        run()
+    assert found, "the backward did not run in the compiled executor"
+    return found[-1]
+
+
+def _mlp(dtype):
+    rng = np.random.default_rng(3)
+    x = anb.tensor(rng.standard_normal((16, 12)).astype(dtype))
+    w1 = anb.tensor(rng.standard_normal((12, 32)).astype(dtype) * 0.3, requires_grad=True)
+    b1 = anb.tensor(np.zeros(32, dtype), requires_grad=True)
+    w2 = anb.tensor(rng.standard_normal((32, 5)).astype(dtype) * 0.3, requires_grad=True)
+    h = anb.tanh(x @ w1 + b1)
+    loss = -anb.log_softmax(h @ w2, axis=-1)[np.arange(16), rng.integers(0, 5, 16)].mean()
+    return loss, [w1, b1, w2]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_an_mlp_backward_on_nan_buffers_clears_or_writes_every_slot_first(
+        nan_buffers, monkeypatch, dtype):
+    loss, params = _mlp(dtype)
+    tables = _tables_of(monkeypatch, lambda: anb.grad(loss, params, retain_graph=True))
+    got = [g.numpy() for g in anb.grad(loss, params, retain_graph=True)]
+    assert all(np.isfinite(g).all() for g in got)
+    walked = [g.numpy() for g in _python_walk(monkeypatch, loss, params)]
+    for a, b in zip(got, walked):
+        assert a.tobytes() == b.tobytes()
+    # The products' and tanh's first writes are set drivers: no ZERO row before them.
+    code = np.array(tables.code).reshape(-1, executor.ROW)
+    names = [d.py_func.__name__ for d in tables.entry_index]
+    set_rows = [r for r in code if r[executor.ENTRY] >= 0
+                and names[r[executor.ENTRY]].endswith("_set_exec")]
+    assert set_rows, names
+    zeroed = {r[executor.GRAD] for r in code if r[executor.ENTRY] == executor.ZERO}
+    assert not zeroed & {r[executor.TARGET] for r in set_rows}
+    products = [r for r in code if r[executor.ENTRY] >= 0
+                and names[r[executor.ENTRY]] == "_bmm_driver"]
+    assert products and all(tables.ints[r[executor.INTS] + 8] == 1 for r in products)
+
+
+def _python_walk(monkeypatch, loss, params):
+    with monkeypatch.context() as patch:
+        patch.setattr(config, "COMPILED_BACKWARD", False)
+        return anb.grad(loss, params, retain_graph=True)
+
+
+def test_a_reused_slot_is_cleared_again_before_an_adding_writer(nan_buffers, monkeypatch):
+    # A chain of equal-sized intermediates whose slots are freed and reused, each gradient a
+    # sum of two VJPs: the first write sets, the second adds.
+    def run():
+        x = anb.tensor(np.linspace(-1, 1, 6), requires_grad=True)
+        h = x
+        for i in range(12):
+            h = anb.sin(h) * (1.0 + 0.01 * i) + anb.cos(h)
+        return anb.grad(anb.sum(h), x)[0].numpy()
+
+    compiled = run()
+    with monkeypatch.context() as patch:
+        patch.setattr(config, "COMPILED_BACKWARD", False)
+        walked = run()
+    assert compiled.tobytes() == walked.tobytes()
+
+
+def test_replayed_outputs_add_into_the_gradient_of_shared_inputs():
+    # Two outputs of one compiled call whose backward tables both reach x: each adds its part.
+    @anb.compile
+    def f(x, w):
+        h = anb.tanh(x @ w)
+        return h.sum(), (h * h).sum()
+
+    rng = np.random.default_rng(5)
+    x = anb.tensor(rng.standard_normal((6, 4)), requires_grad=True)
+    w = anb.tensor(rng.standard_normal((4, 3)), requires_grad=True)
+    for _ in range(3):
+        a, b = f(x, w)
+        got = anb.grad(a + 2.0 * b, [x, w])
+    h = anb.tanh(x @ w)
+    want = anb.grad(h.sum() + 2.0 * (h * h).sum(), [x, w])
+    for g, e in zip(got, want):
+        np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-12, atol=1e-12)
