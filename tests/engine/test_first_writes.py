@@ -132,12 +132,13 @@ def _tables_of(monkeypatch, run):
 
 def _mlp(dtype):
     rng = np.random.default_rng(3)
-    x = anb.tensor(rng.standard_normal((16, 12)).astype(dtype))
-    w1 = anb.tensor(rng.standard_normal((12, 32)).astype(dtype) * 0.3, requires_grad=True)
-    b1 = anb.tensor(np.zeros(32, dtype), requires_grad=True)
-    w2 = anb.tensor(rng.standard_normal((32, 5)).astype(dtype) * 0.3, requires_grad=True)
+    # (hidden gradients of 64 x 64, above ``executor.SMALL_SLOT_BYTES``)
+    x = anb.tensor(rng.standard_normal((64, 12)).astype(dtype))
+    w1 = anb.tensor(rng.standard_normal((12, 64)).astype(dtype) * 0.3, requires_grad=True)
+    b1 = anb.tensor(np.zeros(64, dtype), requires_grad=True)
+    w2 = anb.tensor(rng.standard_normal((64, 5)).astype(dtype) * 0.3, requires_grad=True)
     h = anb.tanh(x @ w1 + b1)
-    loss = -anb.log_softmax(h @ w2, axis=-1)[np.arange(16), rng.integers(0, 5, 16)].mean()
+    loss = -anb.log_softmax(h @ w2, axis=-1)[np.arange(64), rng.integers(0, 5, 64)].mean()
     return loss, [w1, b1, w2]
 
 
