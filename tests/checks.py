@@ -115,3 +115,21 @@ def check_second_order(function, arrays, v, rtol=1e-4, atol=1e-5, seed=1):
     for i, (s, n) in enumerate(zip(second, numeric)):
         np.testing.assert_allclose(s.numpy(), n, rtol=rtol, atol=atol,
                                    err_msg=f"second derivative {i}")
+
+
+def elementwise_values(op, shapes, dtype, rng):
+    """Inputs of the elementwise op ``op`` of ``shapes``, drawn from its test domain (``where``'s
+    condition a bool array, ``polygamma``'s order a whole number)."""
+    low, high = op.domain
+    values = [rng.uniform(low, high, size=s).astype(dtype) for s in shapes]
+    if op.name == "where":
+        values[0] = values[0] > (low + high) / 2
+    if op.name == "polygamma":
+        values[0] = np.floor(rng.uniform(0, 4, size=shapes[0])).astype(dtype)
+    return values
+
+
+def elementwise_attrs(op, rng):
+    """``op``'s float parameters (``clip``'s bounds): values of its domain, in order."""
+    low, high = op.domain
+    return dict(zip(op.params, sorted(rng.uniform(low, high, size=len(op.params)).tolist())))

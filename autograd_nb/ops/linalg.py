@@ -71,31 +71,24 @@ def _bmm_forward(a, b, out, tiles, gemm):
 
 
 @njit(cache=True, nogil=True)
-def _bmm_vjp_a(gemm, g, b, grad_a, tiles):
-    # grad_a[i] += g[i] @ b[i].T (``gemm``: ``_blas.gemm_address``)
+def _bmm_vjp_a(gemm, g, b, grad_a, tiles, overwrite):
+    # grad_a[i] += g[i] @ b[i].T (``gemm``: ``_blas.gemm_address``); with ``overwrite``,
+    # grad_a[i] = ... (BLAS's beta = 0: the bits of adding into zeros)
     for i in range(g.shape[0]):
-        gemm_add(gemm, tiles, g[i], False, b[i], True, grad_a[i])
+        if overwrite:
+            gemm_set(gemm, tiles, g[i], False, b[i], True, grad_a[i])
+        else:
+            gemm_add(gemm, tiles, g[i], False, b[i], True, grad_a[i])
 
 
 @njit(cache=True, nogil=True)
-def _bmm_vjp_b(gemm, g, a, grad_b, tiles):
-    # grad_b[i] += a[i].T @ g[i]
+def _bmm_vjp_b(gemm, g, a, grad_b, tiles, overwrite):
+    # grad_b[i] += a[i].T @ g[i] (``overwrite``: as ``_bmm_vjp_a``)
     for i in range(g.shape[0]):
-        gemm_add(gemm, tiles, a[i], True, g[i], False, grad_b[i])
-
-
-@njit(cache=True, nogil=True)
-def _bmm_vjp_a_set(gemm, g, b, grad_a, tiles):
-    # grad_a[i] = g[i] @ b[i].T (BLAS's beta = 0: the bits of ``_bmm_vjp_a`` into zeros)
-    for i in range(g.shape[0]):
-        gemm_set(gemm, tiles, g[i], False, b[i], True, grad_a[i])
-
-
-@njit(cache=True, nogil=True)
-def _bmm_vjp_b_set(gemm, g, a, grad_b, tiles):
-    # grad_b[i] = a[i].T @ g[i]
-    for i in range(g.shape[0]):
-        gemm_set(gemm, tiles, a[i], True, g[i], False, grad_b[i])
+        if overwrite:
+            gemm_set(gemm, tiles, a[i], True, g[i], False, grad_b[i])
+        else:
+            gemm_add(gemm, tiles, a[i], True, g[i], False, grad_b[i])
 
 
 @njit(cache=True, nogil=True)
@@ -234,10 +227,10 @@ def _bmm_vjp_rows(gemm, tiles, k, g, factor, grad):
                        columns)
     elif k == 0:
         for v in range(vectors):
-            _bmm_vjp_a(gemm, g[v], factor, grad[v], tiles)
+            _bmm_vjp_a(gemm, g[v], factor, grad[v], tiles, False)
     else:
         for v in range(vectors):
-            _bmm_vjp_b(gemm, g[v], factor, grad[v], tiles)
+            _bmm_vjp_b(gemm, g[v], factor, grad[v], tiles, False)
 
 
 @njit(cache=True, nogil=True)
@@ -595,7 +588,7 @@ def _add_vjp_a(g, b, grad_a):
     """``grad_a[i] += g[i] @ b[i].T`` over the batch, through BLAS or loops by size."""
     m, n = g.shape[1:]
     if _blas(g.dtype, m, b.shape[1], n):
-        _bmm_vjp_a(gemm_address(g.dtype), g, b, grad_a, own_kernel(g.dtype))
+        _bmm_vjp_a(gemm_address(g.dtype), g, b, grad_a, own_kernel(g.dtype), False)
     else:
         _bmm_vjp_a_loops(g, b, grad_a)
 
@@ -604,7 +597,7 @@ def _add_vjp_b(g, a, grad_b):
     """``grad_b[i] += a[i].T @ g[i]`` over the batch, through BLAS or loops by size."""
     m, n = g.shape[1:]
     if _blas(g.dtype, m, a.shape[2], n):
-        _bmm_vjp_b(gemm_address(g.dtype), g, a, grad_b, own_kernel(g.dtype))
+        _bmm_vjp_b(gemm_address(g.dtype), g, a, grad_b, own_kernel(g.dtype), False)
     else:
         _bmm_vjp_b_loops(g, a, grad_b)
 
@@ -622,27 +615,21 @@ def _bmm_driver(operands, ints, floats, like):
     if k == 0:
         b = array_at(operands[1], batch * inner * n, like).reshape((batch, inner, n))
         grad_a = array_at(operands[2], batch * m * inner, like).reshape((batch, m, inner))
-        if blas and overwrite:
-            _bmm_vjp_a_set(gemm, g, b, grad_a, tiles)
+        if blas:
+            _bmm_vjp_a(gemm, g, b, grad_a, tiles, overwrite != 0)
             return
         if overwrite:
             grad_a[...] = 0
-        if blas:
-            _bmm_vjp_a(gemm, g, b, grad_a, tiles)
-        else:
-            _bmm_vjp_a_loops(g, b, grad_a)
+        _bmm_vjp_a_loops(g, b, grad_a)
     else:
         a = array_at(operands[1], batch * m * inner, like).reshape((batch, m, inner))
         grad_b = array_at(operands[2], batch * inner * n, like).reshape((batch, inner, n))
-        if blas and overwrite:
-            _bmm_vjp_b_set(gemm, g, a, grad_b, tiles)
+        if blas:
+            _bmm_vjp_b(gemm, g, a, grad_b, tiles, overwrite != 0)
             return
         if overwrite:
             grad_b[...] = 0
-        if blas:
-            _bmm_vjp_b(gemm, g, a, grad_b, tiles)
-        else:
-            _bmm_vjp_b_loops(g, a, grad_b)
+        _bmm_vjp_b_loops(g, a, grad_b)
 
 
 @njit(cache=True, nogil=True)

@@ -10,6 +10,7 @@ from hypothesis.extra import numpy as hnp
 
 from autograd_nb.ops._pointers import call_driver
 from autograd_nb.ops.registry import REGISTRY
+from tests.checks import elementwise_attrs, elementwise_values
 
 ELEMENTWISE = sorted(n for n, op in REGISTRY.items() if op.family in ("elementwise", "special"))
 REDUCTION = sorted(n for n, op in REGISTRY.items() if op.family == "reduction")
@@ -55,22 +56,6 @@ def assert_replays(op, values, attrs, new_values):
 
 
 # -- elementwise and special -------------------------------------------------------------------
-
-
-def elementwise_values(op, shapes, dtype, rng):
-    low, high = op.domain
-    values = [rng.uniform(low, high, size=s).astype(dtype) for s in shapes]
-    if op.name == "where":
-        values[0] = values[0] > (low + high) / 2
-    if op.name == "polygamma":
-        values[0] = np.floor(rng.uniform(0, 4, size=shapes[0])).astype(dtype)
-    return values
-
-
-def elementwise_attrs(op, rng):
-    """``clip``'s bounds: two values of the domain, in order."""
-    low, high = op.domain
-    return dict(zip(op.params, sorted(rng.uniform(low, high, size=len(op.params)).tolist())))
 
 
 def with_constant(op, values, position, rng):

@@ -207,8 +207,12 @@ def test_no_compilation_when_only_the_length_changes():
     assert _pointers._entries == entries
 
 
-def test_reused_arena_slots_are_zeroed_before_reuse(modes):
-    # A long chain of equal-sized intermediates: slots are freed and reused all along.
+def test_reused_arena_slots_are_zeroed_before_reuse(modes, monkeypatch):
+    # A long chain of equal-sized intermediates: slots are freed and reused all along, in
+    # arenas that hold NaN until the tables clear or write them (``executor.uninitialised``).
+    monkeypatch.setattr(executor, "uninitialised",
+                        lambda shape, dtype: np.full(shape, np.nan, dtype))
+
     def run():
         x = anb.tensor(np.linspace(-1, 1, 6), requires_grad=True)
         h = x

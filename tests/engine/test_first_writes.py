@@ -16,31 +16,17 @@ from autograd_nb.engine import executor
 from autograd_nb.ops._pointers import call_driver
 from autograd_nb.ops.elementwise import ElementwiseOp
 from autograd_nb.ops.registry import REGISTRY, call
+from tests.checks import elementwise_attrs, elementwise_values
 
 ELEMENTWISE = sorted(n for n, op in REGISTRY.items()
                      if isinstance(op, ElementwiseOp) and op.vjp_formulas)
 DTYPES = [np.float32, np.float64]
 
 
-def _values(op, shapes, dtype, rng):
-    low, high = op.domain
-    values = [rng.uniform(low, high, size=s).astype(dtype) for s in shapes]
-    if op.name == "where":
-        values[0] = values[0] > (low + high) / 2
-    if op.name == "polygamma":
-        values[0] = np.floor(rng.uniform(0, 4, size=shapes[0])).astype(dtype)
-    return values
-
-
-def _attrs(op, rng):
-    low, high = op.domain
-    return dict(zip(op.params, sorted(rng.uniform(low, high, size=len(op.params)).tolist())))
-
-
 def _node(op, shapes, dtype, rng):
-    values = _values(op, shapes, dtype, rng)
+    values = elementwise_values(op, shapes, dtype, rng)
     tensors = [anb.tensor(v, requires_grad=v.dtype.kind == "f") for v in values]
-    out = call(op.name, *tensors, **_attrs(op, rng))
+    out = call(op.name, *tensors, **elementwise_attrs(op, rng))
     assert out._node is not None and out._node.op is op
     return out._node
 
@@ -169,23 +155,6 @@ def _python_walk(monkeypatch, loss, params):
     with monkeypatch.context() as patch:
         patch.setattr(config, "COMPILED_BACKWARD", False)
         return anb.grad(loss, params, retain_graph=True)
-
-
-def test_a_reused_slot_is_cleared_again_before_an_adding_writer(nan_buffers, monkeypatch):
-    # A chain of equal-sized intermediates whose slots are freed and reused, each gradient a
-    # sum of two VJPs: the first write sets, the second adds.
-    def run():
-        x = anb.tensor(np.linspace(-1, 1, 6), requires_grad=True)
-        h = x
-        for i in range(12):
-            h = anb.sin(h) * (1.0 + 0.01 * i) + anb.cos(h)
-        return anb.grad(anb.sum(h), x)[0].numpy()
-
-    compiled = run()
-    with monkeypatch.context() as patch:
-        patch.setattr(config, "COMPILED_BACKWARD", False)
-        walked = run()
-    assert compiled.tobytes() == walked.tobytes()
 
 
 def test_replayed_outputs_add_into_the_gradient_of_shared_inputs():
