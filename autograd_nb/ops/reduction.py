@@ -1057,12 +1057,21 @@ def _softmax_blocks(x, out, log_softmax):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _softmax_forward(x, out):
+def _softmax_either(x, out, log_softmax):
+    """``softmax`` or ``log_softmax`` along axis 1: lane by lane up to ``_SOFTMAX_LANES``
+    elements, else in blocks."""
     outer, n, inner = x.shape
-    if outer * n * inner <= _SOFTMAX_LANES:
-        _softmax_lanes(x, out)
+    if outer * n * inner > _SOFTMAX_LANES:
+        _softmax_blocks(x, out, log_softmax)
+    elif log_softmax:
+        _log_softmax_lanes(x, out)
     else:
-        _softmax_blocks(x, out, False)
+        _softmax_lanes(x, out)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _softmax_forward(x, out):
+    _softmax_either(x, out, False)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -1095,11 +1104,7 @@ def _log_softmax_lanes(x, out):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _log_softmax_forward(x, out):
-    outer, n, inner = x.shape
-    if outer * n * inner <= _SOFTMAX_LANES:
-        _log_softmax_lanes(x, out)
-    else:
-        _softmax_blocks(x, out, True)
+    _softmax_either(x, out, True)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
