@@ -10,9 +10,10 @@ and checked every saved buffer's version) as flat tables, one table slot per sch
   executor reads their data pointers (:mod:`autograd_nb.ops._pointers`);
 * ``slots``: gradient buffers, one per node or leaf that receives a gradient. Intermediate
   ones live in one arena and are reused once consumed; the caller's results are separate
-  arrays. Nothing is zeroed up front: a slot's first writer (again after each reuse) either
-  writes it whole (``Op.exec_set_spec``: a VJP that would add into zeros) or follows a ZERO
-  instruction that clears it, just before use, while it stays in the cache;
+  arrays. No buffer comes zeroed: the table's first instruction clears the small arena slots
+  (``SMALL_SLOT_BYTES``) together, and every other slot's first writer (again after each
+  reuse) either writes it whole (``Op.exec_set_spec``: a VJP that would add into zeros) or
+  follows a ZERO instruction that clears it, just before use, while it stays in the cache;
 * ``code``: one row per VJP: the driver's entry (a C function address of
   :func:`~autograd_nb.ops._pointers.entry_address`), the gradient slot it reads, the run of
   objects it reads (the op's saved arrays), the slot it accumulates into (or writes), and

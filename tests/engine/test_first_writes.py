@@ -12,7 +12,7 @@ import pytest
 
 import autograd_nb as anb
 from autograd_nb import config
-from autograd_nb.engine import executor
+from autograd_nb.engine import backward, executor, schedule
 from autograd_nb.ops._pointers import call_driver
 from autograd_nb.ops.elementwise import ElementwiseOp
 from autograd_nb.ops.registry import REGISTRY, call
@@ -157,8 +157,33 @@ def _python_walk(monkeypatch, loss, params):
         return anb.grad(loss, params, retain_graph=True)
 
 
-def test_replayed_outputs_add_into_the_gradient_of_shared_inputs():
-    # Two outputs of one compiled call whose backward tables both reach x: each adds its part.
+@pytest.mark.parametrize("add_to_results", [False, True])
+def test_tables_built_to_add_to_results_only_add_there(add_to_results):
+    # ``anb.compile``'s replayed outputs place their results in a gradient buffer that their
+    # driver adds into: those tables neither clear nor write whole a result slot.
+    rng = np.random.default_rng(6)
+    x = anb.tensor(rng.standard_normal((64, 64)), requires_grad=True)
+    w = anb.tensor(rng.standard_normal((64, 64)), requires_grad=True)
+    root = anb.sum(anb.tanh(x @ w))._node
+    plan = backward.make_plan([root], [x, w], False)
+    tables, steps, _ = executor.build(plan, [(root, np.ones(()))], {id(x), id(w)}, False,
+                                      np.dtype(np.float64), add_to_results=add_to_results)
+    results = {s for s, slot in enumerate(steps.slots) if slot.kind == schedule.RESULT}
+    code = np.array(tables.code).reshape(-1, executor.ROW)
+    names = [d.py_func.__name__ for d in tables.entry_index]
+    zeroed = {r[executor.GRAD] for r in code if r[executor.ENTRY] == executor.ZERO}
+    overwritten = {r[executor.TARGET] for r in code if r[executor.ENTRY] >= 0 and (
+        names[r[executor.ENTRY]] == "_bmm_driver" and tables.ints[r[executor.INTS] + 8])}
+    assert len(results) == 2
+    if add_to_results:
+        assert not (zeroed | overwritten) & results
+    else:
+        assert overwritten == results  # (both products' VJPs write their result whole)
+
+
+def test_replayed_outputs_give_the_eager_gradients():
+    # Two outputs of one compiled call, each with its replayed backward table, reaching x and
+    # w: their gradients sum as eager's do.
     @anb.compile
     def f(x, w):
         h = anb.tanh(x @ w)
