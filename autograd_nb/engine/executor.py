@@ -395,9 +395,10 @@ class _Tables:
         return op.exec_spec(k, origin), 0
 
     def first_write(self, target):
-        """A ZERO row before the first row that writes ``target`` (unless that row writes it
-        whole: ``Op.exec_set_spec``): a slot is cleared just before use, while it stays in
-        the cache; in a batch, each block clears its own rows of it."""
+        """A ZERO row before the first row that writes ``target``, for rows that add into it
+        (a grad_output's, a fused group's, every row of a batch; ``first_spec`` gives a VJP
+        its set driver instead where it has one): a slot is cleared just before use, while
+        it stays in the cache; in a batch, each block clears its own rows of it."""
         if target not in self.written:
             self.zero(target, self.slot_rows[target])
             self.written.add(target)

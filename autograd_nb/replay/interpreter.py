@@ -92,14 +92,14 @@ def backward_driver(operands, ints, floats, like):
     ``operands``: the output's gradient, the call's object-id array, the backward table, its
     float attributes, then the gradient buffer of the call's inputs (accumulated into; after
     the inputs' gradients it holds the scratch the table's intermediate gradients use).
-    ``ints``: ``[number of objects, scratch offset in bytes, scratch size in bytes]``. The
-    table's objects are the call's, then the gradient (``n``) and the buffer (``n + 1``).
+    ``ints``: ``[number of objects, scratch offset in bytes, scratch size in bytes]`` (the
+    buffer's layout; the driver reads only the first: the table clears each scratch slot, or
+    writes it whole, before it reads it). The table's objects are the call's, then the
+    gradient (``n``) and the buffer (``n + 1``).
     """
     n = ints[0]
     ids = _pointers.int_view(operands[1])
     target = operands[4]
-    # (the scratch is not cleared here: the table clears each slot, or writes it whole,
-    # before it reads it)
     bases = np.empty(n + 2, dtype=np.int64)
     for i in range(n):
         bases[i] = _pointers.data_address(ids[i])
