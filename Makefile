@@ -12,8 +12,9 @@ ASV_ARGS ?= --quick
 
 help:
 	@echo "make demo          create $(VENV), install the package, run the grad_outputs tour"
-	@echo "make test          install the test, docs and cuda extras into $(VENV) and run the whole"
-	@echo "                   suite (the CUDA tests on numba's simulator: no GPU needed)"
+	@echo "make test          install the test, docs, cuda, distributed and mkl extras into $(VENV)"
+	@echo "                   and run the whole suite (the CUDA tests on numba's simulator: no GPU"
+	@echo "                   needed)"
 	@echo "make test-fast     the same without the tests marked slow (subprocesses, clusters, longest)"
 	@echo "make test-gpu      run the CUDA tests (tests/cuda) on a real NVIDIA GPU"
 	@echo "make bench         install the bench extra and run the asv suite in $(VENV)"
@@ -33,13 +34,13 @@ demo: $(PY)
 	$(PY) -m autograd_nb
 
 test: $(PY)
-	$(PIP_INSTALL) -e ".[test,docs,cuda,distributed]"
+	$(PIP_INSTALL) -e ".[test,docs,cuda,distributed,mkl]"
 	$(PY) -m pytest
 
 # The inner loop: every test but those marked slow (fresh processes, empty caches, clusters,
 # the longest checks; pyproject.toml lists them).
 test-fast: $(PY)
-	$(PIP_INSTALL) -e ".[test,docs,cuda]"
+	$(PIP_INSTALL) -e ".[test,docs,cuda,mkl]"
 	$(PY) -m pytest -m "not slow"
 
 # For convenience only: the kernel cache is keyed by the package's sources and the numba,

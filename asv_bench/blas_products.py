@@ -1,11 +1,13 @@
 """Time ``mlp_train_step``'s eight matrix products on each BLAS that ``config.BLAS`` can choose
-(NumPy's bundled OpenBLAS, SciPy's), in one process, on one thread.
+(NumPy's bundled OpenBLAS, SciPy's, and Intel MKL where it is installed), in one process, on
+one thread.
 
     python asv_bench/blas_products.py [--rounds 15] [--calls 10] [--cpu 0]
 
-Each product runs through ``_blas.gemm_add`` (beta 1, as the VJPs call it) on both libraries
+Each product runs through ``_blas.gemm_add`` (beta 1, as the VJPs call it) on each library
 by turns: per round the median of ``--calls`` calls of each, and the table gives the median of
-the rounds in microseconds, their ratio, and whether both libraries gave the same bits.
+the rounds in microseconds, each library's time over NumPy's, and whether all gave the same
+bits.
 """
 
 import argparse
@@ -76,19 +78,25 @@ def main():
     if numpy_blas is None:
         sys.exit("NumPy bundles no OpenBLAS of its own here: nothing to compare")
     libraries = {"numpy": numpy_blas, "scipy": _blas.SCIPY}
+    mkl = _blas.PRODUCTS if _blas.PRODUCTS.name == "mkl" else _blas._mkl_blas()
+    if mkl is not None:
+        libraries["mkl"] = mkl
+    names = {"numpy": "NumPy's OpenBLAS", "scipy": "SciPy's", "mkl": "MKL"}
+    others = [lib for lib in libraries if lib != "numpy"]
     print(f"products' BLAS by default: {_blas.PRODUCTS.name}")
-    print("| product | NumPy's OpenBLAS (us) | SciPy's (us) | SciPy / NumPy | same bits |")
-    print("| --- | ---: | ---: | ---: | --- |")
+    print("| product | " + " | ".join(f"{names[lib]} (us)" for lib in libraries) + " | "
+          + " | ".join(f"{names[lib]} / NumPy's" for lib in others) + " | same bits |")
+    print("| --- |" + " ---: |" * (len(libraries) + len(others)) + " --- |")
     totals = dict.fromkeys(libraries, 0.0)
     for name, operands in products(np.random.default_rng(0)).items():
         medians, same = compare(libraries, operands, args.rounds, args.calls)
         for lib in libraries:
             totals[lib] += medians[lib]
-        print(f"| `{name}` | {medians['numpy']:.1f} | {medians['scipy']:.1f} | "
-              f"{medians['scipy'] / medians['numpy']:.3f} | {same} |")
-    print(f"| all eight | {totals['numpy']:.1f} | {totals['scipy']:.1f} | "
-          f"{totals['scipy'] / totals['numpy']:.3f} | |")
-
+        print(f"| `{name}` | " + " | ".join(f"{medians[lib]:.1f}" for lib in libraries) + " | "
+              + " | ".join(f"{medians[lib] / medians['numpy']:.3f}" for lib in others)
+              + f" | {same} |")
+    print("| all eight | " + " | ".join(f"{totals[lib]:.1f}" for lib in libraries) + " | "
+          + " | ".join(f"{totals[lib] / totals['numpy']:.3f}" for lib in others) + " | |")
 
 if __name__ == "__main__":
     main()

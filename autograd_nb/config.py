@@ -98,12 +98,15 @@ BATCH_BLOCK_ALIGN = 16
 # -- CPU kernels ---------------------------------------------------------------------------------
 
 #: Which BLAS library the CPU's float matrix products call (``_bmm``'s forward and VJPs, batched
-#: or not, eager, compiled and tier 0): ``"numpy"`` (the OpenBLAS that NumPy's wheel bundles),
-#: ``"scipy"`` (SciPy's ``cython_blas``), or ``"auto"``: NumPy's where it bundles one, else
-#: SciPy's. NumPy's was the newer OpenBLAS build here and ran the products 3% faster
-#: (docs/benchmarking.rst, "Which BLAS does the products"). LAPACK and numba's ``np.dot`` stay
-#: on SciPy's. Read once, at import; override with the ``AUTOGRAD_NB_BLAS`` environment
-#: variable.
+#: or not, eager, compiled and tier 0): ``"mkl"`` (Intel MKL: the ``mkl`` extra,
+#: ``pip install "autograd_nb[mkl]"``, or a conda environment's), ``"numpy"`` (the OpenBLAS
+#: that NumPy's wheel bundles), ``"scipy"`` (SciPy's ``cython_blas``), or ``"auto"``: MKL where
+#: it is installed and the CPU is Intel's, else NumPy's OpenBLAS where it bundles one, else
+#: SciPy's. On this project's Intel machine MKL ran ``mlp_train_step``'s eight products 6%
+#: faster than NumPy's OpenBLAS, which ran them 3% faster than SciPy's (docs/benchmarking.rst,
+#: "Intel MKL for the products", "Which BLAS does the products"). LAPACK and numba's
+#: ``np.dot`` stay on SciPy's. Read once, at import; override with the ``AUTOGRAD_NB_BLAS``
+#: environment variable.
 BLAS = os.environ.get("AUTOGRAD_NB_BLAS", "auto")
 
 #: Which kernel does the CPU's float matrix products (``_bmm``'s forward, its VJPs, batched or

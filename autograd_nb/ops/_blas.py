@@ -1,14 +1,20 @@
 """BLAS reached from compiled code: the GEMM that every product calls, a GEMM that adds into its
 output (``gemm_add``), the same GEMM in column blocks over numba's threads (``gemm_add_split``),
-and OpenBLAS's own thread count.
+and the BLAS libraries' own thread counts.
 
 **Which BLAS.** Products call the GEMM of :data:`PRODUCTS`, chosen once at import by
-``config.BLAS``: by default (``"auto"``) the OpenBLAS that NumPy's wheel bundles where there is
-one (``numpy.libs``, ``numpy/.dylibs``), else SciPy's (``scipy.linalg.cython_blas``). NumPy's
-is the newer build here and ran this project's products 3% faster (docs/benchmarking.rst,
-"Which BLAS does the products"). Everything else, numba's ``np.dot``, LAPACK and their NumPy
-twins, stays on SciPy's (:data:`SCIPY`). A product and its tier-0 twin always call the same
-library, so they give the same bits.
+``config.BLAS``: by default (``"auto"``) Intel MKL where its runtime library is installed (the
+``mkl`` extra, a conda environment) and the CPU is Intel's, else the OpenBLAS that NumPy's
+wheel bundles where there is one (``numpy.libs``, ``numpy/.dylibs``), else SciPy's
+(``scipy.linalg.cython_blas``). Here MKL ran ``mlp_train_step``'s products 6% faster than
+NumPy's OpenBLAS, and NumPy's, the newer build, 3% faster than SciPy's (docs/benchmarking.rst,
+"Intel MKL for the products", "Which BLAS does the products"). Everything else, numba's
+``np.dot``, LAPACK and their NumPy twins, stays on SciPy's (:data:`SCIPY`). A product and its
+tier-0 twin always call the same library, so they give the same bits.
+
+MKL runs its threads on GNU OpenMP where that loads (:func:`_choose_mkl_threads`), which is not
+fork-safe: a child forked from such a process runs MKL on one thread and numba's kernels as
+their serial twins (:func:`_serial_mkl_in_child`).
 
 NumPy's OpenBLAS has 64-bit integer arguments (ILP64) and SciPy's 32-bit ones. The compiled
 callers store every integer argument as an int64; a 32-bit library reads its first four bytes,
@@ -21,8 +27,9 @@ OpenBLAS's own thread count (of every OpenBLAS loaded here) is held at one while
 threads each, their threads took the cores from each other (``compare.py --workloads
 jacobian_batched``; docs/benchmarking.rst, "How the tunables were chosen").
 
-Where the OpenBLAS thread controls are not found (another BLAS), nothing is held and BLAS keeps
-its own threading.
+MKL's thread count is held the same way (``MKL_Get_Max_Threads``, ``MKL_Set_Num_Threads``).
+Where no thread controls are found (another BLAS), nothing is held and BLAS keeps its own
+threading.
 
 Every product takes a *kernel pair*, two arguments (``gemm, tiles = product_kernel(dtype)``):
 the address of :data:`PRODUCTS`' GEMM and the address of ``_gemm``'s own AVX-512 kernel where
@@ -33,6 +40,7 @@ AVX-512 and the BLAS runs kernels without it: see ``own_kernel_preferred``).
 import ctypes
 import glob
 import os
+import platform
 import sys
 from typing import NamedTuple
 
@@ -42,6 +50,7 @@ from numba import njit, prange, types
 from numba.extending import get_cython_function_address, intrinsic
 
 from .. import config
+from . import _parallel
 from ._gemm import own_fits, own_gemm_add, tiles_address
 
 _FLOATS = (np.dtype(np.float64), np.dtype(np.float32))
@@ -50,14 +59,15 @@ _FLOATS = (np.dtype(np.float64), np.dtype(np.float32))
 class Blas(NamedTuple):
     """A BLAS library as the products use it."""
 
-    #: ``"numpy"`` (NumPy's bundled OpenBLAS) or ``"scipy"`` (SciPy's ``cython_blas``).
+    #: ``"mkl"`` (Intel MKL), ``"numpy"`` (NumPy's bundled OpenBLAS) or ``"scipy"`` (SciPy's
+    #: ``cython_blas``).
     name: str
     #: dtype (float64, float32) -> the address of its Fortran ``?gemm``.
     gemm: dict
     #: Whether its integer arguments are 64-bit (ILP64).
     int64: bool
     #: OpenBLAS's ``get_num_threads``, ``set_num_threads`` and ``get_corename`` (ctypes
-    #: functions), or None where the library has none.
+    #: functions; MKL's first two), or None where the library has none.
     get_threads: object
     set_threads: object
     get_core: object
@@ -143,14 +153,113 @@ def _numpy_blas():
     return None
 
 
+def _mkl_paths():
+    """Where an Intel MKL runtime library (``libmkl_rt``) may be: the ``mkl`` wheel's (in the
+    environment's ``lib``, ``Library/bin`` on Windows) or a conda environment's."""
+    prefixes = dict.fromkeys(p for p in (sys.prefix, sys.base_prefix,
+                                         os.environ.get("CONDA_PREFIX")) if p)
+    patterns = ("lib/libmkl_rt.so*", "lib/libmkl_rt*.dylib", "Library/bin/mkl_rt*.dll")
+    return [path for prefix in prefixes for pattern in patterns
+            for path in sorted(glob.glob(os.path.join(prefix, pattern)), reverse=True)]
+
+
+def _mkl_blas():
+    """Intel MKL through its runtime library (:func:`_mkl_paths`), or None where there is none.
+    Its integer arguments are 32-bit (the LP64 interface, asked for before MKL's first call; 64-bit
+    where MKL had already started with ILP64); MKL's own threads are held at one as
+    OpenBLAS's are (``MKL_Get_Max_Threads``, ``MKL_Set_Num_Threads``)."""
+    for path in _mkl_paths():
+        try:
+            library = ctypes.CDLL(path)
+        except OSError:
+            continue
+        names = ("dgemm_", "sgemm_")
+        if not all(hasattr(library, name) for name in names):
+            continue
+        gemm = {dtype: ctypes.cast(getattr(library, name), ctypes.c_void_p).value
+                for dtype, name in zip(_FLOATS, names)}
+        layer = _function(library, ["MKL_Set_Interface_Layer"], ctypes.c_int, [ctypes.c_int])
+        # (0 asks for LP64 and the layer in effect comes back: bit 0 set for ILP64)
+        int64 = layer is not None and layer(0) & 1 == 1
+        _choose_mkl_threads(library)
+        get = _function(library, ["MKL_Get_Max_Threads"], ctypes.c_int)
+        set_ = _function(library, ["MKL_Set_Num_Threads"], None, [ctypes.c_int])
+        return Blas("mkl", gemm, int64, get, set_, None)
+    return None
+
+
+#: ``mkl_set_threading_layer``'s codes of the layers chosen here.
+_MKL_GNU, _MKL_SEQUENTIAL = 3, 1
+#: The threading layer MKL runs (its code), where this module chose or read it; None before.
+mkl_threading = None
+
+
+def _choose_mkl_threads(library):
+    """Pick MKL's threading layer before its first call, unless ``MKL_THREADING_LAYER`` names
+    one: GNU OpenMP (``libgomp``, numba's ``omp`` layer's own runtime) where it loads, else
+    sequential. MKL's default, Intel's OpenMP, ran a 128 x 128 float32 product in 144 us at
+    two threads where GNU's took 56 (OpenBLAS 72; docs/benchmarking.rst, "Intel MKL for the
+    products"); and MKL ends the process where a layer's library does not load, so one is
+    asked for only once it is known to load. Records the layer in effect in
+    :data:`mkl_threading` (a child forked under GNU's runs MKL on one thread:
+    :func:`_serial_mkl_in_child`)."""
+    global mkl_threading
+    set_layer = _function(library, ["MKL_Set_Threading_Layer"], ctypes.c_int, [ctypes.c_int])
+    if set_layer is None or os.environ.get("MKL_THREADING_LAYER"):
+        return
+    code = _MKL_SEQUENTIAL
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL("libgomp.so.1")
+            code = _MKL_GNU
+        except OSError:
+            pass
+    mkl_threading = set_layer(code)
+
+
+def _serial_mkl_in_child():
+    """GNU OpenMP is not fork-safe (see ``_parallel``): in a child forked from a process whose
+    MKL ran threads under it, the first threaded product hung, and so did the first numba
+    ``prange`` under numba's ``omp`` layer (the same runtime). So such a child runs MKL on one
+    thread and numba's kernels as their serial twins, as after numba's own threads
+    (``_parallel``; numba's ``tbb`` layer, started, has threads of its own)."""
+    if PRODUCTS.name != "mkl" or mkl_threading != _MKL_GNU:
+        return
+    if PRODUCTS.set_threads is not None:
+        PRODUCTS.set_threads(1)
+    if _parallel._layer() not in _parallel.FORK_SAFE_LAYERS:
+        _parallel._forked_with_threads = True
+
+
+def _intel_cpu():
+    """Whether this CPU is Intel's (MKL runs its fastest kernels there)."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("vendor_id"):
+                    return "GenuineIntel" in line
+    except OSError:
+        pass
+    return "intel" in platform.processor().lower()
+
+
 def _products_blas(choice, scipy):
     """The BLAS of the products by ``config.BLAS`` (``choice``)."""
-    if choice not in ("auto", "numpy", "scipy"):
+    if choice not in ("auto", "mkl", "numpy", "scipy"):
         raise ValueError(
-            f"autograd_nb.config.BLAS must be 'auto', 'numpy' or 'scipy', got {choice!r}"
+            f"autograd_nb.config.BLAS must be 'auto', 'mkl', 'numpy' or 'scipy', got {choice!r}"
         )
     if choice == "scipy" or sys.byteorder != "little":  # (see the module docstring)
         return scipy
+    if choice == "mkl" or (choice == "auto" and _intel_cpu()):
+        found = _mkl_blas()
+        if found is not None:
+            return found
+        if choice == "mkl":
+            raise RuntimeError(
+                "autograd_nb.config.BLAS is 'mkl', but no Intel MKL runtime (libmkl_rt) was "
+                "found in this environment; pip install 'autograd_nb[mkl]', or use 'auto'"
+            )
     found = _numpy_blas()
     if found is None and choice == "numpy":
         raise RuntimeError(
@@ -394,15 +503,18 @@ def gemm_add_split(gemm, tiles, x, y, transpose_y, out, parallel):
             _gemm_add_block(gemm, tiles, x, y, transpose_y, out, blocks, p)
 
 
-# -- OpenBLAS's own thread count ---------------------------------------------------------------
+# -- the BLAS libraries' own thread counts -----------------------------------------------------
 
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_serial_mkl_in_child)
 
 #: The BLAS libraries in use, each once: :data:`PRODUCTS`' and :data:`SCIPY`'s.
 LIBRARIES = (PRODUCTS,) if PRODUCTS is SCIPY else (PRODUCTS, SCIPY)
 
 
 def hold_blas_threads():
-    """Set the own thread count of every OpenBLAS in use (:data:`LIBRARIES`) to one; returns
+    """Set the own thread count of every BLAS in use (:data:`LIBRARIES`) to one; returns
     what ``release_blas_threads`` needs to restore them (``None``: nothing to restore)."""
     held = None
     for blas in LIBRARIES:
@@ -426,7 +538,7 @@ def _address(function):
     return 0 if function is None else ctypes.cast(function, ctypes.c_void_p).value
 
 
-#: The addresses of :data:`PRODUCTS`' OpenBLAS ``(get_num_threads, set_num_threads)`` (0 where
+#: The addresses of :data:`PRODUCTS`' ``(get_num_threads, set_num_threads)`` (0 where
 #: not found), for compiled code that holds the thread count itself (``hold_blas_threads_at``):
 #: the compiled forward's products, which no Python runs around.
 THREAD_CONTROLS = (_address(PRODUCTS.get_threads), _address(PRODUCTS.set_threads))

@@ -1,5 +1,6 @@
 """Which BLAS the products call (``config.BLAS``, ``autograd_nb.ops._blas.PRODUCTS``): the
-choice, its errors, and a whole process on SciPy's BLAS giving NumPy's products."""
+choice, its errors, a whole process on each library giving NumPy's products, and Intel MKL's
+threads in forked children."""
 
 import os
 import subprocess
@@ -15,11 +16,34 @@ from autograd_nb.ops import _blas
 def test_auto_takes_numpys_openblas_where_numpy_bundles_one(monkeypatch):
     found = _blas.Blas("numpy", {}, True, None, None, None)
     monkeypatch.setattr(_blas, "_numpy_blas", lambda: found)
+    monkeypatch.setattr(_blas, "_mkl_blas", lambda: None)
     assert _blas._products_blas("auto", _blas.SCIPY) is found
     assert _blas._products_blas("numpy", _blas.SCIPY) is found
     assert _blas._products_blas("scipy", _blas.SCIPY) is _blas.SCIPY
     monkeypatch.setattr(_blas, "_numpy_blas", lambda: None)
     assert _blas._products_blas("auto", _blas.SCIPY) is _blas.SCIPY
+
+
+def test_auto_takes_mkl_where_it_is_installed_on_an_intel_cpu(monkeypatch):
+    mkl = _blas.Blas("mkl", {}, False, None, None, None)
+    openblas = _blas.Blas("numpy", {}, True, None, None, None)
+    monkeypatch.setattr(_blas, "_mkl_blas", lambda: mkl)
+    monkeypatch.setattr(_blas, "_numpy_blas", lambda: openblas)
+    monkeypatch.setattr(_blas, "_intel_cpu", lambda: True)
+    assert _blas._products_blas("auto", _blas.SCIPY) is mkl
+    assert _blas._products_blas("numpy", _blas.SCIPY) is openblas
+    monkeypatch.setattr(_blas, "_intel_cpu", lambda: False)  # (MKL's AVX2 kernels elsewhere)
+    assert _blas._products_blas("auto", _blas.SCIPY) is openblas
+    assert _blas._products_blas("mkl", _blas.SCIPY) is mkl
+    monkeypatch.setattr(_blas, "_mkl_blas", lambda: None)
+    monkeypatch.setattr(_blas, "_intel_cpu", lambda: True)
+    assert _blas._products_blas("auto", _blas.SCIPY) is openblas
+
+
+def test_mkl_asked_for_but_not_installed_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(_blas, "_mkl_blas", lambda: None)
+    with pytest.raises(RuntimeError, match=r"no Intel MKL runtime .*autograd_nb\[mkl\]"):
+        _blas._products_blas("mkl", _blas.SCIPY)
 
 
 def test_numpy_without_its_own_openblas_is_a_clear_error(monkeypatch):
@@ -29,8 +53,8 @@ def test_numpy_without_its_own_openblas_is_a_clear_error(monkeypatch):
 
 
 def test_an_unknown_blas_is_a_clear_error():
-    with pytest.raises(ValueError, match="'auto', 'numpy' or 'scipy', got 'mkl'"):
-        _blas._products_blas("mkl", _blas.SCIPY)
+    with pytest.raises(ValueError, match="'auto', 'mkl', 'numpy' or 'scipy', got 'blis'"):
+        _blas._products_blas("blis", _blas.SCIPY)
 
 
 def test_the_found_libraries_multiply():
@@ -38,7 +62,7 @@ def test_the_found_libraries_multiply():
     rng = np.random.default_rng(0)
     x, y = rng.standard_normal((37, 50)), rng.standard_normal((50, 29))
     for blas in _blas.LIBRARIES:
-        assert blas.name in ("numpy", "scipy")
+        assert blas.name in ("mkl", "numpy", "scipy")
         for dtype, tolerance in ((np.float64, 1e-12), (np.float32, 1e-4)):
             out = np.full((37, 29), np.nan, dtype=dtype)
             _blas.gemm_set(blas.gemm[np.dtype(dtype)], 0, x.astype(dtype), False,
@@ -71,10 +95,18 @@ print("ok")
 """
 
 
-@pytest.mark.parametrize("name", ["scipy", "auto"])
+#: Whether this environment has Intel MKL (the ``mkl`` extra, which ``make test`` installs on
+#: x86-64 Linux and Windows).
+HAS_MKL = bool(_blas._mkl_paths())
+
+
+@pytest.mark.parametrize("name", ["scipy", "auto", "mkl"])
 def test_a_process_on_each_blas_gives_the_products_and_their_gradients(name):
-    # (A new process: ``config.BLAS`` is read once, at import.) On SciPy's BLAS, and on the
-    # default, which is NumPy's where NumPy bundles one.
+    # (A new process: ``config.BLAS`` is read once, at import.) On SciPy's BLAS, on MKL, and
+    # on the default: MKL where it is installed on an Intel CPU, else NumPy's OpenBLAS where
+    # NumPy bundles one.
+    if name == "mkl" and not HAS_MKL:
+        pytest.skip("Intel MKL is not installed here (pip install 'autograd_nb[mkl]')")
     root = Path(_blas.__file__).resolve().parents[2]
     env = dict(os.environ, PYTHONPATH=str(root), AUTOGRAD_NB_BLAS=name)
     expected = _blas.PRODUCTS.name if name == "auto" else name
@@ -94,6 +126,65 @@ def test_the_blas_products_script_prints_each_product_on_each_library():
     assert run.returncode == 0, run.stderr[-3000:]
     rows = [line for line in run.stdout.splitlines() if line.startswith("| `")]
     assert len(rows) == 8
+    libraries = 3 if HAS_MKL else 2  # (times, then each time over NumPy's, then the bits)
     for row in rows:
         cells = [cell.strip() for cell in row.strip("|").split("|")]
-        assert float(cells[1]) > 0 and float(cells[2]) > 0 and cells[4] in ("True", "False")
+        assert len(cells) == 2 * libraries + 1
+        assert all(float(cell) > 0 for cell in cells[1:-1]) and cells[-1] in ("True", "False")
+
+
+FORKED = """
+import multiprocessing
+import numpy as np
+import autograd_nb as anb
+from autograd_nb.ops import _blas, _parallel
+
+def work(_):
+    a = anb.tensor(np.linspace(-1, 1, 160000).reshape(400, 400).astype(np.float32),
+                   requires_grad=True)
+    loss = anb.sum(anb.tanh(a @ a))
+    return (anb.grad(loss, a)[0].numpy(), _blas.PRODUCTS.get_threads(),
+            _parallel.parallel_allowed())
+
+if __name__ == "__main__":
+    assert _blas.PRODUCTS.name == "mkl" and _blas.mkl_threading == _blas._MKL_GNU
+    _blas.PRODUCTS.set_threads(2)
+    want, threads, _ = work(0)  # (a product large enough for MKL's threads)
+    assert threads == 2
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        got = pool.map_async(work, range(2)).get(timeout=120)
+    # (one thread against two: the same sums but for their order)
+    for g, t, p in got:
+        np.testing.assert_allclose(g, want, rtol=1e-4, atol=1e-3)
+        assert t == 1 and not p, (t, p)
+    print("ok")
+"""
+
+
+@pytest.mark.skipif(not HAS_MKL, reason="Intel MKL is not installed here")
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork() here")
+def test_children_forked_after_mkls_threads_ran_their_products_on_one_thread():
+    # GNU OpenMP is not fork-safe: without the guard these children hung in their first
+    # product (and in numba's first prange), and the pool's map timed out.
+    root = Path(_blas.__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=str(root), AUTOGRAD_NB_BLAS="mkl")
+    env.pop("MKL_THREADING_LAYER", None)
+    run = subprocess.run([sys.executable, "-c", FORKED], env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.strip() == "ok"
+
+
+@pytest.mark.skipif(not HAS_MKL, reason="Intel MKL is not installed here")
+def test_mkls_threading_layer_named_in_the_environment_is_kept():
+    root = Path(_blas.__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=str(root), AUTOGRAD_NB_BLAS="mkl",
+               MKL_THREADING_LAYER="SEQUENTIAL")
+    script = ("from autograd_nb.ops import _blas; import numpy as np; "
+              "x = np.ones((300, 300), np.float32); out = np.empty_like(x); "
+              "_blas.gemm_set(_blas.gemm_address(x.dtype), 0, x, False, x, False, out); "
+              "print(_blas.mkl_threading, out[0, 0])")
+    run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.split() == ["None", "300.0"]
