@@ -72,6 +72,7 @@ bench: $(PY)
 		for peer in torch==2.13.0 "jax jaxlib" autograd; do \
 			$(PIP_INSTALL) $$peer || echo "warning: $$peer not installed; its rows skip" >&2; \
 		done; \
+		$(PIP_INSTALL) -e ".[mkl]" || echo "warning: MKL not installed; products on OpenBLAS" >&2; \
 	}
 	cd asv_bench && ../$(PY) -m asv machine --yes >/dev/null
 	cd asv_bench && ../$(PY) -m asv run --python=same $(ASV_ARGS) --show-stderr \

@@ -136,6 +136,21 @@ def cpu_model():
     return platform.processor() or platform.machine()
 
 
+def products_blas():
+    """Which BLAS autograd_nb's matrix products call (``config.BLAS``), with its version."""
+    from importlib import metadata
+
+    from autograd_nb.ops import _blas
+
+    name = _blas.PRODUCTS.name
+    if name == "mkl":
+        try:
+            return f"Intel MKL {metadata.version('mkl')}"
+        except metadata.PackageNotFoundError:
+            return "Intel MKL"
+    return {"numpy": "NumPy's OpenBLAS", "scipy": "SciPy's BLAS"}[name]
+
+
 def machine_lines(started=None):
     import numba
     import numpy as np
@@ -153,6 +168,7 @@ def machine_lines(started=None):
         f"Machine: {cpu_model()}, {cores} cores available, {platform.system()} "
         f"{platform.release()}, Python {platform.python_version()}",
         "Versions: " + ", ".join(versions),
+        f"Matrix products: {products_blas()}",
     ]
 
 

@@ -181,40 +181,52 @@ def _mkl_blas():
         layer = _function(library, ["MKL_Set_Interface_Layer"], ctypes.c_int, [ctypes.c_int])
         # (0 asks for LP64 and the layer in effect comes back: bit 0 set for ILP64)
         int64 = layer is not None and layer(0) & 1 == 1
-        _choose_mkl_threads(library)
+        if not _choose_mkl_threads(library, path):
+            continue
         get = _function(library, ["MKL_Get_Max_Threads"], ctypes.c_int)
         set_ = _function(library, ["MKL_Set_Num_Threads"], None, [ctypes.c_int])
         return Blas("mkl", gemm, int64, get, set_, None)
     return None
 
 
-#: ``mkl_set_threading_layer``'s codes of the layers chosen here.
-_MKL_GNU, _MKL_SEQUENTIAL = 3, 1
+#: ``mkl_set_threading_layer``'s codes, by the names ``MKL_THREADING_LAYER`` takes.
+_MKL_LAYERS = {"INTEL": 0, "SEQUENTIAL": 1, "PGI": 2, "GNU": 3, "TBB": 4}
+_MKL_GNU, _MKL_SEQUENTIAL = _MKL_LAYERS["GNU"], _MKL_LAYERS["SEQUENTIAL"]
 #: The threading layer MKL runs (its code), where this module chose or read it; None before.
 mkl_threading = None
 
 
-def _choose_mkl_threads(library):
-    """Pick MKL's threading layer before its first call, unless ``MKL_THREADING_LAYER`` names
-    one: GNU OpenMP (``libgomp``, numba's ``omp`` layer's own runtime) where it loads, else
-    sequential. MKL's default, Intel's OpenMP, ran a 128 x 128 float32 product in 144 us at
-    two threads where GNU's took 56 (OpenBLAS 72; docs/benchmarking.rst, "Intel MKL for the
-    products"); and MKL ends the process where a layer's library does not load, so one is
-    asked for only once it is known to load. Records the layer in effect in
-    :data:`mkl_threading` (a child forked under GNU's runs MKL on one thread:
-    :func:`_serial_mkl_in_child`)."""
+def _choose_mkl_threads(library, path):
+    """Pick MKL's threading layer before its first call; whether this MKL may be used.
+
+    ``MKL_THREADING_LAYER``, where set, is kept. Else, on Linux, GNU OpenMP (``libgomp``,
+    numba's ``omp`` layer's own runtime) where it loads, else sequential: MKL's default,
+    Intel's OpenMP, ran a 128 x 128 float32 product in 144 us at two threads where GNU's took
+    56 (OpenBLAS 72; docs/benchmarking.rst, "Intel MKL for the products"). MKL ends the
+    process where a layer's library does not load, so a layer is asked for only where its
+    library is beside ``path`` (None of them: False, and the products take OpenBLAS). Elsewhere
+    MKL keeps its default. Records the layer in effect in :data:`mkl_threading` (a child forked
+    under GNU's runs MKL on one thread: :func:`_serial_mkl_in_child`)."""
     global mkl_threading
+    named = os.environ.get("MKL_THREADING_LAYER")
+    if named:
+        mkl_threading = _MKL_LAYERS.get(named.upper())
+        return True
     set_layer = _function(library, ["MKL_Set_Threading_Layer"], ctypes.c_int, [ctypes.c_int])
-    if set_layer is None or os.environ.get("MKL_THREADING_LAYER"):
-        return
-    code = _MKL_SEQUENTIAL
-    if sys.platform.startswith("linux"):
-        try:
-            ctypes.CDLL("libgomp.so.1")
-            code = _MKL_GNU
-        except OSError:
-            pass
-    mkl_threading = set_layer(code)
+    if set_layer is None or not sys.platform.startswith("linux"):
+        return True
+    choices = [(_MKL_SEQUENTIAL, "libmkl_sequential.so*")]
+    try:
+        ctypes.CDLL("libgomp.so.1")
+        choices.insert(0, (_MKL_GNU, "libmkl_gnu_thread.so*"))
+    except OSError:
+        pass
+    folder = os.path.dirname(path)
+    for code, pattern in choices:
+        if glob.glob(os.path.join(folder, pattern)):
+            mkl_threading = set_layer(code)
+            return True
+    return False
 
 
 def _serial_mkl_in_child():

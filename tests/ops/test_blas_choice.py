@@ -187,4 +187,19 @@ def test_mkls_threading_layer_named_in_the_environment_is_kept():
     run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
                          text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
-    assert run.stdout.split() == ["None", "300.0"]
+    assert run.stdout.split() == [str(_blas._MKL_SEQUENTIAL), "300.0"]
+
+
+def test_mkl_without_a_threading_layers_library_is_not_used(monkeypatch, tmp_path):
+    # MKL would end the process at its first call: the products take OpenBLAS instead.
+    monkeypatch.delenv("MKL_THREADING_LAYER", raising=False)
+    monkeypatch.setattr(sys, "platform", "linux")
+    asked = []
+    monkeypatch.setattr(_blas, "_function", lambda *a, **k: asked.append(a[1]) or (lambda c: c))
+    runtime = tmp_path / "libmkl_rt.so.3"
+    assert not _blas._choose_mkl_threads(None, str(runtime))
+    assert asked == [["MKL_Set_Threading_Layer"]]
+    monkeypatch.setattr(_blas, "mkl_threading", None)
+    (tmp_path / "libmkl_sequential.so.3").touch()
+    assert _blas._choose_mkl_threads(None, str(runtime))
+    assert _blas.mkl_threading == _blas._MKL_SEQUENTIAL  # (GNU's library is not there)
