@@ -97,6 +97,22 @@ def backward_driver(operands, ints, floats, like):
     writes it whole, before it reads it). The table's objects are the call's, then the
     gradient (``n``) and the buffer (``n + 1``).
     """
+    _backward(operands, ints)
+
+
+@njit(cache=True, nogil=True)
+def backward_set_driver(operands, ints, floats, like):
+    """:func:`backward_driver` where it is the first to write the gradient buffer
+    (``ReplayOutput``'s ``exec_set_spec``): it clears the inputs' gradients (the buffer's
+    first ``ints[1]`` bytes), which the table then adds into, and leaves the scratch to the
+    table. Cheaper than the executor's clear of the whole buffer, scratch included, and the
+    same bits."""
+    _pointers.array_at(operands[4], ints[1], _BYTES)[:] = 0
+    _backward(operands, ints)
+
+
+@njit(cache=True, nogil=True)
+def _backward(operands, ints):
     n = ints[0]
     ids = _pointers.int_view(operands[1])
     target = operands[4]
@@ -128,6 +144,16 @@ def slice_accumulate_driver(operands, ints, floats, like):
     target = _pointers.array_at(operands[1], n, like)
     for i in range(n):
         target[i] = add_part(target[i], source[start + i])
+
+
+@njit(cache=True, nogil=True)
+def slice_copy_driver(operands, ints, floats, like):
+    """``target = gradient[ints[0]:ints[0] + ints[1]]``: :func:`slice_accumulate_driver`
+    where it is the first to write ``target`` (``ReplayInputs``' ``exec_set_spec``), which
+    into zeros leaves the part as it is (:func:`add_part`)."""
+    start, n = ints[0], ints[1]
+    source = _pointers.array_at(operands[0], start + n, like)
+    _pointers.array_at(operands[1], n, like)[:] = source[start:]
 
 
 @njit(cache=True, nogil=True, inline="always")

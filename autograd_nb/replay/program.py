@@ -88,6 +88,11 @@ class ReplayInputs(Op):
         return ExecSpec(interpreter.slice_accumulate_driver, (),
                         (self.offsets[k], self.sizes[k]), ())
 
+    sets_first_writes = True
+
+    def exec_set_spec(self, k, node):
+        return ExecSpec(interpreter.slice_copy_driver, (), (self.offsets[k], self.sizes[k]), ())
+
     def vjp(self, k, grad_output, saved, attrs, grad_input):
         start = self.offsets[k]
         part = grad_output.reshape(-1)[start:start + self.sizes[k]].reshape(grad_input.shape)
@@ -127,6 +132,12 @@ class ReplayOutput(Op):
 
     def exec_spec(self, k, node):
         return ExecSpec(interpreter.backward_driver,
+                        (node.saved_inputs[1], self.table, self.floats), self.ints, ())
+
+    sets_first_writes = True
+
+    def exec_set_spec(self, k, node):
+        return ExecSpec(interpreter.backward_set_driver,
                         (node.saved_inputs[1], self.table, self.floats), self.ints, ())
 
     def vjp(self, k, grad_output, saved, attrs, grad_input):

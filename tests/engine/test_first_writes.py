@@ -199,3 +199,37 @@ def test_replayed_outputs_give_the_eager_gradients():
     want = anb.grad(h.sum() + 2.0 * (h * h).sum(), [x, w])
     for g, e in zip(got, want):
         np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_replayed_loss_writes_its_buffer_and_the_gradients_first(
+        nan_buffers, monkeypatch, dtype):
+    # A compiled loss's backward in the executor: the replayed output's driver clears the
+    # inputs' part of its gradient buffer itself (not the scratch: its table writes that) and
+    # each input's part is copied into the input's gradient, with no ZERO row before either.
+    rng = np.random.default_rng(4)
+    x = anb.tensor(rng.standard_normal((64, 12)).astype(dtype))
+    w1 = anb.tensor(rng.standard_normal((12, 64)).astype(dtype) * 0.3, requires_grad=True)
+    b1 = anb.tensor(rng.standard_normal(64).astype(dtype), requires_grad=True)
+    w2 = anb.tensor(rng.standard_normal((64, 5)).astype(dtype) * 0.3, requires_grad=True)
+    params = [w1, b1, w2]
+
+    def loss(w1, b1, w2):
+        return anb.sum(anb.tanh(anb.tanh(x @ w1 + b1) @ w2))
+
+    compiled = anb.compile(loss)
+    want = [g.numpy() for g in anb.grad(loss(*params), params)]
+    compiled(*params)  # (records)
+    out = compiled(*params)
+    tables = _tables_of(monkeypatch, lambda: anb.grad(out, params, retain_graph=True))
+    got = [g.numpy() for g in anb.grad(compiled(*params), params)]
+    for a, b in zip(got, want):
+        assert a.tobytes() == b.tobytes()
+    code = np.array(tables.code).reshape(-1, executor.ROW)
+    names = [d.py_func.__name__ for d in tables.entry_index]
+    firsts = [r for r in code if r[executor.ENTRY] >= 0 and names[r[executor.ENTRY]] in (
+        "backward_set_driver", "slice_copy_driver")]
+    assert sorted(names[r[executor.ENTRY]] for r in firsts) == (
+        ["backward_set_driver"] + ["slice_copy_driver"] * 3)
+    zeroed = {r[executor.GRAD] for r in code if r[executor.ENTRY] == executor.ZERO}
+    assert not zeroed & {r[executor.TARGET] for r in firsts}
