@@ -9,14 +9,16 @@ them by ``(object, offset)``.
 The graph of a replayed call is two kinds of node. ``ReplayInputs`` has the call's
 differentiable tensors as its edges and a gradient buffer holding all their gradients one
 after another (and, after them, scratch space); its VJP for input ``k`` adds that input's part
-into the input's gradient. Each differentiable output has a ``ReplayOutput`` node with that
-one edge, whose VJP runs the output's recorded backward table into the buffer, one driver
-call (:func:`.interpreter.backward_driver`). A table stops at the call's other outputs its
-gradient goes through: their gradients are parts of the buffer too, and ``ReplayInputs``'
-edges to their nodes take them on (eager's ``grad(loss, h)`` sees them). So the compiled
-backward executor, its batched form, the plan cache and the Python walk all run a replayed
-call as they run any graph, and ``create_graph=True`` re-runs fn eagerly to record
-differentiable gradients.
+into the input's gradient (copies it, where it is the first to write that gradient). Each
+differentiable output has a ``ReplayOutput`` node with that one edge, whose VJP runs the
+output's recorded backward table into the buffer, one driver call
+(:func:`.interpreter.backward_driver`; where it is the first to write the buffer,
+:func:`.interpreter.backward_set_driver` clears the inputs' part first, not the scratch). A
+table stops at the call's other outputs its gradient goes through: their gradients are parts
+of the buffer too, and ``ReplayInputs``' edges to their nodes take them on (eager's
+``grad(loss, h)`` sees them). So the compiled backward executor, its batched form, the plan
+cache and the Python walk all run a replayed call as they run any graph, and
+``create_graph=True`` re-runs fn eagerly to record differentiable gradients.
 """
 
 import contextlib
