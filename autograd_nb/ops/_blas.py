@@ -176,13 +176,13 @@ def _mkl_blas():
         names = ("dgemm_", "sgemm_")
         if not all(hasattr(library, name) for name in names):
             continue
+        if not _choose_mkl_threads(library, path):
+            continue  # (before any other MKL call: a library skipped is left as it was)
         gemm = {dtype: ctypes.cast(getattr(library, name), ctypes.c_void_p).value
                 for dtype, name in zip(_FLOATS, names)}
         layer = _function(library, ["MKL_Set_Interface_Layer"], ctypes.c_int, [ctypes.c_int])
         # (0 asks for LP64 and the layer in effect comes back: bit 0 set for ILP64)
         int64 = layer is not None and layer(0) & 1 == 1
-        if not _choose_mkl_threads(library, path):
-            continue
         get = _function(library, ["MKL_Get_Max_Threads"], ctypes.c_int)
         set_ = _function(library, ["MKL_Set_Num_Threads"], None, [ctypes.c_int])
         return Blas("mkl", gemm, int64, get, set_, None)
@@ -232,9 +232,10 @@ def _choose_mkl_threads(library, path):
 def _serial_mkl_in_child():
     """GNU OpenMP is not fork-safe (see ``_parallel``): in a child forked from a process whose
     MKL ran threads under it, the first threaded product hung, and so did the first numba
-    ``prange`` under numba's ``omp`` layer (the same runtime). So such a child runs MKL on one
-    thread and numba's kernels as their serial twins, as after numba's own threads
-    (``_parallel``; numba's ``tbb`` layer, started, has threads of its own)."""
+    ``prange`` under numba's ``omp`` layer (the same runtime). Whether MKL's threads ran is
+    not known here, so every child forked while MKL runs on that layer runs MKL on one thread
+    and numba's kernels as their serial twins, as after numba's own threads (``_parallel``;
+    numba's ``tbb`` layer, started, has threads of its own)."""
     if PRODUCTS.name != "mkl" or mkl_threading != _MKL_GNU:
         return
     if PRODUCTS.set_threads is not None:
