@@ -65,7 +65,7 @@ class Selection:
     """
 
     __slots__ = ("input_shape", "index", "basic", "_layout", "_flat", "_unique", "_last",
-                 "_ints")
+                 "_ints", "_block")
 
     def __init__(self, input_shape, index):
         self.input_shape = tuple(input_shape)
@@ -80,6 +80,7 @@ class Selection:
         self._unique = None
         self._last = None
         self._ints = None  # (``exec_ints``'s last: its ``n`` and ints)
+        self._block = None  # (``block_offset``'s, in a tuple)
 
     def __eq__(self, other):
         """Selections are equal when they index equal input shapes with the same index
@@ -142,6 +143,23 @@ class Selection:
             shape, strides, offset = _basic_layout(self.input_shape, key)
             self._layout = (shape, list(strides), offset)
         return self._layout
+
+    def block_offset(self):
+        """Where a basic selection is one C-ordered block of the (C-contiguous) input: its
+        element offset there; else None (advanced indexing, a step, a partial inner axis)."""
+        if not self.basic:
+            return None
+        found = self._block
+        if found is None:
+            shape, strides, offset = self.layout()
+            expected = 1
+            for n, stride in zip(reversed(shape), reversed(strides)):
+                if n != 1 and stride != expected:
+                    offset = -1
+                    break
+                expected *= n
+            found = self._block = (offset,)
+        return None if found[0] < 0 else found[0]
 
     def exec_ints(self, n):
         """``ints`` of the strided drivers (``_strided``) for a basic selection of ``n``
@@ -336,6 +354,11 @@ class GetItem(Op):
                     # Selection.gather of a basic index (it always copies).
                     return arrays, found, x[found["index"]].copy()
         return self.run_and_remember(key, arrays, attrs)
+
+    has_input_block = True
+
+    def input_block(self, attrs):
+        return attrs["selection"].block_offset()
 
     def forward_spec(self, arrays, attrs, output):
         # A strided read for a basic index; else output[i] = input[flat_map[i]] (what NumPy

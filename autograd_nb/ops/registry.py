@@ -374,6 +374,18 @@ class Op:
         one."""
         return False
 
+    #: Whether :meth:`input_block` may find the result in the input (the recorder asks only
+    #: then).
+    has_input_block = False
+
+    def input_block(self, attrs):
+        """The element offset at which this op's result lies in its input, or None (the
+        default): where the result is the input's elements from that offset on, in C order,
+        as one block (a basic index: ``x[k]``, ``x[2:5]``, ``x[1, :]`` of a C-contiguous
+        ``x``). A compiled program (:func:`autograd_nb.compile`) then reads the result there
+        instead of copying it, while the input's buffer is not written."""
+        return None
+
     def forward_spec(self, arrays, attrs, output):
         """How a compiled program (:func:`autograd_nb.compile`) replays this op's forward, or
         None (the default): then a program that uses the op runs eagerly.

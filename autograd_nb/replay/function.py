@@ -118,6 +118,7 @@ class CompiledFunction:
             why, where = f"the interpreter cannot run {what}", (filename, line)
         outputs, output_structure = flatten(result)
         trace.adopt_outputs(outputs)
+        trace.own_outputs(outputs)
         program = None
         if why is None:
             try:

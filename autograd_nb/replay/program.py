@@ -219,12 +219,14 @@ class Program:
             events, written = fusion.fold_in_place_writes(events, read_after)
         items, readers = fusion.plan(events)
         self._pack_arena(trace, events, items, readers, read_after)
-        value = _value_numbers(builder, self.location, self.arena_offsets)
+        value, numbers = _value_numbers(builder, self.location, trace.arena_buffers,
+                                        self.arena_offsets)
         # (a folded write's target is read after the program: its values reach memory; and a
         # group of one op, a broadcast gathered, may be all the program: its result is kept)
         kept = read_after | written
         scratch_at = -(-self.arena_bytes // _ALIGN) * _ALIGN
-        scratch_bytes = _forward_rows(builder, value, items, kept, readers, scratch_at)
+        scratch_bytes = _forward_rows(builder, value, numbers, items, kept, readers,
+                                      scratch_at)
         if scratch_bytes:
             self.arena_bytes = scratch_at + scratch_bytes
         return builder.tables()
@@ -965,39 +967,46 @@ def _shared_places(lives, n_bytes):
     return places, size
 
 
-def _value_numbers(builder, location, arena_offsets):
-    """``value(buffer, offset)``: the number of the builder's value at that place (made on
-    first use; one per place, however the buffer is named). ``arena_offsets``: the arena's
-    places, as ``location`` reads them."""
-    values = {}
+def _value_numbers(builder, location, arena_buffers, arena_offsets):
+    """``(value, numbers)``: ``value(buffer, offset)`` the number of the builder's value at
+    that place (made on first use; one per place, however the buffer is named), and
+    ``numbers`` a dict of each arena buffer's (as a whole) number. ``arena_offsets``: the
+    arena's places, as ``location`` reads them.
+
+    The arena's values are numbered at once (one per distinct place, in order of place):
+    a 10,000-op program names them some 100,000 times, and a dict lookup inline is the
+    cheapest way to name one."""
     places = builder.values
+    distinct, number = np.unique(np.asarray(arena_offsets, dtype=np.int64),
+                                 return_inverse=True)
+    base = len(places) // 2
+    pairs = np.zeros((distinct.size, 2), dtype=np.int64)
+    pairs[:, 1] = distinct
+    places.extend(pairs.reshape(-1).tolist())
+    values = {(0, int(offset)): base + j for j, offset in enumerate(distinct.tolist())}
+    numbers = dict(zip(arena_buffers, (number.reshape(-1) + base).tolist()))
 
     def value(buffer, offset):
-        if not offset:  # (the usual case: a whole buffer, named by the buffer)
-            index = values.get(buffer)
-            if index is None:
-                # (an arena value's place inline: one per recorded op)
-                where = ((0, arena_offsets[buffer.index]) if buffer.kind == "arena"
-                         else location(buffer, 0))
-                index = values.get(where)
-                if index is None:
-                    index = values[where] = len(places) // 2
-                    places.extend(where)
-                values[buffer] = index
-            return index
+        if not offset:
+            index = numbers.get(buffer)
+            if index is not None:
+                return index
         where = location(buffer, offset)
         index = values.get(where)
         if index is None:
             index = values[where] = builder.value(*where)
+        if not offset:
+            numbers[buffer] = index
         return index
 
-    return value
+    return value, numbers
 
 
-def _forward_rows(builder, value, items, kept, readers, scratch_at):
+def _forward_rows(builder, value, numbers, items, kept, readers, scratch_at):
     """Add the forward table's rows of ``items`` (:func:`fusion.plan`'s); the scratch bytes
     its groups need past ``scratch_at``. (A loop per recorded op: the usual one, an op on
-    whole buffers, is its value numbers and its row, with no call of the builder's.)"""
+    whole arena buffers, is its value numbers, from ``numbers``, and its row, with no
+    call.)"""
     copy_entry = _pointers.entry_address(interpreter.copy_driver, np.dtype(np.float64))
     entries = {}  # (driver, dtype) -> the builder's entry number
     rows, operand_list, int_list = builder.rows, builder.operands, builder.ints
@@ -1010,12 +1019,18 @@ def _forward_rows(builder, value, items, kept, readers, scratch_at):
         if event.op == "block":  # a backward run inside fn (``Trace.record_backward``)
             _block_rows(builder, value, event)
             continue
-        operands = [value(b, o) for b, o in event.operands]
+        try:
+            operands = [numbers[b] for b, o in event.operands if not o]
+        except KeyError:  # (an argument's buffer met first)
+            operands = None
+        if operands is None or len(operands) != len(event.operands):
+            operands = [value(b, o) for b, o in event.operands]
         if event.op is None:  # a copy (an in-place write, or a kept old value)
-            builder.call(copy_entry, operands, (event.operands[0][0].array.nbytes,))
+            builder.call(copy_entry, operands, (event.spec,))
             continue
         driver, ints, floats = event.spec
-        operands.append(value(event.output, 0))
+        output = numbers.get(event.output)
+        operands.append(value(event.output, 0) if output is None else output)
         key = (driver, event.dtype)
         entry = entries.get(key)
         if entry is None:

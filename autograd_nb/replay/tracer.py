@@ -12,6 +12,13 @@ is active: eager code pays nothing for this module.
 Values are found by memory: every buffer the trace meets (inputs, results, tensors from
 outside) is kept alive and registered by its data pointer, so an op reading a view of a
 buffer (``reshape``) is read at the right offset, and no address is reused while recording.
+
+A result that is one block of an op result met (a basic index, ``s[k]``: ``Op.input_block``)
+is not a buffer of its own: it is read where it lies in that buffer, with no instruction (a
+10,000-op scalar graph reads a third of its values so). Until that buffer is written: an
+in-place write into it, or into the block, first copies each such block out, at that point of
+the program, into a buffer of its own (:meth:`Trace._separate`), as does handing the block, or
+the buffer, out of fn.
 """
 
 import gc
@@ -75,13 +82,27 @@ class Buffer:
         return self.start + self.array.nbytes
 
 
+def _within(found, base, start, end):
+    """The location of the bytes ``start`` to ``end`` in ``base``, whose own location is
+    ``found``; None where they are not in ``base``."""
+    buffer, at = found
+    if at or buffer.array is not base:  # (a block read in place: in memory of its own)
+        base_start = _address(base)
+        if base_start <= start and end <= base_start + base.nbytes:
+            return buffer, at + start - base_start
+    elif buffer.start <= start and end <= buffer.end:
+        return buffer, start - buffer.start
+    return None
+
+
 def _address(array):
     return array.__array_interface__["data"][0]
 
 
 class Event:
     """One recorded op: ``op`` on ``operands`` (per input a ``(Buffer, byte offset)``), the
-    result's location, and its forward spec (None for a copy)."""
+    result's location, and its forward spec; for a copy (``op`` None: from ``operands[0]``
+    into ``operands[1]``), the byte count."""
 
     __slots__ = ("op", "operands", "output", "spec", "dtype")
 
@@ -97,13 +118,20 @@ class Trace:
     """The record of one call of fn (see the module docstring)."""
 
     def __init__(self, inputs):
-        self.buffers = []
-        self.by_id = {}  # (every array met is kept alive: ids are not reused meanwhile)
+        self.buffers = []  # the buffers met but the ops' results (only in ``arena_buffers``)
+        # id of each array met -> ``(its Buffer, 0)``, the location of the whole buffer (one
+        # tuple per buffer, not one per use). Every array met is kept alive: ids are not
+        # reused meanwhile.
+        self.by_id = {}
         self.events = []
         self.externals = []  # tensors from outside fn's arguments, in order met
         self.external_index = {}
         self.consts = []
         self.arena_buffers = []
+        # Blocks of results read in place (``_alias``): per buffer, ``id`` -> the block's
+        # array; per block's ``id``, its buffer.
+        self.aliases = {}
+        self.aliased = {}
         self.unsupported = None  # why the program cannot replay, with where
         self.value_dependent = None  # (what, file, line) of the first value read
         self.inputs = inputs
@@ -119,28 +147,29 @@ class Trace:
     def _add(self, array, kind, index):
         buffer = Buffer(array, kind, index)
         self.buffers.append(buffer)
-        self.by_id.setdefault(id(array), buffer)
+        self.by_id.setdefault(id(array), (buffer, 0))
         return buffer
 
     def find(self, array, scan=True):
         """``(Buffer, byte offset)`` of the buffer holding ``array``, or None. ``scan``: also
         look by address through every buffer (for a view of a view of one)."""
         by_id = self.by_id
-        buffer = by_id.get(id(array))  # (the usual case: the very array met before)
-        if buffer is not None:
-            return buffer, 0
+        found = by_id.get(id(array))  # (the usual case: the very array met before)
+        if found is not None:
+            return found
         base = array.base
         if base is None:
             return None  # owns its memory: met before it would have been found above
         start = None  # (its address, read only when needed: a view of a temporary is not)
         while isinstance(base, np.ndarray):  # a view of a buffer met (``reshape``'s)
-            buffer = by_id.get(id(base))
-            if buffer is not None:
+            found = by_id.get(id(base))
+            if found is not None:
                 if start is None:
                     start = _address(array)
                     end = start + array.nbytes
-                if buffer.start <= start and end <= buffer.end:
-                    return buffer, start - buffer.start
+                within = _within(found, base, start, end)
+                if within is not None:
+                    return within
             base = base.base
         if not scan:
             return None
@@ -152,9 +181,10 @@ class Trace:
     def _find_bytes(self, start, end):
         """``(Buffer, byte offset)`` of the buffer holding the bytes ``start`` to ``end``, or
         None."""
-        for buffer in self.buffers:
-            if buffer.start <= start and end <= buffer.end:
-                return buffer, start - buffer.start
+        for buffers in (self.buffers, self.arena_buffers):
+            for buffer in buffers:
+                if buffer.start <= start and end <= buffer.end:
+                    return buffer, start - buffer.start
         return None
 
     def external(self, tensor):
@@ -215,22 +245,15 @@ class Trace:
         case (operands that are buffers met, a result owning its memory) takes no call."""
         if self.unsupported is not None:
             return
-        operands = []
         by_id = self.by_id
-        k = 0
-        for array in arrays:
-            tensor = tensors[k]
-            if tensor is not None and array is tensor._data:
-                buffer = by_id.get(id(array))
-                if buffer is not None:  # (the usual case: a buffer met, read as it is)
-                    operands.append((buffer, 0))
-                    k += 1
-                    continue
-            found = self._operand(tensor, array, node, k)
-            if found is None:
+        try:  # (the usual case: every operand a buffer met, read as it is)
+            operands = [by_id[id(array)] for array in arrays]
+        except KeyError:
+            operands = self._operands(tensors, arrays, node)
+            if operands is None:
                 return
-            operands.append(found)
-            k += 1
+        if op.has_input_block and self._alias(op, operands, arrays, attrs, output):
+            return
         # (A result owning its memory, or a view of a temporary of the op's, is new.)
         if output.base is not None and self.find(output, scan=False) is not None:
             # A view of a buffer already met (``reshape``'s view): no instruction.
@@ -245,11 +268,80 @@ class Trace:
             self.refuse(f"{op.name}: a non-contiguous result")
             return
         arena = self.arena_buffers
-        buffer = Buffer(output, "arena", len(arena))
-        self.buffers.append(buffer)
-        by_id.setdefault(id(output), buffer)
+        buffer = Buffer(output, "arena", len(arena))  # (in ``arena_buffers`` only)
+        by_id.setdefault(id(output), (buffer, 0))
         arena.append(buffer)
         self.events.append(Event(op, operands, buffer, spec, output.dtype))
+
+    def _alias(self, op, operands, arrays, attrs, output):
+        """Whether ``output`` is read where it lies in its input's buffer, a result's, from
+        now on (see the module docstring): noted so, with no instruction."""
+        source, offset = operands[0]
+        if (source.kind != "arena" or not output.size or id(output) in self.by_id
+                or output.dtype != arrays[0].dtype or not arrays[0].flags.c_contiguous
+                or not output.flags.c_contiguous):
+            return False
+        at = op.input_block(attrs)
+        if at is None:
+            return False
+        self.by_id[id(output)] = (source, offset + at * output.itemsize)
+        self.aliased[id(output)] = source
+        self.aliases.setdefault(source, {})[id(output)] = output
+        return True
+
+    def _separate(self, buffer):
+        """Copy each block read in place in ``buffer`` into a buffer of its own, here in the
+        program (before a write into ``buffer``)."""
+        for array in list(self.aliases.get(buffer, {}).values()):
+            self._own(array)
+
+    def _own(self, array):
+        """The block ``array`` (read in place) copied, here in the program, into a buffer of
+        its own, where it is read from then on."""
+        source = self.aliased.pop(id(array))
+        blocks = self.aliases[source]
+        del blocks[id(array)]
+        if not blocks:
+            del self.aliases[source]
+        found = self.by_id[id(array)]
+        buffer = Buffer(array, "arena", len(self.arena_buffers))
+        self.arena_buffers.append(buffer)
+        self.by_id[id(array)] = (buffer, 0)
+        self.events.append(Event(None, [found, (buffer, 0)], None, array.nbytes, array.dtype))
+
+    def own_outputs(self, outputs):
+        """Give each output tensor, and the blocks read in place in its buffer, a buffer of
+        its own: an output does not share memory with another value (it may be changed in
+        place after the call; eager's values are separate arrays)."""
+        if not self.aliased:
+            return
+        for leaf in outputs:
+            if not isinstance(leaf, Tensor) or type(leaf._data) is not np.ndarray:
+                continue
+            array = leaf._data
+            while isinstance(array, np.ndarray):
+                if id(array) in self.aliased:
+                    self._own(array)
+                array = array.base
+            found = self.find(leaf._data)
+            if found is not None:
+                self._separate(found[0])
+
+    def _operands(self, tensors, arrays, node):
+        """``record_op``'s locations of the operands where one is not a buffer met, or None
+        (then the trace is refused)."""
+        operands = []
+        for k, (tensor, array) in enumerate(zip(tensors, arrays)):
+            if tensor is not None and array is tensor._data:
+                found = self.by_id.get(id(array))
+                if found is not None:
+                    operands.append(found)
+                    continue
+            found = self._operand(tensor, array, node, k)
+            if found is None:
+                return None
+            operands.append(found)
+        return operands
 
     def _operand(self, tensor, array, node, k):
         """``record_op``'s location of operand ``k`` outside the usual case, or None (then
@@ -270,14 +362,17 @@ class Trace:
             return
         found_source = self.find(source)
         found_target = self.find(target_array)
+        if found_target is not None and found_target[0] in self.aliases:
+            self._separate(found_target[0])  # (the blocks read in place keep their values)
+            found_target = self.find(target_array)
         if found_source is None or found_target is None or not target_array.flags.c_contiguous:
             self.refuse("an in-place write this recorder cannot follow")
             return
         if source.nbytes != target_array.nbytes:
             self.refuse("an in-place write with broadcasting")
             return
-        self.events.append(Event(None, [found_source, found_target], None, None,
-                                 target_array.dtype))
+        self.events.append(Event(None, [found_source, found_target], None,
+                                 target_array.nbytes, target_array.dtype))
         self.writes.append(found_target[0])
 
     def record_fresh_copy(self, source, copy):
@@ -290,7 +385,7 @@ class Trace:
             return
         buffer = self._add(copy, "arena", len(self.arena_buffers))
         self.arena_buffers.append(buffer)
-        self.events.append(Event(None, [found, (buffer, 0)], None, None, copy.dtype))
+        self.events.append(Event(None, [found, (buffer, 0)], None, copy.nbytes, copy.dtype))
 
     def inner_backward(self, root_edges, seeds, targets, all_leaves, retain_graph,
                        create_graph, allow_unused, batch):
@@ -363,6 +458,11 @@ class Trace:
         met, a new arena value (a result) or a constant."""
         found = self.find(array)
         if found is not None:
+            if type(origin) is tuple and origin[0] == "result" and found[0] in self.aliases:
+                # (the table writes it; not met today: a gradient taken inside fn is a new
+                # array, but a table adding into a buffer met must not change the blocks)
+                self._separate(found[0])
+                found = self.find(array)
             return found
         if type(origin) is tuple and origin[0] == "result":
             buffer = self._add(array, "arena", len(self.arena_buffers))
