@@ -118,10 +118,12 @@ class Trace:
     """The record of one call of fn (see the module docstring)."""
 
     def __init__(self, inputs):
-        self.buffers = []  # the buffers met but the ops' results (only in ``arena_buffers``)
-        # id of each array met -> ``(its Buffer, 0)``, the location of the whole buffer (one
-        # tuple per buffer, not one per use). Every array met is kept alive: ids are not
-        # reused meanwhile.
+        # The buffers met, but the ops' results and the blocks copied out (``_own``), which
+        # are in ``arena_buffers`` only.
+        self.buffers = []
+        # id of each array met -> its location, ``(Buffer, byte offset)``: ``(its own Buffer,
+        # 0)``, one tuple per buffer, not one per use; a block's place in a result
+        # (``_alias``). Every array met is kept alive: ids are not reused meanwhile.
         self.by_id = {}
         self.events = []
         self.externals = []  # tensors from outside fn's arguments, in order met
