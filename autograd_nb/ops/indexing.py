@@ -80,7 +80,7 @@ class Selection:
         self._unique = None
         self._last = None
         self._ints = None  # (``exec_ints``'s last: its ``n`` and ints)
-        self._block = None  # (``block_offset``'s, in a tuple)
+        self._block = None  # (``block_offset``'s, -1 for none)
 
     def __eq__(self, other):
         """Selections are equal when they index equal input shapes with the same index
@@ -149,8 +149,7 @@ class Selection:
         element offset there; else None (advanced indexing, a step, a partial inner axis)."""
         if not self.basic:
             return None
-        found = self._block
-        if found is None:
+        if self._block is None:
             shape, strides, offset = self.layout()
             expected = 1
             for n, stride in zip(reversed(shape), reversed(strides)):
@@ -158,8 +157,8 @@ class Selection:
                     offset = -1
                     break
                 expected *= n
-            found = self._block = (offset,)
-        return None if found[0] < 0 else found[0]
+            self._block = offset
+        return self._block if self._block >= 0 else None
 
     def exec_ints(self, n):
         """``ints`` of the strided drivers (``_strided``) for a basic selection of ``n``

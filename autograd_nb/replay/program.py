@@ -1021,7 +1021,7 @@ def _forward_rows(builder, value, numbers, items, kept, readers, scratch_at):
             continue
         try:
             operands = [numbers[b] for b, o in event.operands if not o]
-        except KeyError:  # (an argument's buffer met first)
+        except KeyError:  # (a buffer not numbered yet: an argument's, a constant's, ...)
             operands = None
         if operands is None or len(operands) != len(event.operands):
             operands = [value(b, o) for b, o in event.operands]

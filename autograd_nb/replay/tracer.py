@@ -18,7 +18,8 @@ is not a buffer of its own: it is read where it lies in that buffer, with no ins
 10,000-op scalar graph reads a third of its values so). Until that buffer is written: an
 in-place write into it, or into the block, first copies each such block out, at that point of
 the program, into a buffer of its own (:meth:`Trace._separate`), as does handing the block, or
-the buffer, out of fn.
+the buffer, out of fn. (A gradient taken inside fn writes new arrays only, never a buffer met:
+``record_backward``.)
 """
 
 import gc
@@ -460,11 +461,6 @@ class Trace:
         met, a new arena value (a result) or a constant."""
         found = self.find(array)
         if found is not None:
-            if type(origin) is tuple and origin[0] == "result" and found[0] in self.aliases:
-                # (the table writes it; not met today: a gradient taken inside fn is a new
-                # array, but a table adding into a buffer met must not change the blocks)
-                self._separate(found[0])
-                found = self.find(array)
             return found
         if type(origin) is tuple and origin[0] == "result":
             buffer = self._add(array, "arena", len(self.arena_buffers))
