@@ -55,7 +55,9 @@ def lu_solve_into(packed, b, out, transpose):
     if n == 0 or k == 0:
         out[...] = 0
         return
-    work = np.ascontiguousarray(b.T)
+    # Always a copy, as numba's ``ascontiguousarray`` makes one: for one column ``b.T`` is
+    # already contiguous, and LAPACK would solve in place into the caller's ``b``.
+    work = np.array(b.T, order="C")
     by = ByAddress(b.dtype)
     size, columns, leading, info = by.int(n), by.int(k), by.int(n + 1), by.int(0)
     if is_cholesky(packed):

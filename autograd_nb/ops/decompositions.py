@@ -40,7 +40,9 @@ import math
 import operator
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
+from numba.np.linalg import _LAPACK
 
 from .. import config
 from . import _broadcast, _lapack
@@ -1008,16 +1010,63 @@ Cholesky()
 
 # -- eigh -------------------------------------------------------------------------------------
 
+_UPPER = ord("U")
+_LOWER = ord("L")
+
 
 @njit(cache=True, nogil=True)
 def _eigh_forward(a, out, upper):
     """``out[i, 0]``: the eigenvalues (ascending), ``out[i, 1:]``: the eigenvectors (columns)
-    of the symmetric ``a[i]``, read from its lower triangle (upper where ``upper``)."""
+    of the symmetric ``a[i]``, read from its lower triangle (upper where ``upper``).
+
+    As NumPy's ``eigh``: ``?syevd`` on a column-major copy, told the triangle. (The upper
+    triangle of ``a`` is the lower of ``a.T``, but LAPACK reduces the two triangles in
+    different orders: other signs, other last bits.)"""
+    n = a.shape[2]
+    if n == 0:
+        return
+    uplo = _UPPER if upper else _LOWER
+    # Column-major: the transpose of a row-major buffer.
+    work = np.empty((n, n), dtype=a.dtype).T
     for i in range(a.shape[0]):
-        x = np.ascontiguousarray(a[i].T) if upper else np.ascontiguousarray(a[i])
-        w, v = np.linalg.eigh(x)
-        _lapack.copy_into(out[i, :1], w.reshape((1, w.size)))
-        _lapack.copy_into(out[i, 1:], v)
+        _check_finite(a[i])
+        _lapack.copy_into(work, a[i])
+        if _syevd(work, out[i, 0], uplo) != 0:
+            raise LinAlgError("Eigenvalues did not converge")
+        _lapack.copy_into(out[i, 1:], work)
+
+
+@njit(cache=True, nogil=True)
+def _check_finite(x):
+    """Raise where ``x`` holds an inf or nan, in either triangle, as numba's
+    ``np.linalg.eigh`` does (NumPy's gives nan, or ignores one in the triangle it does not
+    read)."""
+    for r in range(x.shape[0]):
+        for c in range(x.shape[1]):
+            if not np.isfinite(x[r, c]):
+                raise LinAlgError("Array must not contain infs or NaNs.")
+
+
+def _syevd(a, w, uplo):
+    """LAPACK's ``?syevd`` on the column-major square ``a``, in place (its eigenvectors), the
+    eigenvalues into ``w``; ``uplo`` is ``ord("L")`` or ``ord("U")``. Returns LAPACK's
+    ``info``. Compiled code only (an ``overload``)."""
+    raise NotImplementedError("_syevd runs in compiled code")
+
+
+@overload(_syevd)
+def _syevd_typed(a, w, uplo):
+    # numba's own wrapper, the one its np.linalg.eigh calls: SciPy's LAPACK, with the
+    # workspace queried and allocated in C.
+    routine = _LAPACK().numba_ez_xxxevd(a.dtype)
+    kind = ord("d" if a.dtype == types.float64 else "s")
+    vectors = ord("V")
+
+    def syevd(a, w, uplo):
+        n = a.shape[0]
+        return routine(kind, vectors, uplo, n, a.ctypes, n, w.ctypes)
+
+    return syevd
 
 
 @njit(cache=True, nogil=True)
@@ -1789,13 +1838,21 @@ def eigh(a, UPLO="L"):  # noqa: N803 - NumPy's name
     ----------
     a : Tensor or array_like, shape (..., M, M)
     UPLO : {'L', 'U'}, optional
-        Which triangle of ``a`` is read.
+        Which triangle of ``a`` is read. Either is LAPACK's ``?syevd`` called as NumPy calls
+        it, so the results are NumPy's, the eigenvectors' signs too, where NumPy's LAPACK is
+        the same build as SciPy's (which numba calls).
 
     Returns
     -------
     EighResult
         ``(eigenvalues, eigenvectors)``: Tensors of shapes (..., M), ascending, and
         (..., M, M), the eigenvectors in columns.
+
+    Raises
+    ------
+    LinAlgError
+        Where ``a`` holds an inf or nan, in either triangle (NumPy's ``eigh`` gives nan or
+        raises), or LAPACK does not converge.
 
     Notes
     -----
@@ -1832,6 +1889,9 @@ def eigh(a, UPLO="L"):  # noqa: N803 - NumPy's name
 def eigvalsh(a, UPLO="L"):  # noqa: N803 - NumPy's name
     """The eigenvalues of symmetric matrices (ascending), as ``numpy.linalg.eigvalsh``; see
     :func:`eigh`.
+
+    They are ``eigh``'s eigenvalues, computed with the eigenvectors (which the gradient
+    needs): NumPy's ``eigvalsh`` computes them without, and can differ in the last bits.
 
     Examples
     --------

@@ -12,6 +12,7 @@ every element.
 
 import numpy as np
 import pytest
+from scipy.linalg import lapack
 
 import autograd_nb as anb
 from autograd_nb.ops import decompositions
@@ -78,7 +79,12 @@ CASES = [
          [well_conditioned(3, 3), normal(3)]),
     Case("solve-broadcast", "linalg.solve", lambda xp, a, b: xp.linalg.solve(a, b),
          [well_conditioned(1, 3, 3), normal(2, 1, 3, 2)]),
+    # One column, and a 1 x 1 matrix: ``b.T`` is then contiguous already, a view that a
+    # solve must copy before LAPACK solves in place (tier 0's twin once wrote into the seed).
+    Case("solve-column", "linalg.solve", lambda xp, a, b: xp.linalg.solve(a, b),
+         [well_conditioned(4, 4), normal(4, 1)]),
     Case("inv", "linalg.inv", lambda xp, a: xp.linalg.inv(a), [well_conditioned(2, 3, 3)]),
+    Case("inv-1x1", "linalg.inv", lambda xp, a: xp.linalg.inv(a), [well_conditioned(2, 1, 1)]),
     Case("det", "linalg.det", lambda xp, a: xp.linalg.det(a), [well_conditioned(2, 2, 3, 3)]),
     Case("slogdet", "linalg.slogdet", lambda xp, a: xp.stack(xp.linalg.slogdet(a), axis=-1),
          [normal(2, 3, 3)]),
@@ -353,3 +359,58 @@ def test_gaussian_process_likelihood_gradient():
     np.testing.assert_allclose(nll(*(anb.tensor(p) for p in params)).item(), expected,
                                rtol=1e-12)
     check_gradients(nll, params)
+
+
+# -- eigh's triangles ---------------------------------------------------------------------------
+
+#: Inputs are not symmetric: each triangle is another matrix, so reading the wrong one fails.
+EIGH_SHAPES = [(1, 1), (2, 2), (6, 6), (17, 17), (3, 6, 6), (2, 2, 5, 5)]
+
+
+def lapack_eigh(a, uplo):
+    """``?syevd`` as NumPy's ``eigh`` calls it (each matrix column-major, told the triangle),
+    from SciPy's LAPACK: the library numba's ``eigh`` calls."""
+    syevd = lapack.dsyevd if a.dtype == np.float64 else lapack.ssyevd
+    pairs = [syevd(m, compute_v=1, lower=int(uplo == "L"))[:2]
+             for m in a.reshape(-1, *a.shape[-2:])]
+    w = np.stack([w for w, _ in pairs]).reshape(a.shape[:-1])
+    v = np.stack([v for _, v in pairs]).reshape(a.shape)
+    return w, v
+
+
+@pytest.mark.parametrize("shape", EIGH_SHAPES, ids=str)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=lambda t: t.__name__)
+@pytest.mark.parametrize("uplo", ["L", "U"])
+def test_eigh_triangles_are_numpys_signs_included(uplo, dtype, shape):
+    # Inputs of their own seed: the float32 tolerances below hold for these.
+    a = np.random.default_rng(40).standard_normal(shape).astype(dtype)
+    w, v = anb.linalg.eigh(anb.tensor(a), uplo)
+    values = anb.linalg.eigvalsh(anb.tensor(a), uplo)
+    assert w.dtype == v.dtype == values.dtype == dtype
+    expected_w, expected_v = lapack_eigh(a, uplo)
+    np.testing.assert_array_equal(w.numpy(), expected_w)
+    np.testing.assert_array_equal(v.numpy(), expected_v)
+    np.testing.assert_array_equal(values.numpy(), expected_w)
+    numpy_w, numpy_v = np.linalg.eigh(a, uplo)
+    if dtype == np.float64:
+        # The eigenvectors directly: their signs are NumPy's too.
+        np.testing.assert_allclose(w.numpy(), numpy_w, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(v.numpy(), numpy_v, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(values.numpy(), numpy_w, rtol=1e-12, atol=1e-12)
+    else:
+        # NumPy's float32 LAPACK may be another OpenBLAS build than SciPy's: close values,
+        # and on some columns the other sign.
+        np.testing.assert_allclose(w.numpy(), numpy_w, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(np.abs(v.numpy()), np.abs(numpy_v), atol=1e-4)
+        np.testing.assert_allclose(values.numpy(), numpy_w, rtol=1e-5, atol=1e-5)
+
+
+def test_eigh_upper_gradient_of_a_matrix_whose_triangles_differ():
+    # The lower triangle is a constant that 'U' never reads; the gradient stays symmetric.
+    lower = np.tril(normal(2, 4, 4), -1)
+
+    def f(x):
+        a = x + anb.swapaxes(x, -1, -2) + anb.tensor(lower)
+        return signed_eigh(anb, *anb.linalg.eigh(a, "U"))
+
+    check_gradients(f, [normal(2, 4, 4)])
