@@ -14,7 +14,8 @@ help:
 	@echo "make demo          create $(VENV), install the package, run the grad_outputs tour"
 	@echo "make test          install the test, docs, cuda, distributed and mkl extras into $(VENV)"
 	@echo "                   and run the whole suite (the CUDA tests on numba's simulator: no GPU"
-	@echo "                   needed)"
+	@echo "                   needed), then the op, autograd and engine tests again in tier 0"
+	@echo "                   (pytest --tier=0: the NumPy twins a fresh machine's first calls run)"
 	@echo "make test-fast     the same without the tests marked slow (subprocesses, clusters, longest)"
 	@echo "make test-gpu      run the CUDA tests (tests/cuda) on a real NVIDIA GPU"
 	@echo "make bench         install the bench extra and run the asv suite in $(VENV)"
@@ -33,15 +34,21 @@ demo: $(PY)
 	$(PIP_INSTALL) -e .
 	$(PY) -m autograd_nb
 
+# The registry-driven tests run twice: with the compiled kernels (in the whole suite), and
+# with tier 0 forced (the NumPy twins a fresh machine's first calls run: tests/conftest.py).
+TIER0_TESTS := tests/ops tests/autograd tests/engine
+
 test: $(PY)
 	$(PIP_INSTALL) -e ".[test,docs,cuda,distributed,mkl]"
 	$(PY) -m pytest
+	$(PY) -m pytest --tier=0 $(TIER0_TESTS)
 
 # The inner loop: every test but those marked slow (fresh processes, empty caches, clusters,
 # the longest checks; pyproject.toml lists them).
 test-fast: $(PY)
 	$(PIP_INSTALL) -e ".[test,docs,cuda,mkl]"
 	$(PY) -m pytest -m "not slow"
+	$(PY) -m pytest -m "not slow" --tier=0 $(TIER0_TESTS)
 
 # For convenience only: the kernel cache is keyed by the package's sources and the numba,
 # llvmlite, NumPy and Python versions (autograd_nb/cache.py), so an edit or an upgrade starts a

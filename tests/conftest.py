@@ -19,9 +19,37 @@ import traceback  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from autograd_nb import tape  # noqa: E402
-from autograd_nb.ops.registry import FUNCTIONS, REGISTRY  # noqa: E402
+from autograd_nb import tape, tiering  # noqa: E402
+from autograd_nb.ops.registry import FUNCTIONS, REGISTRY, Op  # noqa: E402
 from tests.checks import COVERED  # noqa: E402
+from tests.guards import Guards  # noqa: E402
+
+#: The folders of the registry-driven tests: the guards of tests/guards.py hold them to "no
+#: call writes into an array it was given", and ``--tier=0`` runs them again in tier 0.
+GUARDED = ("ops", "autograd", "engine")
+#: The ops with a NumPy forward, which tier 0 serves (tiering.start's choice).
+TIERED = sorted(
+    name for name, op in REGISTRY.items() if type(op).forward_numpy is not Op.forward_numpy
+)
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--tier", choices=("compiled", "0"), default="compiled",
+        help="'0': run every op's first calls as a fresh process does, in tier 0 "
+        "(autograd_nb/tiering.py: NumPy forwards, the VJP kernels' NumPy twins), with no "
+        "background worker; the tests marked compiled_only are deselected",
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--tier") != "0":
+        return
+    kept = [item for item in items if item.get_closest_marker("compiled_only") is None]
+    dropped = [item for item in items if item.get_closest_marker("compiled_only") is not None]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 def _lock_simulator_shared_arrays():
@@ -63,6 +91,69 @@ def _grad_mode_left_on():
     if not tape._state.enabled:
         tape.set_grad_enabled_flag(True)
         pytest.fail("the test left the grad mode switched off")
+
+
+def _guarded(request):
+    parts = request.node.path.relative_to(request.config.rootpath).parts
+    return len(parts) > 2 and parts[0] == "tests" and parts[1] in GUARDED
+
+
+@pytest.fixture(autouse=True)
+def _given_arrays_unchanged(request):
+    """In the registry-driven tests, no op call and no backward writes into an array it was
+    given (tests/guards.py); with ``--tier=0`` every tiered op runs in tier 0, and the NumPy
+    twins see read-only arrays."""
+    if not _guarded(request):
+        yield
+        return
+    tier0 = request.config.getoption("--tier") == "0"
+    guards = Guards(freeze=tier0)
+    guards.install()
+    if tier0:
+        _enter_tier0()
+    try:
+        yield
+    finally:
+        if tier0:
+            _leave_tier0()
+        guards.uninstall()
+
+
+def _enter_tier0():
+    """Tier 0 as a fresh process has it, with no worker: the tiered ops run NumPy and a
+    backward the twins (as test_tiering.py's ``tier0`` fixture, for every test)."""
+    _saved_tiering.update(ENABLED=tiering.ENABLED, launch=tiering.launch)
+    tiering.ENABLED = True
+    tiering.launch = _hand_over
+    tiering._numpy_ops.update(TIERED)
+    for name in TIERED:
+        tiering._enter(REGISTRY[name])
+    tiering.backward_pending = True
+
+
+def _hand_over():
+    """``tiering.launch`` in the tier-0 pass: the recorded calls are dropped, as a launch
+    hands them to its worker, but no worker starts, so every call stays in tier 0."""
+    with tiering._lock:
+        tiering._calls, tiering._produced, tiering._recorded_bytes = [], {}, 0
+        tiering._backwards.clear()
+
+
+def _leave_tier0():
+    for name in TIERED:
+        tiering._leave(REGISTRY[name])
+    tiering._calls.clear()
+    tiering._produced.clear()
+    tiering._pending.clear()
+    tiering._backwards.clear()
+    tiering._grad_leaves.clear()
+    tiering._recorded_bytes = 0
+    tiering.backward_pending = False
+    for name, value in _saved_tiering.items():
+        setattr(tiering, name, value)
+
+
+_saved_tiering = {}
 
 
 def pytest_terminal_summary(terminalreporter):

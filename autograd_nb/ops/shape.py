@@ -198,7 +198,9 @@ class Transpose(ShapeOp):
         return _strided.strided_copy(arrays[0], out_shape, strides)
 
     def forward_numpy(self, arrays, attrs):
-        return np.ascontiguousarray(arrays[0].transpose(attrs["axes"]))
+        # A copy always, as the kernel's: ``ascontiguousarray`` would hand back the input
+        # itself for the identity permutation, and a 0-d array as 1-d.
+        return np.array(arrays[0].transpose(attrs["axes"]), order="C")
 
     def forward_spec(self, arrays, attrs, output):
         return _gather_spec(attrs["input_shape"], *self._layout(attrs))
@@ -247,7 +249,8 @@ class BroadcastTo(ShapeOp):
         return _strided.strided_copy(arrays[0], attrs["shape"], strides)
 
     def forward_numpy(self, arrays, attrs):
-        return np.ascontiguousarray(np.broadcast_to(arrays[0], attrs["shape"]))
+        # (A copy of a 0-d result stays 0-d: ``ascontiguousarray`` makes it 1-d.)
+        return np.array(np.broadcast_to(arrays[0], attrs["shape"]), order="C")
 
     def forward_spec(self, arrays, attrs, output):
         strides = _broadcast.broadcast_strides(attrs["input_shape"], attrs["shape"])

@@ -94,6 +94,7 @@ def test_random_programs_agree_with_the_walk_and_across_thread_counts(steps, dty
                                        rtol=tolerance, atol=tolerance)
 
 
+@pytest.mark.compiled_only
 def test_a_supported_batch_runs_in_one_compiled_call_with_no_python_vjp(monkeypatch):
     calls = count_batched_runs(monkeypatch)
 
@@ -140,6 +141,7 @@ def test_custom_functions_and_create_graph_take_the_walk(monkeypatch):
 @pytest.mark.parametrize("batch, threads, parallel, blocks", [
     (128, 2, True, 2), (127, 2, False, 1), (128, 1, False, 2), (640, 2, True, 10),
 ])
+@pytest.mark.compiled_only
 def test_the_batch_runs_in_blocks_fixed_by_its_size(batch, threads, parallel, blocks,
                                                     monkeypatch):
     if threads > numba.config.NUMBA_NUM_THREADS:
@@ -177,6 +179,7 @@ PRODUCTS = {
 @pytest.mark.parametrize("name", sorted(PRODUCTS))
 @pytest.mark.parametrize("seed_kind", ["one-hot", "dense"])
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.compiled_only
 def test_products_over_blocks_of_rows(name, seed_kind, dtype, monkeypatch):
     (shape_a, shape_b), product = PRODUCTS[name]
     rng = np.random.default_rng(len(name))
@@ -257,6 +260,7 @@ class _DirtyNumpy:
         return np.full(shape, np.nan, dtype=dtype)
 
 
+@pytest.mark.compiled_only
 def test_every_slot_and_result_is_zeroed_before_its_first_writer(monkeypatch):
     # The arena and the batch's results are allocated uninitialised (here: NaN); ZERO rows
     # clear each block's rows of a slot just before the first VJP that adds into it.
@@ -280,6 +284,7 @@ def test_every_slot_and_result_is_zeroed_before_its_first_writer(monkeypatch):
             np.testing.assert_array_equal(got, clean)
     assert plan_cache.stats["hits"] > 0
 
+@pytest.mark.compiled_only
 def test_batched_templates_replay_a_repeated_structure_with_the_same_bits(monkeypatch):
     plan_cache.clear()
     rng = np.random.default_rng(5)
@@ -302,6 +307,7 @@ def test_batched_templates_replay_a_repeated_structure_with_the_same_bits(monkey
 
 
 @pytest.mark.parametrize("batch", [0, 1, 2])
+@pytest.mark.compiled_only
 def test_tiny_batches_match_the_walk(batch, monkeypatch):
     calls = count_batched_runs(monkeypatch)
     rng = np.random.default_rng(batch)

@@ -150,6 +150,7 @@ def test_random_programs_agree_across_modes_and_with_the_rules(steps, dtype):
                                    atol=tolerance * 10)
 
 
+@pytest.mark.compiled_only
 def test_a_supported_graph_runs_in_one_compiled_call_with_no_python_vjp(monkeypatch):
     calls = count_executions(monkeypatch)
 
@@ -322,6 +323,7 @@ def test_backward_accumulates_into_leaves_and_retained_grads_over_two_calls():
     np.testing.assert_allclose(x.grad.numpy(), 2 * (2 * t * (1 - t * t)), rtol=1e-14)
 
 
+@pytest.mark.compiled_only
 def test_a_repeated_step_reuses_every_cached_piece_of_its_plan(monkeypatch):
     """What a repeated structure does not redo: drivers and their C entries, fused loops,
     per-shape instruction attributes and layouts (the tables themselves are kept from the

@@ -129,6 +129,7 @@ def _mlp(dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.compiled_only
 def test_an_mlp_backward_on_nan_buffers_clears_or_writes_every_slot_first(
         nan_buffers, monkeypatch, dtype):
     loss, params = _mlp(dtype)
@@ -202,6 +203,7 @@ def test_replayed_outputs_give_the_eager_gradients():
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.compiled_only
 def test_a_replayed_loss_writes_its_buffer_and_the_gradients_first(
         nan_buffers, monkeypatch, dtype):
     # A compiled loss's backward in the executor: the replayed output's driver clears the

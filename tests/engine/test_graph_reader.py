@@ -60,6 +60,7 @@ def counts():
     return plan_cache.stats["hits"], plan_cache.stats["compiled"]
 
 
+@pytest.mark.compiled_only
 def test_repeated_graphs_are_checked_in_compiled_code():
     for _ in range(2):
         grads(0.3, -0.7)
@@ -69,6 +70,7 @@ def test_repeated_graphs_are_checked_in_compiled_code():
     assert counts() == (hits + 3, compiled + 3)
 
 
+@pytest.mark.compiled_only
 def test_equal_attributes_that_are_other_objects_go_to_the_python_check():
     x = anb.tensor(0.3, requires_grad=True)
     y = anb.tensor(-0.7, requires_grad=True)
@@ -99,6 +101,7 @@ def test_a_leaf_where_the_template_has_a_node_is_no_match():
     np.testing.assert_allclose(gy.numpy(), t, rtol=1e-14)
 
 
+@pytest.mark.compiled_only
 def test_gather_holds_each_saved_buffer_until_release():
     x = anb.tensor(np.linspace(-1, 1, 5), requires_grad=True)
     for _ in range(2):
@@ -127,6 +130,7 @@ def test_gather_holds_each_saved_buffer_until_release():
     assert [sys.getrefcount(a) for a in saved] == before
 
 
+@pytest.mark.compiled_only
 def test_a_backward_from_a_template_frees_the_saved_buffers():
     x = anb.tensor(np.linspace(-1, 1, 5), requires_grad=True)
     for _ in range(2):
@@ -154,6 +158,7 @@ def test_a_backward_from_a_template_frees_the_saved_buffers():
         anb.grad(out, x)
 
 
+@pytest.mark.compiled_only
 def test_threads_backward_from_one_template_at_once():
     values = [-1 + 0.05 * k for k in range(40)]
     config.CACHED_PLANS = False

@@ -83,6 +83,7 @@ def test_repeated_random_programs_run_from_a_template_with_the_same_bits(steps, 
     assert hits() - before in (0, 2)
 
 
+@pytest.mark.compiled_only
 def test_a_repeated_scalar_graph_hits_and_matches_the_uncached_backward():
     values = [np.array(0.3), np.array(-0.7)]
     first = grads(scalar_chain, values)
@@ -96,6 +97,7 @@ def test_a_repeated_scalar_graph_hits_and_matches_the_uncached_backward():
     assert_same(grads(scalar_chain, values), first)
 
 
+@pytest.mark.compiled_only
 def test_backward_accumulates_from_a_template_as_without():
     def step(x, y):
         loss = scalar_chain(x, y)
@@ -185,6 +187,7 @@ def picked(x):
 
 
 @pytest.mark.parametrize("loss_of", [springs, picked])
+@pytest.mark.compiled_only
 def test_sliced_and_array_indexed_graphs_run_from_a_template(loss_of):
     values = [np.linspace(-1, 2, 12).reshape(4, 3)]
     warm(loss_of, values)
@@ -295,6 +298,7 @@ def test_retain_graph_keeps_the_buffers_for_a_second_backward():
         np.testing.assert_array_equal(a.numpy(), b.numpy())
 
 
+@pytest.mark.compiled_only
 def test_an_optimizer_step_between_backwards_keeps_hitting_with_the_same_results():
     w0 = np.linspace(-1, 1, 6)
 

@@ -302,6 +302,7 @@ def test_eager_results_and_recorded_attrs_equal_the_general_paths():
     np.testing.assert_allclose(g.numpy(), 2 * (x.numpy() ** 2 * y.numpy()).sum(axis=0))
 
 
+@pytest.mark.compiled_only
 def test_run_skips_prepare_once_cached(monkeypatch):
     op = REGISTRY["multiply"]
     op.run([np.ones((2, 3)), np.ones(3)], {})

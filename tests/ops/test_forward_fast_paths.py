@@ -102,6 +102,7 @@ UNARY = [
 @pytest.mark.parametrize("name, attrs", UNARY, ids=[f"{n}-{a}" for n, a in UNARY])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("kind", ["leaf", "computed", "constant"])
+@pytest.mark.compiled_only
 def test_one_tensor_takes_the_short_path_and_records_as_the_general_one(name, attrs, dtype, kind):
     op = REGISTRY[name]
     x = inputs((3, 2), dtype, kind)

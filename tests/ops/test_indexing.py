@@ -508,6 +508,7 @@ def test_inplace_operator_on_a_leaf_under_no_grad(symbol):
 
 @pytest.mark.parametrize("symbol", list(INPLACE))
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.compiled_only
 def test_inplace_under_no_grad_writes_the_out_of_place_bits_into_the_buffer(symbol, dtype,
                                                                           monkeypatch):
     # ``p -= lr * g`` under no_grad: the op's kernel writes straight into p's buffer
@@ -728,6 +729,7 @@ def test_getitem_run_matches_the_general_path(shape, data, dtype):
     np.testing.assert_array_equal(got, x[index])
 
 
+@pytest.mark.compiled_only
 def test_cached_getitem_keeps_numpy_semantics():
     x = anb.tensor(np.arange(12.0).reshape(3, 4), requires_grad=True)
     assert x[1].shape == (4,)

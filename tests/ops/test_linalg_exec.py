@@ -102,6 +102,7 @@ def walk_and_compiled(monkeypatch, executions, *args, **kwargs):
 @pytest.mark.parametrize("batch", [(), (2,)], ids=["single", "batched"])
 @pytest.mark.parametrize("n", ORDERS)
 @pytest.mark.parametrize("name", CASES)
+@pytest.mark.compiled_only
 def test_compiled_backward_gives_the_walks_bits(monkeypatch, executions, name, n, batch, dtype):
     function, make = CASES[name]
     arrays = make(batch, n)
@@ -114,6 +115,7 @@ def test_compiled_backward_gives_the_walks_bits(monkeypatch, executions, name, n
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("name", ["solve", "solve-spd", "slogdet", "slogdet-spd", "det",
                                   "cholesky"])
+@pytest.mark.compiled_only
 def test_grads_batched_give_the_walks_bits(monkeypatch, executions, name, dtype):
     function, make = CASES[name]
     arrays = make((2,), 5)
@@ -148,6 +150,7 @@ def test_driver_gradients_match_closed_forms():
     np.testing.assert_allclose(g.numpy(), expected, rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.compiled_only
 def test_singular_matrices_in_the_compiled_backward(executions):
     x = anb.tensor(np.ones((2, 2)), requires_grad=True)
     (g,) = anb.grad(anb.linalg.slogdet(x)[1], x)

@@ -14,6 +14,7 @@ RESHAPE = REGISTRY["reshape"]
     "shape, new_shape",
     [((4,), (-1, 1)), ((4,), (1, -1)), ((2, 3), (3, 2)), ((2, 3), -1), ((2, 3), 6), ((1,), ())],
 )
+@pytest.mark.compiled_only
 def test_a_cached_reshape_gives_the_values_and_gradient_of_a_fresh_one(shape, new_shape):
     RESHAPE._run_cache.clear()
     data = np.arange(np.prod(shape), dtype=np.float64).reshape(shape)
@@ -30,6 +31,7 @@ def test_a_cached_reshape_gives_the_values_and_gradient_of_a_fresh_one(shape, ne
     assert len(RESHAPE._run_cache) == 1
 
 
+@pytest.mark.compiled_only
 def test_layouts_and_shapes_do_not_share_entries():
     RESHAPE._run_cache.clear()
     a = np.arange(6.0).reshape(2, 3)
