@@ -48,7 +48,9 @@ filling the cache. Ops that NumPy cannot serve with the kernels' bits (special f
 linear algebra, the matrix-vector products split over threads, integer layouts) compile as
 before, and so does a backward on a GPU. Should a
 worker fail to start or to finish, the process leaves tier 0 and compiles as without it; a
-call a worker could not replay compiles in the process. ``AUTOGRAD_NB_TIERED=0`` turns
+call a worker could not replay compiles in the process. An interrupt (KeyboardInterrupt)
+while a worker starts reaches the caller, and stops the worker if it has started: its calls
+are recorded again, for the next one (:func:`launch`). ``AUTOGRAD_NB_TIERED=0`` turns
 tiering off (the test suite does, except the tests of this module); it is also off where
 numba's JIT is disabled.
 """
@@ -61,6 +63,7 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 
 import numba
 import numpy as np
@@ -93,8 +96,7 @@ _produced = {}  # id(output array) -> (call index, array)
 _recorded_bytes = 0
 _in_twins = threading.local()
 _roots = threading.local()  # ``arrays``: the outputs of the backward about to run
-_worker = None  # the running worker's Popen (``_STARTING`` while one is being started)
-_STARTING = object()
+_worker = None  # the worker's ``_Launch`` while one starts, runs, or its calls are settled
 _owner = os.getpid()
 _last_try = 0.0
 #: When the last worker finished, and the seconds since this module started (for reports).
@@ -107,11 +109,31 @@ def _ready_path():
 
 
 def _read_ready():
+    path = _ready_path()
     try:
-        with open(_ready_path(), encoding="utf-8") as stream:
+        with open(path, encoding="utf-8") as stream:
             return {line.strip() for line in stream if line.strip()}
     except OSError:
         return set()
+    except ValueError as error:  # (not UTF-8 text: a damaged file)
+        _discard_ready(path, error)
+        return set()
+
+
+def _discard_ready(path, error):
+    """Warn of the damaged list of cached calls at ``path``, and remove it: its calls run tier
+    0 once more, and the next worker lists them anew."""
+    warnings.warn(
+        f"autograd_nb's kernel cache: {path} is not a list of cached calls ({error}); "
+        f"removed, so the calls it listed run tier 0 until a background process lists them "
+        f"again. Deleting the cache folder is safe.",
+        cache.KernelCacheWarning,
+        stacklevel=3,
+    )
+    try:
+        os.remove(path)
+    except OSError:
+        pass
 
 
 def _key(op, values):
@@ -284,27 +306,62 @@ def after_backward():
 def launch():
     """Start the background worker on the calls recorded so far, unless one is running (in
     this process, or for this cache generation on the machine)."""
-    global _worker, _calls, _produced, _recorded_bytes, _last_try
     if not ENABLED or os.getpid() != _owner:
         return
-    with _lock:
-        if _worker is not None or not _calls:
-            return
-        if not any(key in _pending for _, key, _, _ in _calls):
-            _calls, _produced, _recorded_bytes = [], {}, 0  # all warmed meanwhile
-            return
-        now = time.perf_counter()
-        if now - _last_try < 1.0:
-            return
-        _last_try = now
-        held = _lock_generation()
-        if held is None:  # another process's worker fills this generation: try later
-            return
-        held.close()
-        calls, _calls, _produced, _recorded_bytes = _calls, [], {}, 0
-        backwards, _backwards[:] = list(_backwards), []
-        grad_leaves = set(_grad_leaves)
-        _worker = _STARTING  # (no other launch until this one has started or failed)
+    launched, taken = _Launch(), []
+    try:
+        with _lock:
+            if not _take_recorded(launched, taken):
+                return
+        _start_worker(launched, *taken[0])
+    except BaseException:
+        # An interrupt (KeyboardInterrupt is no Exception): no worker is left half started,
+        # and the calls are recorded again, for a later launch.
+        _abandon(launched, taken)
+        raise
+
+
+class _Launch:
+    """One start of the worker, which ``_worker`` holds from the moment it takes the recorded
+    calls until they are settled or put back: its process (set before the process starts),
+    the file of the calls sent to it, and whether that end is claimed (by the thread that
+    waits for the worker, or by ``launch`` after an interrupt: whichever comes first)."""
+
+    __slots__ = ("process", "path", "claimed")
+
+    def __init__(self):
+        self.process = self.path = None
+        self.claimed = False
+
+
+def _take_recorded(launched, taken):
+    """Under ``_lock``, where a worker is due and may start: move the recorded calls into
+    ``taken`` and mark ``_worker`` with ``launched``. Whether it did."""
+    global _worker, _calls, _produced, _recorded_bytes, _backwards, _last_try
+    if _worker is not None or not _calls:
+        return False
+    if not any(key in _pending for _, key, _, _ in _calls):
+        _calls, _produced, _recorded_bytes = [], {}, 0  # all warmed meanwhile
+        return False
+    now = time.perf_counter()
+    if now - _last_try < 1.0:
+        return False
+    _last_try = now
+    held = _lock_generation()
+    if held is None:  # another process's worker fills this generation: try later
+        return False
+    held.close()
+    taken.append((_calls, _produced, _recorded_bytes, _backwards, set(_grad_leaves)))
+    # One statement of stores, with no call in it, so that no signal's handler runs inside:
+    # an interrupt finds the calls either still recorded or taken with ``_worker`` marked.
+    _calls, _produced, _recorded_bytes, _backwards, _worker = [], {}, 0, [], launched
+    return True
+
+
+def _start_worker(launched, calls, produced, recorded_bytes, backwards, grad_leaves):
+    """Send the taken calls to a new worker process, and start the thread that waits for it
+    (where they do not pickle, or no process starts, settle them in place instead)."""
+    global _worker
     sent = [
         (name, key, [("leaf", v, id(v) in grad_leaves) if kind == "leaf" else (kind, v)
                      for kind, v in specs], attrs)
@@ -317,22 +374,79 @@ def launch():
         _worker = None
         return
     try:
-        handle, path = tempfile.mkstemp(prefix="anb-tier-", suffix=".pkl")
+        handle, launched.path = tempfile.mkstemp(prefix="anb-tier-", suffix=".pkl")
         with os.fdopen(handle, "wb") as stream:
             stream.write(payload)
-        env = dict(os.environ, AUTOGRAD_NB_TIERED="0")
-        worker = subprocess.Popen(
-            [sys.executable, "-c", _WORKER, path],
-            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, start_new_session=True,
+        # Made, then noted, then started: an interrupt inside ``Popen`` (as it waits for the
+        # child's ``exec``) leaves a process that ``_abandon`` must still find.
+        launched.process = subprocess.Popen.__new__(subprocess.Popen)
+        launched.process.__init__(
+            [sys.executable, "-c", _WORKER, launched.path],
+            env=dict(os.environ, AUTOGRAD_NB_TIERED="0"), stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
         )
     except OSError:  # no interpreter to start: compile here, as without tiering
+        _remove(launched.path)
         _worker = None
         give_up()
         return
-    _worker = worker
-    threading.Thread(target=_wait, args=(worker, calls), daemon=True,
+    threading.Thread(target=_wait, args=(launched, calls), daemon=True,
                      name="autograd_nb-tier-worker").start()
+
+
+def _abandon(launched, taken):
+    """After an interrupt in :func:`launch`: stop the worker it started, if any, and record
+    the calls it took again, in front of those recorded since."""
+    global _worker
+    if not _claim(launched):
+        return  # (nothing was taken, or the worker's thread has settled the calls)
+    process = launched.process
+    if getattr(process, "pid", None) is not None:  # (None: interrupted before it started)
+        try:
+            process.kill()
+            process.wait()
+        except OSError:
+            pass
+        if process.stdout is not None:  # (its thread may not have started to read it)
+            process.stdout.close()
+    _remove(launched.path)  # (unless the worker read it, and removed it, first)
+    with _lock:
+        _put_back(*taken[0][:4])
+        _worker = None
+
+
+def _claim(launched):
+    """Whether the caller is the one that ends ``launched`` (see :class:`_Launch`)."""
+    with _lock:
+        if _worker is not launched or launched.claimed:
+            return False
+        launched.claimed = True
+        return True
+
+
+def _put_back(calls, produced, recorded_bytes, backwards):
+    """Under ``_lock``: the taken ``calls`` recorded again, before those recorded since, whose
+    positions move up by as many."""
+    global _calls, _produced, _recorded_bytes, _backwards
+    shift = len(calls)
+    later = [
+        (name, key, [("out", v + shift) if kind == "out" else (kind, v) for kind, v in specs],
+         attrs)
+        for name, key, specs, attrs in _calls
+    ]
+    moved = {ident: (i + shift, array) for ident, (i, array) in _produced.items()}
+    _calls, _produced = calls + later, {**produced, **moved}
+    _recorded_bytes += recorded_bytes
+    _backwards = backwards + [([i + shift for i in roots], batch) for roots, batch in _backwards]
+
+
+def _remove(path):
+    """Remove the file at ``path`` if there is one (None: no path)."""
+    if path is not None:
+        try:
+            os.remove(path)
+        except OSError:
+            pass
 
 
 class warming:
@@ -389,16 +503,36 @@ def _settle(calls, ran):
         _update_backward()
 
 
-def _wait(worker, calls):
-    global _worker, ready_after
-    out, _ = worker.communicate()
+def _wait(launched, calls):
+    """The worker's thread: wait for the worker, then settle its calls (or leave tier 0 where
+    it failed), and start the next worker if calls were recorded meanwhile."""
+    global _worker
+    try:
+        out, _ = launched.process.communicate()
+    except Exception:  # (``_abandon`` closed its output: it ends this launch)
+        out = b""
+    if not _claim(launched):
+        return
+    try:
+        _finish(launched.process, calls, out)
+    except BaseException:  # (a fault here: what remains compiles in place, as without tiering)
+        give_up()
+        raise
+    finally:
+        _worker = None
+    if _calls:
+        launch()
+
+
+def _finish(worker, calls, out):
+    """Settle ``calls`` by the worker's report ``out``, or leave tier 0 where it failed."""
+    global ready_after
     try:
         report = json.loads(out.decode().strip().splitlines()[-1])
     except (ValueError, IndexError):
         report = None
     if worker.returncode != 0 or not isinstance(report, dict):
         give_up()
-        _worker = None
         return
     if report.get("busy"):  # another process's worker came first: recorded anew when met
         with _lock:
@@ -408,9 +542,6 @@ def _wait(worker, calls):
     else:
         _settle(calls, set(report["ready"]))
     ready_after = time.perf_counter() - _started_at
-    _worker = None
-    if _calls:
-        launch()
 
 
 def wait(timeout=None):

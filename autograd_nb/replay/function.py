@@ -12,6 +12,7 @@ globals are still those objects, of the same shape and dtype) and replay it
 
 import collections
 import functools
+import sys
 import threading
 import warnings
 
@@ -63,8 +64,9 @@ class CompiledFunction:
 
     def __reduce__(self):
         # fn and the options: programs hold this process's addresses, so another process
-        # (a Dask worker) records its own, once per signature.
-        return CompiledFunction, (self.fn, self.strict, self.max_programs)
+        # (a pool's, a Dask worker) records its own, once per signature.
+        _name_through_wrapper(self)
+        return _rebuild, (self.fn, self.strict, self.max_programs)
 
     def __get__(self, instance, owner):  # a compiled method binds as a function does
         if instance is None:
@@ -95,7 +97,7 @@ class CompiledFunction:
         why = _untraceable(tensors)
         if why is not None:
             self._keep(key, _Eager(why))
-            _warn(self.fn, why, None)
+            _warn(self, why, None)
             return self.fn(*args, **kwargs)
         trace = tracer.Trace(tensors)
         with tracer.recording(trace):
@@ -127,7 +129,7 @@ class CompiledFunction:
                 why = f"the interpreter cannot run {error}"
         if program is None:
             self._keep(key, _Eager(why))
-            _warn(self.fn, why, where)
+            _warn(self, why, where)
             return result
         sources = _sources(self.fn, program.externals)
         # An argument that is also a closure's or global's tensor was read through either
@@ -162,6 +164,44 @@ class CompiledFunction:
         """Forget every program (the next call of each signature records again)."""
         with self._lock:
             self._programs.clear()
+
+
+def _name_through_wrapper(compiled):
+    """Where ``@anb.compile`` made ``compiled`` the holder of fn's name in its module, name fn
+    by the path through ``compiled`` instead (``f.__wrapped__``).
+
+    pickle sends a function as its module and qualified name, and refuses fn where that name
+    finds ``compiled``; the path through it is found in any process that imports the module
+    (a pool's workers, forked or spawned, which run ``__main__`` again). cloudpickle, which
+    Dask uses for what ``__main__`` defines, still sends fn by value.
+    """
+    fn = compiled.fn
+    qualname = getattr(fn, "__qualname__", None)
+    if qualname is not None and qualname == getattr(compiled, "__qualname__", None) and (
+        _named(getattr(fn, "__module__", None), qualname) is compiled
+    ):
+        fn.__qualname__ = qualname + ".__wrapped__"
+
+
+def _rebuild(fn, strict, max_programs):
+    """What a pickled compiled function loads as: the one that holds fn's name in its module
+    where it is that of fn and these options (one per process, as a decorated function's is),
+    else a new one, with no programs."""
+    qualname = getattr(fn, "__qualname__", "")
+    if qualname.endswith(".__wrapped__"):
+        held = _named(getattr(fn, "__module__", None), qualname[: -len(".__wrapped__")])
+        if (isinstance(held, CompiledFunction) and held.fn is fn and held.strict == strict
+                and held.max_programs == max_programs):
+            return held
+    return CompiledFunction(fn, strict=strict, max_programs=max_programs)
+
+
+def _named(module_name, qualname):
+    """The object at ``qualname`` in the module ``module_name`` if it is imported, or None."""
+    found = sys.modules.get(module_name) if module_name else None
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+    return found
 
 
 class _Entry:
@@ -249,8 +289,8 @@ def _untraceable(tensors):
     return None
 
 
-def _warn(fn, why, where):
-    name = getattr(fn, "__qualname__", repr(fn))
+def _warn(compiled, why, where):
+    name = getattr(compiled, "__qualname__", None) or repr(compiled.fn)
     at = f" ({where[0]}:{where[1]})" if where else ""
     warnings.warn(f"autograd_nb.compile: {name} runs eagerly for this signature: {why}{at}.",
                   CompileWarning, stacklevel=4)
