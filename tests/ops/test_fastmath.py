@@ -24,6 +24,10 @@ from numba.extending import intrinsic
 
 from autograd_nb.ops import _fastmath as fm
 
+# They call the kernels and twins themselves, the same in either tier: the compiled pass runs
+# them once.
+pytestmark = pytest.mark.compiled_only
+
 NAMES = fm.FASTMATH_NAMES
 LD = np.longdouble
 HAVE_EXTENDED = np.finfo(LD).nmant >= 63  # x86-64 Linux: 80-bit long double

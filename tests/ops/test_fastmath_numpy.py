@@ -18,6 +18,10 @@ from autograd_nb.ops import _fastmath as fm
 from autograd_nb.ops import _fastmath_numpy as fmn
 from tests.ops.test_fastmath import EDGES, run, samples
 
+# They call the kernels and twins themselves, the same in either tier: the compiled pass runs
+# them once.
+pytestmark = pytest.mark.compiled_only
+
 
 @njit(error_model="numpy")
 def _compiled_fma(a, b, c, out):

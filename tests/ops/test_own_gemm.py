@@ -225,6 +225,10 @@ import autograd_nb as anb
 from autograd_nb import config
 from autograd_nb.ops import _blas, _gemm
 
+# They call the kernels and twins themselves, the same in either tier: the compiled pass runs
+# them once.
+pytestmark = pytest.mark.compiled_only
+
 config.GEMM_KERNEL = "own"
 rng = np.random.default_rng(0)
 w1 = anb.tensor(rng.standard_normal((48, 20)))

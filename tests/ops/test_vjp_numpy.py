@@ -12,6 +12,10 @@ from autograd_nb.ops.elementwise import ElementwiseOp, _numpy_formula
 from autograd_nb.ops.linalg import _blas
 from autograd_nb.ops.registry import REGISTRY, Op, Saved
 
+# They call the kernels and twins themselves, the same in either tier: the compiled pass runs
+# them once.
+pytestmark = pytest.mark.compiled_only
+
 ELEMENTWISE = sorted(n for n, op in REGISTRY.items() if isinstance(op, ElementwiseOp))
 #: The elementwise VJPs whose formulas call a function NumPy cannot follow (libm's, the
 #: special functions) or ``**``: their kernels compile (``vjp_numpy`` says False).
