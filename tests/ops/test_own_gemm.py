@@ -17,6 +17,10 @@ import autograd_nb as anb
 from autograd_nb import config
 from autograd_nb.ops import _blas, _gemm, _numpy_vjp
 
+# They call the kernels and twins themselves, the same in either tier: the compiled pass runs
+# them once.
+pytestmark = pytest.mark.compiled_only
+
 
 def _reference(out, x, y):
     return out.astype(np.float64) + x.astype(np.float64) @ y.astype(np.float64)
@@ -225,9 +229,6 @@ import autograd_nb as anb
 from autograd_nb import config
 from autograd_nb.ops import _blas, _gemm
 
-# They call the kernels and twins themselves, the same in either tier: the compiled pass runs
-# them once.
-pytestmark = pytest.mark.compiled_only
 
 config.GEMM_KERNEL = "own"
 rng = np.random.default_rng(0)
