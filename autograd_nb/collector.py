@@ -43,30 +43,16 @@ A collection can start at any allocation, also while numba compiles or imports: 
 then run nothing of numba's. :func:`watch_tensors` loads the compiled walk at import, and only
 then hands the hook its compiled entry point, which it calls directly (no dispatch, so no
 typing, compiling or importing can start in a collection). It does not re-enter itself.
-
-Nor may the hook run bytecode. Python runs a signal's handler (Ctrl-C's KeyboardInterrupt) at
-the next bytecode that checks for one, and a handler that raises inside a ``gc.callbacks``
-function has its exception reported and dropped (``Exception ignored in: <function
-_on_collection ...> KeyboardInterrupt``), even at the function's first instruction, before any
-``try`` could catch it. An interrupt that arrives during a long compiled call or a collection
-is pending when the next collection starts or ends, so it landed there often (in a
-``create_graph=True`` gradient of a long chain: ``tests/reliability/test_fault_probes.py``
-sets off alarms during one). So once compiled code is loaded, the callback in
-``gc.callbacks`` is a C function (:func:`_on_collection_compiled`, called through ctypes,
-which runs no bytecode either): an interrupt stays pending through the collection, and Python
-raises it at the first bytecode after it. The Python hook serves only until then, and without
-the JIT.
 """
 
 import atexit
 import ctypes
-import functools
 import gc
 import sys
 import threading
 from operator import attrgetter
 
-from numba import cfunc, njit, types
+from numba import njit, types
 
 from . import config, layout
 from .layout import ITEMS_OFFSET, SIZE_OFFSET, TYPE_OFFSET
@@ -78,11 +64,6 @@ _call_object = types.ExternalFunction("PyObject_CallObject",
                                       types.int64(types.int64, types.int64))
 _decref = types.ExternalFunction("Py_DecRef", types.void(types.int64))
 _clear_error = types.ExternalFunction("PyErr_Clear", types.void())
-_unicode_length = types.ExternalFunction("PyUnicode_GetLength", types.int64(types.int64))
-_get_attribute = types.ExternalFunction("PyObject_GetAttr",
-                                        types.int64(types.int64, types.int64))
-_write_unraisable = types.ExternalFunction("PyErr_WriteUnraisable", types.void(types.int64))
-_is_true = types.ExternalFunction("PyObject_IsTrue", types.int32(types.int64))
 
 #: ``gc.get_objects`` and its arguments ``(0,)``, called by address from the compiled walk.
 _get_objects = gc.get_objects
@@ -197,59 +178,13 @@ def untrack_young():
 
 
 def _on_collection(phase, info):
-    """The hook before compiled code is loaded, and without the JIT (see the module
-    docstring: an interrupt that lands here is lost)."""
     global _in_hook
     if phase == "start" and config.UNTRACK_GRAPHS and not _in_hook:
+        _in_hook = True
         try:
-            _in_hook = True
             untrack_young()
         finally:
             _in_hook = False
-
-
-#: What :func:`_on_collection_compiled` reads in its ``state``: the arguments of
-#: :func:`_untrack_young` (``LAYOUT``) first, then from these positions: ``config`` and
-#: ``"UNTRACK_GRAPHS"``; this module and ``"LAYOUT"``; None; :func:`untrack_young`.
-_AT_SWITCH, _AT_LAYOUT, _AT_NONE, _AT_FALLBACK = 9, 11, 13, 14
-#: The state's address, then gc's two arguments (their addresses).
-_HOOK_SIGNATURE = types.void(types.int64, types.int64, types.int64)
-
-
-def _on_collection_compiled(state, phase, info):
-    """:func:`_on_collection` as a C function (compiled by :func:`_compile_hook`): at the
-    start of a collection, where ``config.UNTRACK_GRAPHS`` is true, the compiled walk, or
-    where ``LAYOUT`` was set to None since, :func:`untrack_young` in Python."""
-    if _unicode_length(phase) != 5:  # "stop" (only "start" has five letters)
-        return
-    switch = _attribute(state, _AT_SWITCH)
-    if switch == 0 or _is_true(switch) != 1:
-        return
-    if _attribute(state, _AT_LAYOUT) == load_address(state + 8 * _AT_NONE):
-        fallback = load_address(state + 8 * _AT_FALLBACK)
-        done = _call_object(fallback, 0)
-        if done == 0:
-            _write_unraisable(fallback)
-        else:
-            _decref(done)
-        return
-    _untrack_young(
-        load_address(state), load_address(state + 8), load_address(state + 16),
-        load_address(state + 24), load_address(state + 32), load_address(state + 40),
-        load_address(state + 48), load_address(state + 56), load_address(state + 64),
-    )
-
-
-@njit(cache=True)
-def _attribute(state, at):
-    """The address of ``getattr(owner, name)`` for the objects at positions ``at`` and
-    ``at + 1`` of ``state`` (``owner`` keeps it alive), or 0 where that raised."""
-    found = _get_attribute(load_address(state + 8 * at), load_address(state + 8 * at + 8))
-    if found == 0:
-        _clear_error()
-        return 0
-    _decref(found)
-    return found
 
 
 #: Held while keeping: two threads must not both find an object untracked and track it (the
@@ -320,41 +255,12 @@ def watch_tensors(tensor_type):
     _untrack_compiled = next(iter(overloads.values())).entry_point
     LAYOUT = found
     untrack_young()
-    _compile_hook(found)
-
-
-#: The C hook in ``gc.callbacks`` once compiled (a partial of ctypes' call of it), and what it
-#: reads (kept alive with it).
-_hook = None
-_hook_kept = ()
-
-
-def _compile_hook(found):
-    """Compile (or load) :func:`_on_collection_compiled` and put it in ``gc.callbacks`` in the
-    Python hook's place (collections meanwhile run the Python hook)."""
-    global _hook, _hook_kept
-    compiled = cfunc(_HOOK_SIGNATURE, cache=True)(_on_collection_compiled)
-    names = ("UNTRACK_GRAPHS", "LAYOUT")
-    state = (ctypes.c_int64 * 15)(
-        *found, id(config), id(names[0]), id(sys.modules[__name__]), id(names[1]), id(None),
-        id(untrack_young),
-    )
-    # PYFUNCTYPE: called with the GIL held, and no bytecode runs on the way in or out.
-    call = ctypes.PYFUNCTYPE(None, ctypes.c_int64, ctypes.py_object, ctypes.py_object)(
-        compiled.address
-    )
-    _hook_kept = (compiled, names, state, call, untrack_young)
-    _hook = functools.partial(call, ctypes.addressof(state))
-    for i, callback in enumerate(gc.callbacks):
-        if callback is _on_collection:
-            gc.callbacks[i] = _hook
 
 
 def _stop():
     # Out of the way before the interpreter tears modules down (it collects then too).
-    for callback in (_on_collection, _hook):
-        if callback is not None and callback in gc.callbacks:
-            gc.callbacks.remove(callback)
+    if _on_collection in gc.callbacks:
+        gc.callbacks.remove(_on_collection)
 
 
 gc.callbacks.append(_on_collection)

@@ -5,10 +5,31 @@ the compiled VJP kernels (``grad``), the differentiable rules (``grad(create_gra
 central finite differences of ``sum(v * f(x))``.
 """
 
+import textwrap
+
 import numpy as np
 
 import autograd_nb as anb
 from autograd_nb import tape
+
+#: The head of a child process's script that lists, in ``compiles``, every function numba
+#: compiles in it (as "module.qualname").
+COMPILE_LISTENER = textwrap.dedent(
+    """
+    from numba.core import event
+    compiles = []
+
+    class Listener(event.Listener):
+        def on_start(self, ev):
+            pass
+
+        def on_end(self, ev):
+            function = ev.data["dispatcher"].py_func
+            compiles.append(function.__module__ + "." + function.__qualname__)
+
+    event.register("numba:compile", Listener())
+    """
+)
 
 #: Registered ops seen in graphs whose gradients passed a check, by order ("first",
 #: "second"); tests/conftest.py reports it at the end of the run.

@@ -23,24 +23,13 @@ import numpy as np
 import pytest
 
 from tests import _first_use_programs as programs
+from tests.checks import COMPILE_LISTENER
 
 ROOT = Path(__file__).resolve().parents[1]  # (the children import tests._first_use_programs)
 
-CHILD = textwrap.dedent(
+CHILD = COMPILE_LISTENER + textwrap.dedent(
     """
     import pickle, sys, time
-    from numba.core import event
-    compiles = []
-
-    class Listener(event.Listener):
-        def on_start(self, ev):
-            pass
-
-        def on_end(self, ev):
-            function = ev.data["dispatcher"].py_func
-            compiles.append(function.__module__ + "." + function.__qualname__)
-
-    event.register("numba:compile", Listener())
     from autograd_nb import tiering
     from tests._first_use_programs import GROUPS, PROGRAMS
 

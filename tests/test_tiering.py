@@ -29,7 +29,7 @@ from autograd_nb import tiering
 from autograd_nb.ops.elementwise import ElementwiseOp, _numpy_formula
 from autograd_nb.ops.registry import REGISTRY, Op
 from autograd_nb.replay import CompileWarning
-from tests.checks import check_gradients
+from tests.checks import COMPILE_LISTENER, check_gradients
 
 TIERED = sorted(
     name for name, op in REGISTRY.items() if type(op).forward_numpy is not Op.forward_numpy
@@ -686,21 +686,9 @@ def test_tier0_seeds_are_not_returned_as_gradients(tier0):
     np.testing.assert_array_equal(seed.numpy(), [5.0, 6.0])
 
 
-CHILD = textwrap.dedent(
+CHILD = COMPILE_LISTENER + textwrap.dedent(
     """
     import json, sys, time
-    from numba.core import event
-    compiles = []
-
-    class Listener(event.Listener):
-        def on_start(self, ev):
-            pass
-
-        def on_end(self, ev):
-            function = ev.data["dispatcher"].py_func
-            compiles.append(function.__module__ + "." + function.__qualname__)
-
-    event.register("numba:compile", Listener())
     import numpy as np
     import autograd_nb as anb
     from autograd_nb import tiering
