@@ -130,10 +130,7 @@ def _discard_ready(path, error):
         cache.KernelCacheWarning,
         stacklevel=3,
     )
-    try:
-        os.remove(path)
-    except OSError:
-        pass
+    _remove(path)
 
 
 def _key(op, values):
