@@ -43,10 +43,25 @@ A collection can start at any allocation, also while numba compiles or imports: 
 then run nothing of numba's. :func:`watch_tensors` loads the compiled walk at import, and only
 then hands the hook its compiled entry point, which it calls directly (no dispatch, so no
 typing, compiling or importing can start in a collection). It does not re-enter itself.
+
+Nor may the hook run bytecode once it can help it. Python runs a signal's handler (Ctrl-C's
+KeyboardInterrupt) at the next bytecode that checks for one, and an exception raised inside a
+``gc.callbacks`` function is reported and dropped (``Exception ignored in: <function
+_on_collection ...> KeyboardInterrupt``), even at the function's first instruction, before any
+``try`` could catch it. An interrupt that arrives during a long compiled call is pending when
+the next collection starts, so it landed there often (about one alarm in twenty in a
+``create_graph=True`` gradient of a long chain). So once the compiled walk is loaded, the
+callback in ``gc.callbacks`` is made of C functions alone: ``property(fget).__get__(phase,
+info)`` calls ``fget(phase)``, and ``fget`` is a ``functools.partial`` of the compiled
+:func:`_on_collection_compiled`'s entry point (numba's own CPython wrapper, the one every call
+of a compiled function goes through). No bytecode runs, so an interrupt stays pending through
+the collection and Python raises it at the first bytecode after it. The Python hook
+:func:`_on_collection` serves only before that, and without the JIT.
 """
 
 import atexit
 import ctypes
+import functools
 import gc
 import sys
 import threading
@@ -64,6 +79,12 @@ _call_object = types.ExternalFunction("PyObject_CallObject",
                                       types.int64(types.int64, types.int64))
 _decref = types.ExternalFunction("Py_DecRef", types.void(types.int64))
 _clear_error = types.ExternalFunction("PyErr_Clear", types.void())
+_get_attribute = types.ExternalFunction("PyObject_GetAttr",
+                                        types.int64(types.int64, types.int64))
+_is_true = types.ExternalFunction("PyObject_IsTrue", types.int32(types.int64))
+_error_matches = types.ExternalFunction("PyErr_ExceptionMatches", types.int32(types.int64))
+_set_interrupt = types.ExternalFunction("PyErr_SetInterrupt", types.void())
+_write_unraisable = types.ExternalFunction("PyErr_WriteUnraisable", types.void(types.int64))
 
 #: ``gc.get_objects`` and its arguments ``(0,)``, called by address from the compiled walk.
 _get_objects = gc.get_objects
@@ -178,6 +199,8 @@ def untrack_young():
 
 
 def _on_collection(phase, info):
+    """The hook before the compiled walk is loaded, and without the JIT (an interrupt that
+    Python delivers at its first bytecode is dropped: see the module docstring)."""
     global _in_hook
     if phase == "start" and config.UNTRACK_GRAPHS and not _in_hook:
         _in_hook = True
@@ -185,6 +208,52 @@ def _on_collection(phase, info):
             untrack_young()
         finally:
             _in_hook = False
+
+
+@njit(cache=True)
+def _attribute(owner, name):
+    """The address of ``getattr(owner, name)`` for the objects at these addresses (``owner``
+    keeps it alive), or 0 where the lookup raised (the error is cleared)."""
+    found = _get_attribute(owner, name)
+    if found == 0:
+        _clear_error()
+        return 0
+    _decref(found)
+    return found
+
+
+@njit(cache=True)
+def _on_collection_compiled(
+    switch, switch_name, module, layout_name, none, fallback, interrupt,
+    get_objects, arguments, node_type, edges, versions, node_kept, tensor_type, tensor_kept,
+    tuple_type, phase,
+):
+    """:func:`_on_collection` in compiled code (see the module docstring), over the objects
+    at these addresses: ``config`` and ``"UNTRACK_GRAPHS"``, this module and ``"LAYOUT"``,
+    None, :func:`untrack_young` (the Python walk, called where ``LAYOUT`` was set to None
+    since; an interrupt raised in it is handed on, and Python raises it again after the
+    collection) and KeyboardInterrupt; then :func:`_untrack_young`'s arguments, and gc's
+    ``phase``. Returns what the walk returned, or 0."""
+    if len(phase) != 5:  # "stop" (only "start" has five letters)
+        return 0
+    on = _attribute(switch, switch_name)
+    if on == 0 or _is_true(on) != 1:
+        _clear_error()  # (where PyObject_IsTrue raised)
+        return 0
+    if _attribute(module, layout_name) == none:
+        done = _call_object(fallback, 0)
+        if done != 0:
+            _decref(done)
+        elif _error_matches(interrupt):
+            _clear_error()
+            _set_interrupt()
+        else:
+            _write_unraisable(fallback)
+        return 0
+    return _untrack_young(
+        get_objects, arguments, node_type, edges, versions, node_kept, tensor_type,
+        tensor_kept, tuple_type,
+    )
 
 
 #: Held while keeping: two threads must not both find an object untracked and track it (the
@@ -255,12 +324,34 @@ def watch_tensors(tensor_type):
     _untrack_compiled = next(iter(overloads.values())).entry_point
     LAYOUT = found
     untrack_young()
+    _install_compiled_hook(found)
+
+
+#: The names the compiled hook looks up (kept alive here).
+_HOOK_NAMES = ("UNTRACK_GRAPHS", "LAYOUT")
+#: The hook in ``gc.callbacks`` once the compiled walk is loaded (None until then).
+_hook = None
+
+
+def _install_compiled_hook(found):
+    """Load (or compile) :func:`_on_collection_compiled` and put the C-only callback made of
+    it in ``gc.callbacks`` in :func:`_on_collection`'s place."""
+    global _hook
+    head = (id(config), id(_HOOK_NAMES[0]), id(sys.modules[__name__]), id(_HOOK_NAMES[1]),
+            id(None), id(untrack_young), id(KeyboardInterrupt))
+    _on_collection_compiled(*head, *found, "stop")  # (typed with a str, as gc passes)
+    entry = next(iter(_on_collection_compiled.overloads.values())).entry_point
+    _hook = property(functools.partial(entry, *head, *found)).__get__
+    for i, callback in enumerate(gc.callbacks):
+        if callback is _on_collection:
+            gc.callbacks[i] = _hook
 
 
 def _stop():
     # Out of the way before the interpreter tears modules down (it collects then too).
-    if _on_collection in gc.callbacks:
-        gc.callbacks.remove(_on_collection)
+    for callback in (_on_collection, _hook):
+        if callback is not None and callback in gc.callbacks:
+            gc.callbacks.remove(callback)
 
 
 gc.callbacks.append(_on_collection)
