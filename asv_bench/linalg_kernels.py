@@ -12,7 +12,7 @@ adds time), in microseconds, per order:
   ``getri`` on the same factors;
 - ``spd-inverse``: ``lu_inverse`` of Cholesky factors for several first leaves, and
   LAPACK's ``potri``;
-- ``cholesky-reverse``: ``decompositions._cholesky_adjoint`` for ``CHOLESKY_BLOCKS`` pairs,
+- ``cholesky-reverse``: ``linalg_cholesky._cholesky_adjoint`` for ``CHOLESKY_BLOCKS`` pairs,
   and the factorisation (``potrf``) it reverses, for scale;
 - ``potrf``: LAPACK's ``potrf`` with ``"L"`` and with ``"U"`` (``_lapack.potrf_upper``).
 """
@@ -31,7 +31,7 @@ import scipy.linalg.lapack as lapack  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from autograd_nb.ops import _lapack, decompositions  # noqa: E402
+from autograd_nb.ops import _lapack, linalg_cholesky  # noqa: E402
 
 
 def best(function, rounds=5):
@@ -107,7 +107,7 @@ def cholesky_reverse(n, rng):
 
     def reverse(blocks):
         np.copyto(work, bar)
-        decompositions._cholesky_adjoint(routines, lower, work, blocks)
+        linalg_cholesky._cholesky_adjoint(routines, lower, work, blocks)
 
     rows = {f"blocks {blocks}": best(lambda blocks=blocks: reverse(blocks))
             for blocks in ((64, 16), (32, 16), (128, 16), (64, 8), (64, 32))}

@@ -1,8 +1,8 @@
 """Linear algebra with NumPy's ``numpy.linalg`` names: ``anb.linalg.norm(x)``.
 
 This namespace holds no code of its own. It shows the public functions of the op registry
-published as ``"linalg.<name>"`` with a ``numpy.linalg`` name (``ops/decompositions.py``:
-``solve``, ``det``, ``norm``, ...), so a function joins it by being published so. The
+published as ``"linalg.<name>"`` with a ``numpy.linalg`` name (the ``ops/linalg_*.py``
+modules: ``solve``, ``det``, ``norm``, ...), so a function joins it by being published so. The
 top-level NumPy functions that ``numpy.linalg`` repeats with the same meaning (``matmul``,
 ``outer``, ``tensordot``, ``cross``) appear here too.
 

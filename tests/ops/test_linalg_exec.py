@@ -1,9 +1,9 @@
 """The compiled executor's drivers of ``anb.linalg`` (``_lu_solve``, ``_slogdet``, ``_det``,
-``_cholesky``; ops/decompositions.py) against the Python walk over the same kernels
-(``config.COMPILED_BACKWARD = False``): the same bits, batched and not, float32 and float64,
-from LU's factors and from Cholesky's (symmetric positive-definite matrices), one backward and
-``is_grads_batched``; and the kernels of ``_lapack`` behind them, at orders where they
-recurse, against NumPy.
+``_cholesky``; ops/linalg_lu.py, linalg_det.py and linalg_cholesky.py) against the Python
+walk over the same kernels (``config.COMPILED_BACKWARD = False``): the same bits, batched and
+not, float32 and float64, from LU's factors and from Cholesky's (symmetric positive-definite
+matrices), one backward and ``is_grads_batched``; and the kernels of ``_lapack`` behind them,
+at orders where they recurse, against NumPy.
 """
 
 import numpy as np
@@ -12,7 +12,7 @@ import pytest
 import autograd_nb as anb
 from autograd_nb import config
 from autograd_nb.engine import executor
-from autograd_nb.ops import _lapack, decompositions
+from autograd_nb.ops import _lapack, linalg_cholesky
 
 RNG = np.random.default_rng(2121)
 
@@ -215,7 +215,7 @@ def test_blocked_cholesky_reverse_matches_the_solves(n):
     lower = np.linalg.cholesky(s)
     g = RNG.standard_normal((n, n))
     grad = np.zeros((1, n, n))
-    decompositions._cholesky_vjp(_lapack.routines(np.float64), g[None], lower[None], grad)
+    linalg_cholesky._cholesky_vjp(_lapack.routines(np.float64), g[None], lower[None], grad)
     phi = np.tril(lower.T @ g)
     phi[np.diag_indices(n)] *= 0.5
     inverse = np.linalg.inv(lower)
