@@ -12,7 +12,8 @@ They run only where this module allows it (:data:`ALLOWED`): CPython, with the G
 readers rely on it: no other thread changes what they read), on a tested Python version, and
 unless ``AUTOGRAD_NB_RAW_MEMORY=0`` turns them off. Where the interpreter allows them but a
 probe fails, one :class:`FastPathWarning` says which fast path is off and why.
-:func:`capabilities` (also ``anb.config.capabilities()``) reports what runs.
+:func:`autograd_nb.config.capabilities` reports what runs (the package's root makes the
+report: it reads the four modules, which import this one).
 """
 
 import os
@@ -70,20 +71,3 @@ def unavailable(what, why):
         stacklevel=3,
     )
 
-
-def capabilities():
-    """What runs here: ``{"allowed": ..., "reasons_off": [...], "array_pointers": ...,
-    "object_layout": ..., "graph_reader": ..., "gc_untracking": ...}`` (see the module
-    docstring for what each is)."""
-    from . import collector, layout
-    from .engine import graph_reader
-    from .ops import _pointers
-
-    return {
-        "allowed": ALLOWED,
-        "reasons_off": reasons_off(),
-        "array_pointers": bool(_pointers.SUPPORTED),
-        "object_layout": bool(layout.SUPPORTED),
-        "graph_reader": graph_reader.found_layout() is not None,
-        "gc_untracking": collector.LAYOUT is not None,
-    }

@@ -248,6 +248,12 @@ def _set_omp_defaults():
 _set_omp_defaults()
 
 
+# -- reports -------------------------------------------------------------------------------------
+# Both read modules that import this one: the package's root hands them in as it is imported,
+# so that this module imports nothing of autograd_nb.
+_reports = {}
+
+
 def cache_info():
     """The kernel cache's folders, their size, and the compilations of this process so far.
 
@@ -268,19 +274,10 @@ def cache_info():
     >>> info.compiled >= 0 and info.folder.startswith(anb.config.KERNEL_DIR)
     True
     """
-    from . import cache
-
-    return cache.cache_info()
-
-
-# Last: numba must use autograd_nb's cache locator before the package's first ``cache=True``
-# function is made, and this module is the package's first import.
-from . import cache as _cache  # noqa: E402,F401
+    return _reports["cache_info"]()
 
 
 def capabilities():
     """Which fast paths that read memory by address run here, and why not where they do not
-    (:func:`autograd_nb._cpython.capabilities`)."""
-    from . import _cpython
-
-    return _cpython.capabilities()
+    (:func:`autograd_nb._capabilities`)."""
+    return _reports["capabilities"]()

@@ -15,6 +15,18 @@ from .cuda import _device as _cuda_device
 from .ops import registry
 from .ops.registry import FUNCTIONS, REGISTRY
 
+#: What Tensor's methods call in the layers above this module, which hand it in as they are
+#: imported (:func:`provide`: this module imports none of them): ``"backward"``
+#: (:func:`autograd_nb.autograd.backward`) and ``"numpy"`` (:mod:`autograd_nb.numpy`, which
+#: NumPy's protocols reach).
+_above = {}
+
+
+def provide(name, value):
+    """Hand ``value`` in as ``name`` of :data:`_above` (by the package's root, at import)."""
+    _above[name] = value
+
+
 _FLOAT_DTYPES = dtypes.FLOATS
 
 REQUIRES_GRAD_DTYPE = "only Tensors of floating point dtype can require gradients"
@@ -500,9 +512,7 @@ class Tensor:
         >>> x.grad
         tensor([ 2., 40.])
         """
-        from .autograd import backward  # the layer above, reached only on demand
-
-        backward(
+        _above["backward"](
             self, gradient, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs
         )
 
@@ -732,17 +742,9 @@ def _data_of(value):
     return value._data if isinstance(value, Tensor) else value
 
 
-_namespace = []
-
-
 def _numpy_namespace():
-    """:mod:`autograd_nb.numpy`, the surface over this module that NumPy's protocols reach:
-    imported on first use."""
-    if not _namespace:
-        from . import numpy as namespace
-
-        _namespace.append(namespace)
-    return _namespace[0]
+    """:mod:`autograd_nb.numpy`, the surface over this module that NumPy's protocols reach."""
+    return _above["numpy"]
 
 
 def _no_grad_result(ufunc, *args):

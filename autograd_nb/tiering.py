@@ -32,14 +32,14 @@ products of mixed dtypes the bits agree all the same: ``tests/test_tiering.py``)
 ``_bmm`` on the own GEMM runs its rows driver's compiled products, block by block.
 
 Meanwhile a **background process** (a niced ``python``, outside this process's GIL) replays
-the calls this process made, on the same shapes and dtypes, and runs a backward over them,
-which compiles exactly those kernels into the shared cache. When it finishes, those calls run
-compiled and the backward returns to the compiled executor. A call is known by its key
-(:func:`_key`: the op, and per argument the dtype and which dimensions are 1); the keys a
-worker compiled are listed in ``tiered-ready.txt`` in the cache generation's folder, so later
-processes run them compiled from the start. Tier 0 is an override of the op's ``run``; after
-``config.TIER0_LEAVE_AFTER`` calls in a row on cached kernels it is removed, and no check
-remains on the hot path.
+the calls this process made, on the same shapes and dtypes, and runs a backward over them
+(:func:`autograd_nb.warmup.replay`), which compiles exactly those kernels into the shared
+cache. When it finishes, those calls run compiled and the backward returns to the compiled
+executor. A call is known by its key (:func:`_key`: the op, and per argument the dtype and
+which dimensions are 1); the keys a worker compiled are listed in ``tiered-ready.txt`` in the
+cache generation's folder, so later processes run them compiled from the start. Tier 0 is an
+override of the op's ``run``; after ``config.TIER0_LEAVE_AFTER`` calls in a row on cached
+kernels it is removed, and no check remains on the hot path.
 
 Rules: at most one worker per process at a time and one per cache generation on the machine
 (a lock file); a worker starts at the first tier-0 backward, or after
@@ -69,6 +69,8 @@ import numba
 import numpy as np
 
 from . import cache, config
+from .ops.registry import Op
+from .tape import Node
 
 ENABLED = os.environ.get("AUTOGRAD_NB_TIERED", "1") != "0" and not numba.config.DISABLE_JIT
 
@@ -157,8 +159,6 @@ def start(registry):
     global _backward_ready
     if not ENABLED:
         return
-    from .ops.registry import Op
-
     _ready.update(_read_ready())
     _backward_ready = BACKWARD in _ready
     for op in registry.values():
@@ -277,8 +277,6 @@ def note_backward(plan, seeds, batch):
     """Before tier 0's backward: what the worker's backward should repeat (the
     leaves that take a gradient, the outputs differentiated, the batch), so that it compiles
     the kernels of this backward and not of another."""
-    from .tape import Node
-
     with _lock:
         for node in plan.nodes:
             for edge in node.edges:
@@ -612,108 +610,10 @@ def _lock_generation():
     return stream
 
 
-def replay(calls, backwards=()):
-    """Run the recorded ``calls`` on Tensors, then the backwards met (``backwards``: the
-    positions of their outputs among the calls, and the batch; a gradient of the sum of the
-    final results where none could run), three times, as a training loop would (the compiled
-    executor, then the backward template made from it and its check on a new graph). A leaf
-    takes a gradient where the process's did. Returns the keys of the calls that ran, and
-    ``BACKWARD`` when a backward did."""
-    ran, made = set(), {}
-    for _ in range(3):
-        results, leaves, used = _replay_forward(calls, ran, made)
-        if not leaves or not (_replay_backwards(results, leaves, backwards)
-                              or _sum_backward(results, leaves, used)):
-            break
-        ran.add(BACKWARD)
-    return ran
-
-
-def _replay_forward(calls, ran, made):
-    """The calls' results (None where a call failed), the leaves that take a gradient and
-    the positions of the results a later call read. ``made``: the leaf Tensors by ``id`` of
-    their array (kept alive beside them), kept across the replays as a program keeps its
-    parameters (backward templates are keyed by them)."""
-    import autograd_nb as anb
-
-    from .ops.registry import REGISTRY
-    from .tensor import apply
-
-    results, leaves, used = [], [], set()
-    for name, key, specs, attrs in calls:
-        args = []
-        for spec in specs:
-            if spec[0] == "out":
-                used.add(spec[1])
-                args.append(results[spec[1]])
-            elif spec[0] == "leaf":
-                _, value, wants = spec
-                if id(value) not in made:  # (one Tensor per array, as in the process)
-                    wants = bool(wants) and value.dtype.kind == "f"
-                    made[id(value)] = (anb.tensor(value, requires_grad=wants), value)
-                leaf = made[id(value)][0]
-                if leaf.requires_grad and all(leaf is not other for other in leaves):
-                    leaves.append(leaf)
-                args.append(leaf)
-            else:
-                args.append(spec[1])
-        result = None
-        if all(a is not None for a in args):
-            try:
-                result = apply(REGISTRY[name], args, dict(attrs))
-                ran.add(key)
-            except Exception:  # (that call compiles in the process instead)
-                result = None
-        results.append(result)
-    return results, leaves, used
-
-
-def _replay_backwards(results, leaves, backwards):
-    """The process's backwards, on the replayed outputs; whether one ran."""
-    import autograd_nb as anb
-
-    did = False
-    for roots, batch in backwards:
-        outputs = [results[i] for i in roots]
-        if any(o is None or not o.requires_grad for o in outputs):
-            continue
-        seeds = None  # (as a loss's backward: ones)
-        if batch is not None or any(o.size != 1 for o in outputs):
-            lead = () if batch is None else (batch,)
-            seeds = [anb.ones(lead + o.shape, dtype=o.dtype) for o in outputs]
-        for unused in (False, True):  # (without allow_unused first, as a loss's backward)
-            try:
-                anb.grad(outputs, leaves, grad_outputs=seeds, allow_unused=unused,
-                         is_grads_batched=batch is not None)
-            except Exception:
-                continue
-            did = True
-            break
-    return did
-
-
-def _sum_backward(results, leaves, used):
-    """A gradient of the sum of the final results (no backward of the process could run);
-    whether it ran."""
-    import autograd_nb as anb
-
-    finals = [
-        r for i, r in enumerate(results)
-        if i not in used and r is not None and r.requires_grad and r.dtype.kind == "f"
-    ]
-    if not finals:
-        return False
-    try:
-        loss = anb.sum(finals[0])
-        for r in finals[1:]:
-            loss = loss + anb.sum(r).astype(loss.dtype)
-        anb.grad(loss, leaves, allow_unused=True)
-    except Exception:
-        return False
-    return True
-
-
-def _worker_main(path):
+def _worker_main(path, replay):
+    """The worker process: ``replay`` (:func:`autograd_nb.warmup.replay`, which runs the
+    whole package) the calls sent in the file ``path``, and list the keys that ran as
+    ready."""
     try:
         os.nice(10)
     except OSError:
@@ -730,4 +630,5 @@ def _worker_main(path):
     print(json.dumps({"ready": sorted(ran)}))
 
 
-_WORKER = "import sys; from autograd_nb import tiering; tiering._worker_main(sys.argv[1])"
+_WORKER = ("import sys; from autograd_nb import tiering, warmup; "
+           "tiering._worker_main(sys.argv[1], warmup.replay)")

@@ -21,6 +21,10 @@ and per dtype a compiled ``a - 0.5 * b``, whose replay runs one loop of its own
 A function whose arguments are neither arrays alone nor in the short table ``IRREGULAR``
 (``r_``, ``dsplit``, ...) is listed as skipped; its kernels compile on first use, as without
 warmup.
+
+Tier 0's background worker (:mod:`autograd_nb.tiering`) warms too, with :func:`replay`: it runs
+the calls a process made again, and their backwards, so that their kernels compile into the
+cache.
 """
 
 import argparse
@@ -31,7 +35,11 @@ import warnings
 
 import numpy as np
 
-from . import cache
+import autograd_nb as anb
+
+from . import cache, tiering
+from .ops.registry import FUNCTIONS, REGISTRY
+from .tensor import apply
 
 #: The dtypes warmed by default.
 DTYPES = ("float32", "float64")
@@ -137,8 +145,6 @@ def sample_calls(name, dtype, seed=0):
     >>> [(arrays[0].shape, arrays[0].dtype.name) for arrays, _ in sample_calls("tanh", "float32")]
     [((2, 3), 'float32'), ((64, 96), 'float32')]
     """
-    from .ops.registry import FUNCTIONS, REGISTRY
-
     function = FUNCTIONS[name]
     rng = np.random.default_rng(seed)
     calls = []
@@ -182,8 +188,6 @@ def _tensor_arguments(function, op):
 def _loss(result):
     """The sum of ``result``'s first floating Tensor that requires grad (results may be
     tuples: ``slogdet``, ``eigh``, ``split``), or None."""
-    import autograd_nb as anb
-
     for value in result if isinstance(result, (tuple, list)) else (result,):
         if isinstance(value, anb.Tensor) and value.requires_grad:
             return anb.sum(value)
@@ -193,8 +197,6 @@ def _loss(result):
 def warm_call(function, arrays, call):
     """Run ``call(function, *tensors)`` and its backwards as described in the module's
     docstring, on Tensors made from ``arrays``."""
-    import autograd_nb as anb
-
     tensors = [anb.tensor(a, requires_grad=a.dtype.kind == "f") for a in arrays]
     wrt = [t for t in tensors if t.requires_grad]
     loss = _loss(call(function, *tensors))
@@ -224,9 +226,6 @@ def warm(names, dtypes, progress=True):
         ``{"warmed": [...], "skipped": {name: reason}, "failed": {name: error}}``.
     """
     from tqdm import tqdm
-
-    from . import tiering
-    from .ops.registry import FUNCTIONS
 
     report = {"warmed": [], "skipped": {}, "failed": {}}
     steps = [(name, dtype) for name in names for dtype in dtypes]
@@ -261,14 +260,107 @@ def warm(names, dtypes, progress=True):
 def warm_scaled_add(dtype):
     """Compile the replay's one loop for ``a - s * b`` (``replay.fusion.scaled_add_driver``,
     which no single function's program runs) for ``dtype``."""
-    import autograd_nb as anb
-
     rng = np.random.default_rng(0)
     a, b = (anb.tensor(_uniform(rng, SHAPES[-1], -1, 1, dtype), requires_grad=True)
             for _ in range(2))
     compiled = anb.compile(lambda a, b: anb.sum(a - 0.5 * b))
     for _ in range(2):
         anb.grad(compiled(a, b), [a, b])
+
+
+# -- tier 0's background worker (autograd_nb.tiering) -----------------------------------------
+
+
+def replay(calls, backwards=()):
+    """Run the recorded ``calls`` on Tensors, then the backwards met (``backwards``: the
+    positions of their outputs among the calls, and the batch; a gradient of the sum of the
+    final results where none could run), three times, as a training loop would (the compiled
+    executor, then the backward template made from it and its check on a new graph). A leaf
+    takes a gradient where the process's did. Returns the keys of the calls that ran, and
+    ``tiering.BACKWARD`` when a backward did."""
+    ran, made = set(), {}
+    for _ in range(3):
+        results, leaves, used = _replay_forward(calls, ran, made)
+        if not leaves or not (_replay_backwards(results, leaves, backwards)
+                              or _sum_backward(results, leaves, used)):
+            break
+        ran.add(tiering.BACKWARD)
+    return ran
+
+
+def _replay_forward(calls, ran, made):
+    """The calls' results (None where a call failed), the leaves that take a gradient and
+    the positions of the results a later call read. ``made``: the leaf Tensors by ``id`` of
+    their array (kept alive beside them), kept across the replays as a program keeps its
+    parameters (backward templates are keyed by them)."""
+    results, leaves, used = [], [], set()
+    for name, key, specs, attrs in calls:
+        args = []
+        for spec in specs:
+            if spec[0] == "out":
+                used.add(spec[1])
+                args.append(results[spec[1]])
+            elif spec[0] == "leaf":
+                _, value, wants = spec
+                if id(value) not in made:  # (one Tensor per array, as in the process)
+                    wants = bool(wants) and value.dtype.kind == "f"
+                    made[id(value)] = (anb.tensor(value, requires_grad=wants), value)
+                leaf = made[id(value)][0]
+                if leaf.requires_grad and all(leaf is not other for other in leaves):
+                    leaves.append(leaf)
+                args.append(leaf)
+            else:
+                args.append(spec[1])
+        result = None
+        if all(a is not None for a in args):
+            try:
+                result = apply(REGISTRY[name], args, dict(attrs))
+                ran.add(key)
+            except Exception:  # (that call compiles in the process instead)
+                result = None
+        results.append(result)
+    return results, leaves, used
+
+
+def _replay_backwards(results, leaves, backwards):
+    """The process's backwards, on the replayed outputs; whether one ran."""
+    did = False
+    for roots, batch in backwards:
+        outputs = [results[i] for i in roots]
+        if any(o is None or not o.requires_grad for o in outputs):
+            continue
+        seeds = None  # (as a loss's backward: ones)
+        if batch is not None or any(o.size != 1 for o in outputs):
+            lead = () if batch is None else (batch,)
+            seeds = [anb.ones(lead + o.shape, dtype=o.dtype) for o in outputs]
+        for unused in (False, True):  # (without allow_unused first, as a loss's backward)
+            try:
+                anb.grad(outputs, leaves, grad_outputs=seeds, allow_unused=unused,
+                         is_grads_batched=batch is not None)
+            except Exception:
+                continue
+            did = True
+            break
+    return did
+
+
+def _sum_backward(results, leaves, used):
+    """A gradient of the sum of the final results (no backward of the process could run);
+    whether it ran."""
+    finals = [
+        r for i, r in enumerate(results)
+        if i not in used and r is not None and r.requires_grad and r.dtype.kind == "f"
+    ]
+    if not finals:
+        return False
+    try:
+        loss = anb.sum(finals[0])
+        for r in finals[1:]:
+            loss = loss + anb.sum(r).astype(loss.dtype)
+        anb.grad(loss, leaves, allow_unused=True)
+    except Exception:
+        return False
+    return True
 
 
 def _parser():
@@ -294,8 +386,6 @@ def _parser():
 
 def command_line(argv=None):
     """``python -m autograd_nb <command> ...``; returns the exit status."""
-    from .ops.registry import FUNCTIONS
-
     parser = _parser()
     args = parser.parse_args(argv)
     public = sorted(name for name in FUNCTIONS if not name.startswith("_"))

@@ -28,7 +28,7 @@ import threading
 import numpy as np
 
 from .. import config, tape
-from ..ops.registry import Saved
+from ..ops.registry import Saved, call
 from ..tensor import Tensor
 from . import fusion, schedule
 
@@ -164,8 +164,6 @@ def _unpack_inputs(node):
 def _leaf_view(leaf, array):
     # The op computed on a cast copy of the leaf (float32 input of a float64 op): connect the
     # copy to the leaf through a recorded cast so gradients still reach it.
-    from ..ops.registry import call
-
     return call("astype", leaf, dtype=array.dtype)
 
 

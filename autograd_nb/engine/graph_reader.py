@@ -37,6 +37,7 @@ from ..layout import (
 )
 from ..ops._pointers import load_address
 from ..tape import Node
+from ..tensor import Tensor
 
 # Entries of the layout array (:func:`found_layout`).
 NODE_TYPE, TUPLE_TYPE, NONE, TENSOR_TYPE, ARRAY_TYPE, TRUE = range(6)
@@ -187,8 +188,6 @@ def free(nodes, positions, lay):
 def _layout():
     if not layout.SUPPORTED:
         return None
-    from ..tensor import Tensor
-
     names = ("op", "edges", "attrs", "dtype", "saved_inputs", "saved_output", "seq", "freed")
     offsets = [layout.slot_offset(Node, name) for name in names]
     if None in offsets:

@@ -5,6 +5,8 @@ import operator
 
 import numpy as np
 
+from .registry import call
+
 
 def broadcast_shapes(*shapes):
     """NumPy's broadcast of ``shapes``; ValueError naming the shapes when they don't fit."""
@@ -112,8 +114,6 @@ def sum_to_shape(tensor, shape):
     Used by the differentiable rules: leading dimensions the input did not have are summed
     away, and dimensions where it had 1 are summed with ``keepdims``.
     """
-    from .registry import call
-
     shape = tuple(shape)
     if tensor.shape == shape:
         return tensor

@@ -35,6 +35,7 @@ from ..ops import _pointers
 from ..ops.registry import ExecSpec, Op, call
 from ..tensor import Tensor
 from . import fusion, interpreter
+from .tree import flatten
 
 _ALIGN = 64
 #: Arenas of recent calls a program keeps to reuse once their outputs are gone.
@@ -746,8 +747,6 @@ class Program:
         the call's differentiable tensors and the outputs its table stops at, laid out as
         ``ReplayInputs``' buffer (whose node's ``edges`` are given): fn runs eagerly again on
         the call's arguments."""
-        from .function import flatten
-
         leaves = flatten((record.args, record.kwargs))[0]
         self._check_unchanged(record, leaves)
         start = next(tape._sequence)

@@ -30,7 +30,7 @@ import threading
 
 import numpy as np
 
-from .. import tape
+from .. import engine, tape
 from ..numpy import _wrap
 from ..ops import registry
 from ..tensor import Tensor
@@ -395,8 +395,6 @@ class Trace:
         """``engine.plan_and_run`` while recording: run the backward eagerly as it would run,
         through the compiled executor, and add its instructions to the program (a gradient
         inside fn: forces ``-grad(energy, x)``, a training step)."""
-        from .. import engine
-
         plan = engine.make_plan(root_edges, targets, all_leaves)
         if not allow_unused:
             for edge in targets:
