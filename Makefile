@@ -36,7 +36,7 @@ demo: $(PY)
 
 # The registry-driven tests run twice: with the compiled kernels (in the whole suite), and
 # with tier 0 forced (the NumPy twins a fresh machine's first calls run: tests/conftest.py).
-TIER0_TESTS := tests/ops tests/autograd tests/engine
+TIER0_TESTS := tests/ops tests/autograd tests/engine tests/scipy
 
 test: $(PY)
 	$(PIP_INSTALL) -e ".[test,docs,cuda,distributed,mkl]"

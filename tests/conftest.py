@@ -26,7 +26,7 @@ from tests.guards import Guards  # noqa: E402
 
 #: The folders of the registry-driven tests: the guards of tests/guards.py hold them to "no
 #: call writes into an array it was given", and ``--tier=0`` runs them again in tier 0.
-GUARDED = ("ops", "autograd", "engine")
+GUARDED = ("ops", "autograd", "engine", "scipy")
 #: The ops with a NumPy forward, which tier 0 serves (tiering.start's choice).
 TIERED = sorted(
     name for name, op in REGISTRY.items() if type(op).forward_numpy is not Op.forward_numpy

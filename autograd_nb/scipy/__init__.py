@@ -1,0 +1,1 @@
+"""SciPy's names, differentiable: ``autograd_nb.scipy.stats``."""

@@ -1,0 +1,35 @@
+"""SciPy's ``scipy.stats`` distributions, differentiable: ``from autograd_nb.scipy.stats import
+norm``.
+
+Each distribution is a module with SciPy's functions, arguments and defaults:
+
+========================  ==============================================================
+``norm``                  ``pdf logpdf cdf logcdf sf logsf entropy`` (``loc``, ``scale``)
+``multivariate_normal``   ``pdf logpdf`` (``mean``, ``cov``, ``allow_singular``), ``entropy``
+``t``                     ``pdf logpdf entropy`` (``df``, ``loc``, ``scale``)
+``gamma``                 ``pdf logpdf entropy`` (``a``, ``loc``, ``scale``)
+``beta``                  ``pdf logpdf entropy`` (``a``, ``b``, ``loc``, ``scale``)
+``chi2``                  ``pdf logpdf entropy`` (``df``, ``loc``, ``scale``)
+``poisson``               ``pmf logpmf entropy`` (``mu``, ``loc``)
+``dirichlet``             ``pdf logpdf mean var entropy`` (``alpha``)
+========================  ==============================================================
+
+They are differentiable in ``x`` and in every continuous parameter, broadcast as SciPy's do,
+and, where no argument is a Tensor, are SciPy's own functions (NumPy results). A parameter
+outside its domain (a scale <= 0) gives SciPy's NaN, with a NaN gradient; ``x`` outside the
+support gives SciPy's 0 (or ``-inf`` for a log), with a zero gradient. The ``cdf`` and
+``sf`` of ``t``, ``gamma``, ``beta``, ``chi2`` and ``poisson`` (the incomplete beta and gamma
+functions) are not provided yet. Each function is a composition of the registry's
+differentiable functions, so it records inside ``anb.compile`` and runs on every device those
+run on.
+
+>>> import autograd_nb as anb
+>>> from autograd_nb.scipy import stats
+>>> loc = anb.tensor(0.5, requires_grad=True)
+>>> anb.grad(stats.norm.logpdf(anb.tensor([0.0, 2.0]), loc).sum(), loc)
+(tensor(1.),)
+"""
+
+from . import beta, chi2, dirichlet, gamma, multivariate_normal, norm, poisson, t
+
+__all__ = ["beta", "chi2", "dirichlet", "gamma", "multivariate_normal", "norm", "poisson", "t"]
