@@ -154,3 +154,12 @@ def elementwise_attrs(op, rng):
     """``op``'s float parameters (``clip``'s bounds): values of its domain, in order."""
     low, high = op.domain
     return dict(zip(op.params, sorted(rng.uniform(low, high, size=len(op.params)).tolist())))
+
+
+#: The products on the BLAS (``config.GEMM_KERNEL = "blas"``), for the tests of what tier 0
+#: serves without compiling. On an AVX-512 CPU whose OpenBLAS runs a kernel set without it
+#: (``OPENBLAS_CORETYPE=Haswell`` on an AMD EPYC Zen 4, as on this project's machines),
+#: ``"auto"`` takes the own GEMM, which has no NumPy twin (``engine.backward.has_twins``):
+#: tier 0 then compiles it at the first product, by design, and those tests would see it.
+#: ``tests/test_tiering.py`` has its own tests of tier 0 under the own GEMM.
+BLAS_PRODUCTS = {"AUTOGRAD_NB_GEMM": "blas"}

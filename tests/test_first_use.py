@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from tests import _first_use_programs as programs
-from tests.checks import COMPILE_LISTENER
+from tests.checks import BLAS_PRODUCTS, COMPILE_LISTENER
 
 ROOT = Path(__file__).resolve().parents[1]  # (the children import tests._first_use_programs)
 
@@ -58,7 +58,7 @@ def run_children(folder, name):
     for group in range(len(programs.GROUPS)):
         cache = folder / f"cache{group}"
         env = dict(os.environ, AUTOGRAD_NB_TIERED="1", AUTOGRAD_NB_CACHE_DIR=str(cache / "k"),
-                   NUMBA_CACHE_DIR=str(cache / "n"))
+                   NUMBA_CACHE_DIR=str(cache / "n"), **BLAS_PRODUCTS)
         path, errors = folder / f"{name}{group}.pkl", folder / f"{name}{group}.err"
         with open(errors, "w") as stream:
             child = subprocess.Popen([sys.executable, "-c", CHILD, str(path), str(group)],

@@ -29,7 +29,7 @@ from autograd_nb import tiering
 from autograd_nb.ops.elementwise import ElementwiseOp, _numpy_formula
 from autograd_nb.ops.registry import REGISTRY, Op
 from autograd_nb.replay import CompileWarning
-from tests.checks import COMPILE_LISTENER, check_gradients
+from tests.checks import BLAS_PRODUCTS, COMPILE_LISTENER, check_gradients
 
 TIERED = sorted(
     name for name, op in REGISTRY.items() if type(op).forward_numpy is not Op.forward_numpy
@@ -270,6 +270,13 @@ def test_integer_and_special_layouts_keep_the_kernels():
     assert both(REGISTRY["add"], [ints, ints], {})[1] is None
     assert both(REGISTRY["_bmm"], [ints.reshape(1, 2, 3), ints.reshape(1, 3, 2)], {})[1] is None
     assert REGISTRY["erf"].forward_numpy([np.ones(2)], {}) is None
+
+
+@pytest.fixture(autouse=True)
+def _blas_products(monkeypatch):
+    """The products on the BLAS (tests.checks.BLAS_PRODUCTS says why); the tests of tier 0
+    under the own GEMM set it themselves."""
+    monkeypatch.setattr(anb.config, "GEMM_KERNEL", BLAS_PRODUCTS["AUTOGRAD_NB_GEMM"])
 
 
 @pytest.fixture
@@ -737,7 +744,7 @@ CHILD = COMPILE_LISTENER + textwrap.dedent(
 
 def run_child(cache, mode="normal"):
     env = dict(os.environ, AUTOGRAD_NB_TIERED="1", AUTOGRAD_NB_CACHE_DIR=str(cache / "k"),
-               NUMBA_CACHE_DIR=str(cache / "n"))
+               NUMBA_CACHE_DIR=str(cache / "n"), **BLAS_PRODUCTS)
     done = subprocess.run([sys.executable, "-c", CHILD, mode], env=env, capture_output=True,
                           text=True, timeout=400, check=False)
     assert done.returncode == 0, done.stderr
@@ -796,7 +803,7 @@ def test_a_worker_that_fails_leaves_the_process_compiling(tmp_path):
 @pytest.mark.slow
 def test_warmup_lists_what_it_compiled(tmp_path):
     env = dict(os.environ, AUTOGRAD_NB_TIERED="1", AUTOGRAD_NB_CACHE_DIR=str(tmp_path / "k"),
-               NUMBA_CACHE_DIR=str(tmp_path / "n"))
+               NUMBA_CACHE_DIR=str(tmp_path / "n"), **BLAS_PRODUCTS)
     done = subprocess.run(
         [sys.executable, "-m", "autograd_nb", "warmup", "--ops", "tanh", "--dtypes", "float32",
          "--no-progress"],
