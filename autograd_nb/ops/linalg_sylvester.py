@@ -1,0 +1,153 @@
+"""The Sylvester equation and the matrix square root: the ``_solve_sylvester`` and ``_sqrtm``
+ops behind ``autograd_nb.scipy.linalg``.
+
+``_solve_sylvester(a, b, q)`` is the ``X`` of ``A X + X B = Q``. With ``Y`` the solution of
+the adjoint equation ``A^T Y + Y B^T = G`` (``G`` the gradient of ``X``),
+``<G, dX> = <Y, A dX + dX B> = <Y, dQ - dA X - X dB>``, so
+
+    ``Q_bar = Y``,  ``A_bar = -Y X^T``,  ``B_bar = -X^T Y``.
+
+``_sqrtm(a)`` is the principal square root ``S`` of ``A`` (``S S = A``). From
+``dS S + S dS = dA``, ``A_bar`` is the ``Y`` of ``S^T Y + Y S^T = G``:
+``_solve_sylvester(S^T, S^T, G)``.
+
+Both rules are written with ``_solve_sylvester`` itself, so both differentiate to any order.
+
+Both ops run SciPy's host implementations (``scipy.linalg.solve_sylvester``: the real Schur
+forms of ``A`` and ``B`` by LAPACK's ``gees`` and the triangular equation by ``trsyl``;
+``scipy.linalg.sqrtm``: Higham's real Schur method), forward and backward, in both tiers, so
+tier 0 gives the same bits. Their cost is LAPACK's: a compiled driver over
+``scipy.linalg.cython_lapack`` would add compile time (``gees`` with workspace queries and
+its eigenvalue sorting, ``trsyl``, the back-transformations) without making them faster, and
+a compiled executor cannot run them without one, so their backward runs in the Python walk.
+"""
+
+import numpy as np
+import scipy.linalg
+
+from ._linalg_common import (
+    LinAlgError,
+    LinalgOp,
+    _accumulating,
+    _check_square,
+    _float_arrays,
+    _mT,
+)
+from .registry import call
+
+
+def _matrices_t(x):
+    return np.swapaxes(x, -1, -2)
+
+
+def _solve(a, b, q, dtype):
+    """SciPy's ``X``, in ``dtype`` and C-contiguous."""
+    return np.ascontiguousarray(scipy.linalg.solve_sylvester(a, b, q), dtype=dtype)
+
+
+def _add(grad_input, value):
+    target, done = _accumulating(grad_input, grad_input.shape, value.dtype)
+    target += value
+    done()
+
+
+class SolveSylvester(LinalgOp):
+    """``_solve_sylvester(a, b, q)``: ``X`` of ``A X + X B = Q`` for ``a (..., m, m)``,
+    ``b (..., n, n)``, ``q (..., m, n)`` of one batch shape."""
+
+    name = "_solve_sylvester"
+    n_inputs = 3
+    saves = (0, 1)
+    saves_output = True
+
+    def prepare(self, values, attrs):
+        a, b, q = _float_arrays(values)
+        for name, x in (("a", a), ("b", b)):
+            if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+                raise ValueError(f"solve_sylvester: {name} must be square; got shape "
+                                 f"{x.shape}")
+        m, n = a.shape[-1], b.shape[-1]
+        if q.ndim < 2 or q.shape[-2:] != (m, n):
+            raise ValueError(f"solve_sylvester: q must have shape (..., {m}, {n}) for a "
+                             f"{a.shape} and b {b.shape}; got {q.shape}")
+        if not a.shape[:-2] == b.shape[:-2] == q.shape[:-2]:
+            raise ValueError("_solve_sylvester: a, b and q must have one batch shape")
+        return [a, b, q], {}
+
+    def forward(self, arrays, attrs):
+        a, b, q = arrays
+        return _solve(a, b, q, a.dtype)
+
+    def forward_numpy(self, arrays, attrs):
+        return self.forward(arrays, attrs)
+
+    def vjp(self, k, grad_output, saved, attrs, grad_input):
+        a, b, x = saved[0], saved[1], saved.output
+        g = np.ascontiguousarray(grad_output, dtype=x.dtype)
+        y = _solve(_matrices_t(a), _matrices_t(b), g, x.dtype)
+        if k == 0:
+            y = -np.matmul(y, _matrices_t(x))
+        elif k == 1:
+            y = -np.matmul(_matrices_t(x), y)
+        _add(grad_input, y)
+
+    def vjp_numpy(self, k, grad_output, saved, attrs, grad_input):
+        self.vjp(k, grad_output, saved, attrs, grad_input)
+
+    def rule(self, k, grad_output, inputs, output, attrs):
+        a, b, _ = inputs
+        y = call("_solve_sylvester", _mT(a), _mT(b), grad_output)
+        if k == 0:
+            return -(y @ _mT(output))
+        if k == 1:
+            return -(_mT(output) @ y)
+        return y
+
+
+SolveSylvester()
+
+
+class Sqrtm(LinalgOp):
+    """``_sqrtm(a)``: the principal square roots of ``a (..., n, n)``, real (a matrix with
+    no real root raises)."""
+
+    name = "_sqrtm"
+    saves_output = True
+
+    def prepare(self, values, attrs):
+        (a,) = _float_arrays(values)
+        try:
+            _check_square("sqrtm", a.shape)
+        except LinAlgError:
+            if a.ndim < 2:
+                raise LinAlgError("The input array must be at least two-dimensional") from None
+            raise LinAlgError("Last 2 dimensions of the array must be square") from None
+        return [a], {}
+
+    def forward(self, arrays, attrs):
+        (a,) = arrays
+        root = scipy.linalg.sqrtm(a)
+        if np.iscomplexobj(root):
+            raise ValueError(
+                "sqrtm: the matrix has an eigenvalue on the negative real axis, so its "
+                "principal square root is complex (SciPy returns it); autograd_nb's linalg "
+                "differentiates real matrices only")
+        return np.ascontiguousarray(root, dtype=a.dtype)
+
+    def forward_numpy(self, arrays, attrs):
+        return self.forward(arrays, attrs)
+
+    def vjp(self, k, grad_output, saved, attrs, grad_input):
+        s = saved.output
+        g = np.ascontiguousarray(grad_output, dtype=s.dtype)
+        _add(grad_input, _solve(_matrices_t(s), _matrices_t(s), g, s.dtype))
+
+    def vjp_numpy(self, k, grad_output, saved, attrs, grad_input):
+        self.vjp(k, grad_output, saved, attrs, grad_input)
+
+    def rule(self, k, grad_output, inputs, output, attrs):
+        root_t = _mT(output)
+        return call("_solve_sylvester", root_t, root_t, grad_output)
+
+
+Sqrtm()

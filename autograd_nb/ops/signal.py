@@ -1,0 +1,211 @@
+"""N-dimensional convolution: the ``_convolve`` op behind ``autograd_nb.scipy.signal``.
+
+``_convolve(a, b, mode)`` is the direct convolution of two arrays of the same number of
+dimensions, ``"full"`` (every overlap) or ``"valid"`` (where ``b`` lies wholly inside ``a``,
+which is at least as large in every dimension). SciPy's ``"same"`` is a centred slice of
+``"full"``, as SciPy computes it, and lives in the public function.
+
+Both VJPs are ``_convolve`` again, of the gradient with an input reversed along every axis
+(the flip of a C-ordered array is its flat buffer reversed):
+
+- ``full``: ``a_bar = valid(g, flip(b))``, ``b_bar = valid(g, flip(a))``;
+- ``valid``: ``a_bar = full(g, flip(b))``, ``b_bar = valid(flip(a), g)``.
+
+Every one of them meets ``valid``'s size rule, so the rules are the op itself and
+differentiate to any order. One kernel, ``_convolve_add``, does all the work (the forward and
+the four VJPs), compiled once per dtype; its NumPy twin adds the same products in the same
+order, a slice per element of the second operand, so tier 0 gives the kernel's bits.
+"""
+
+import numpy as np
+from numba import njit
+
+from ._linalg_common import _accumulating, _float_arrays
+from .assembly import flip
+from .registry import Op, call
+
+MODES = ("full", "valid")
+
+
+def output_shape(a_shape, b_shape, mode):
+    """The shape of ``_convolve(a, b, mode)``."""
+    if mode == "full":
+        return tuple(m + n - 1 for m, n in zip(a_shape, b_shape, strict=True))
+    return tuple(m - n + 1 for m, n in zip(a_shape, b_shape, strict=True))
+
+
+def _shift(b_shape, mode):
+    """The offset ``s`` of ``out[n] += b[k] * a[n + s - k]``: 0 for ``full``, ``b``'s extent
+    less one for ``valid``."""
+    return np.array([0 if mode == "full" else n - 1 for n in b_shape], dtype=np.int64)
+
+
+@njit(cache=True, nogil=True)
+def _convolve_add(a, a_shape, b, b_shape, out, out_shape, shift):
+    """``out[n] += sum_k b[k] * a[n + shift - k]`` over the elements ``k`` of ``b`` in C
+    order and the ``n`` where that index lies inside ``a``. Flat C-ordered arrays, their
+    shapes as int64 arrays (at least one dimension)."""
+    nd = a_shape.shape[0]
+    a_strides = _strides(a_shape)
+    out_strides = _strides(out_shape)
+    k = np.zeros(nd, np.int64)
+    lo = np.zeros(nd, np.int64)
+    hi = np.zeros(nd, np.int64)
+    for flat in range(b.size):
+        rest = flat
+        for d in range(nd - 1, -1, -1):
+            k[d] = rest % b_shape[d]
+            rest //= b_shape[d]
+        empty = False
+        for d in range(nd):
+            lo[d] = max(0, k[d] - shift[d])
+            hi[d] = min(out_shape[d], a_shape[d] + k[d] - shift[d])
+            empty = empty or hi[d] <= lo[d]
+        if not empty:
+            _add_block(b[flat], a, a_strides, out, out_strides, k, lo, hi, shift)
+
+
+@njit(cache=True, nogil=True)
+def _strides(shape):
+    """The element strides of a C-ordered array of ``shape``."""
+    strides = np.ones(shape.shape[0], np.int64)
+    for d in range(shape.shape[0] - 2, -1, -1):
+        strides[d] = strides[d + 1] * shape[d + 1]
+    return strides
+
+
+@njit(cache=True, nogil=True)
+def _add_block(weight, a, a_strides, out, out_strides, k, lo, hi, shift):
+    """``out[n] += weight * a[n + shift - k]`` for ``n`` in the block ``[lo, hi)``, its
+    last axis the inner loop."""
+    nd = lo.shape[0]
+    last = nd - 1
+    length = hi[last] - lo[last]
+    n = lo.copy()
+    while True:
+        o = 0
+        s = 0
+        for d in range(nd):
+            o += n[d] * out_strides[d]
+            s += (n[d] + shift[d] - k[d]) * a_strides[d]
+        for j in range(length):
+            out[o + j] += weight * a[s + j]
+        d = last - 1
+        while d >= 0:
+            n[d] += 1
+            if n[d] < hi[d]:
+                break
+            n[d] = lo[d]
+            d -= 1
+        if d < 0:
+            return
+
+
+def _convolve_add_numpy(a, b, out, shift):
+    """``_convolve_add``'s twin on n-d arrays: per element of ``b`` in C order, its
+    products with a block of ``a`` added into a block of ``out``."""
+    for k in np.ndindex(b.shape):
+        lo = [max(0, kd - s) for kd, s in zip(k, shift)]
+        hi = [min(o, m + kd - s) for o, m, kd, s in zip(out.shape, a.shape, k, shift)]
+        if any(h <= low for low, h in zip(lo, hi)):
+            continue
+        target = tuple(slice(low, h) for low, h in zip(lo, hi))
+        source = tuple(slice(low + s - kd, h + s - kd)
+                       for low, h, s, kd in zip(lo, hi, shift, k))
+        out[target] += b[k] * a[source]
+
+
+def _reversed(x):
+    """``x`` reversed along every axis, C-contiguous."""
+    return np.ascontiguousarray(x.reshape(-1)[::-1]).reshape(x.shape)
+
+
+def _run(kernel, a, b, out, mode):
+    """``out += _convolve(a, b, mode)`` with the kernel or (``kernel`` None) its twin."""
+    shift = _shift(b.shape, mode)
+    if kernel is None:
+        _convolve_add_numpy(a, b, out, shift)
+        return
+    shape = np.array(a.shape, dtype=np.int64)
+    kernel(a.reshape(-1), shape, b.reshape(-1), np.array(b.shape, dtype=np.int64),
+           out.reshape(-1), np.array(out.shape, dtype=np.int64), shift)
+
+
+def _vjp_operands(k, g, a, b, mode):
+    """The operands and mode of VJP ``k`` as a convolution (the module's table)."""
+    if k == 0:
+        return g, _reversed(b), "valid" if mode == "full" else "full"
+    if mode == "full":
+        return g, _reversed(a), "valid"
+    return _reversed(a), g, "valid"
+
+
+class Convolve(Op):
+    """``_convolve(a, b, mode)``: the n-d convolution of ``a`` and ``b`` (the same number of
+    dimensions, at least one), ``mode`` ``"full"`` or ``"valid"`` (``a`` at least as large as
+    ``b`` in every dimension)."""
+
+    name = "_convolve"
+    family = "signal"
+    n_inputs = 2
+    saves = (0, 1)
+    method = False
+    #: No CUDA kernels: a CUDA tensor raises NotImplementedError naming the op.
+    cpu_only = True
+
+    def make_function(self):
+        return None
+
+    def prepare(self, values, attrs):
+        a, b = _float_arrays(values)
+        mode = attrs.get("mode", "full")
+        if mode not in MODES:
+            raise ValueError(f"_convolve: mode must be one of {MODES}, not {mode!r}")
+        if a.ndim != b.ndim or a.ndim == 0:
+            raise ValueError("_convolve: a and b must have the same number of dimensions, "
+                             f"at least one; got shapes {a.shape} and {b.shape}")
+        if a.size == 0 or b.size == 0:
+            raise ValueError("_convolve: a and b must not be empty")
+        if mode == "valid" and any(m < n for m, n in zip(a.shape, b.shape)):
+            raise ValueError(f"_convolve: for mode 'valid', a {a.shape} must be at least as "
+                             f"large as b {b.shape} in every dimension")
+        return [a, b], {"mode": mode}
+
+    def _forward(self, kernel, arrays, attrs):
+        a, b = arrays
+        out = np.zeros(output_shape(a.shape, b.shape, attrs["mode"]), dtype=a.dtype)
+        _run(kernel, a, b, out, attrs["mode"])
+        return out
+
+    def forward(self, arrays, attrs):
+        return self._forward(_convolve_add, arrays, attrs)
+
+    def forward_numpy(self, arrays, attrs):
+        return self._forward(None, arrays, attrs)
+
+    def _vjp(self, kernel, k, grad_output, saved, attrs, grad_input):
+        a, b = saved[0], saved[1]
+        g = np.ascontiguousarray(grad_output, dtype=a.dtype)
+        first, second, mode = _vjp_operands(k, g, a, b, attrs["mode"])
+        target, done = _accumulating(grad_input, grad_input.shape, a.dtype)
+        _run(kernel, first, second, target, mode)
+        done()
+
+    def vjp(self, k, grad_output, saved, attrs, grad_input):
+        self._vjp(_convolve_add, k, grad_output, saved, attrs, grad_input)
+
+    def vjp_numpy(self, k, grad_output, saved, attrs, grad_input):
+        self._vjp(None, k, grad_output, saved, attrs, grad_input)
+
+    def rule(self, k, grad_output, inputs, output, attrs):
+        a, b = inputs
+        mode = attrs["mode"]
+        if k == 0:
+            return call("_convolve", grad_output, flip(b),
+                        mode="valid" if mode == "full" else "full")
+        if mode == "full":
+            return call("_convolve", grad_output, flip(a), mode="valid")
+        return call("_convolve", flip(a), grad_output, mode="valid")
+
+
+Convolve()

@@ -1,0 +1,35 @@
+"""What ``autograd_nb.scipy.signal`` and ``autograd_nb.scipy.linalg`` share: SciPy's own
+function where no argument is a Tensor, and the Tensor arguments in one floating dtype."""
+
+import numpy
+
+from ..tensor import Tensor, as_tensor
+
+_FLOATS = (numpy.dtype(numpy.float32), numpy.dtype(numpy.float64))
+
+
+def holds_tensor(values):
+    return any(isinstance(v, Tensor) for v in values)
+
+
+def float_operands(function, names, values):
+    """``values`` as Tensors on the CPU in one floating dtype, as SciPy's LAPACK-backed
+    functions give: float32 where every one is float32, else float64 (integers and bools
+    included). Raises TypeError naming ``function`` and the argument for a complex or
+    non-numeric one, NotImplementedError for a CUDA Tensor."""
+    tensors = []
+    for name, value in zip(names, values, strict=True):
+        if not isinstance(value, Tensor):
+            value = as_tensor(numpy.asarray(value))
+        if value.device != "cpu":
+            raise NotImplementedError(
+                f"{function} is not implemented for CUDA tensors (yet); move {name} to the "
+                "CPU with .cpu()")
+        kind = value.dtype.kind
+        if kind not in "fiub":
+            raise TypeError(f"{function}: {name} has dtype {value.dtype}; supported are "
+                            "float32 and float64 (integers and bools become float64)")
+        tensors.append(value)
+    single = all(t.dtype == _FLOATS[0] for t in tensors)
+    dtype = _FLOATS[0] if single else _FLOATS[1]
+    return [t if t.dtype == dtype else t.astype(dtype) for t in tensors]

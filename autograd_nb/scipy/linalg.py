@@ -1,0 +1,152 @@
+"""SciPy's ``scipy.linalg.solve_sylvester`` and ``sqrtm``, differentiable:
+``from autograd_nb.scipy import linalg``.
+
+They are the registry's ``_solve_sylvester`` and ``_sqrtm`` ops
+(``autograd_nb/ops/linalg_sylvester.py``), which run SciPy's own routines and whose rules are
+written with ``_solve_sylvester``, so both differentiate to any order. They batch over
+leading axes as SciPy 1.17's do. Where no argument is a Tensor they are SciPy's functions
+(NumPy results). Complex matrices, and real ones whose principal root is complex, are out of
+scope for Tensors. Neither op has a replay driver: a program of :func:`autograd_nb.compile`
+that calls them runs eagerly, with a warning.
+
+SciPy's other ``scipy.linalg`` names that ``anb.linalg`` computes (``cholesky``, ``solve``,
+``inv``, ``det``, ``eigh``, ``svd``, ``qr``) are not repeated here: their SciPy signatures
+(``lower=``, ``assume_a=``, ``overwrite_*``, ``check_finite``, ``eigvals_only``, ``mode``'s
+other default) differ from NumPy's, and ``anb.linalg`` follows NumPy's.
+
+>>> import autograd_nb as anb
+>>> from autograd_nb.scipy import linalg
+>>> a = anb.tensor([[4.0, 0.0], [0.0, 9.0]], requires_grad=True)
+>>> linalg.sqrtm(a)
+tensor([[2., 0.],
+        [0., 3.]], grad_fn=<SqrtmBackward>)
+"""
+
+import warnings
+
+import numpy as np
+import scipy.linalg
+
+from ..ops.registry import call
+from ._operands import float_operands, holds_tensor
+
+__all__ = ["solve_sylvester", "sqrtm"]
+
+#: SciPy's marker of an argument not given (``disp``, ``blocksize``).
+_NOT_GIVEN = object()
+
+
+def _broadcast(tensors):
+    """``tensors`` broadcast to one batch shape, each keeping its core (last two) axes."""
+    batch = np.broadcast_shapes(*(t.shape[:-2] for t in tensors))
+    return [t if t.shape[:-2] == batch else call("broadcast_to", t, shape=batch + t.shape[-2:])
+            for t in tensors]
+
+
+def solve_sylvester(a, b, q):
+    """The solution ``X`` of the Sylvester equation ``A X + X B = Q``, as
+    ``scipy.linalg.solve_sylvester``.
+
+    Parameters
+    ----------
+    a : Tensor or array_like, shape (..., M, M)
+    b : Tensor or array_like, shape (..., N, N)
+    q : Tensor or array_like, shape (..., M, N)
+        Differentiable, all three; their leading axes broadcast.
+
+    Returns
+    -------
+    Tensor, shape (..., M, N)
+
+    Raises
+    ------
+    ValueError
+        If ``a`` or ``b`` is not square, or ``q``'s shape does not fit them.
+
+    Notes
+    -----
+    With ``Y`` the solution of ``A^T Y + Y B^T = G`` (``G`` the gradient of ``X``), the
+    gradients are ``Q_bar = Y``, ``A_bar = -Y X^T``, ``B_bar = -X^T Y``. Where ``A`` and
+    ``-B`` share an eigenvalue the equation is singular, and the values are SciPy's
+    (typically huge).
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> from autograd_nb.scipy import linalg
+    >>> q = anb.tensor([[3.0, 4.0], [5.0, 6.0]], requires_grad=True)
+    >>> x = linalg.solve_sylvester(anb.eye(2), 2 * anb.eye(2), q)
+    >>> x
+    tensor([[1.    , 1.3333],
+            [1.6667, 2.    ]], grad_fn=<SolveSylvesterBackward>)
+    >>> anb.grad(x.sum(), q)
+    (tensor([[0.3333, 0.3333],
+            [0.3333, 0.3333]]),)
+    """
+    if not holds_tensor((a, b, q)):
+        return scipy.linalg.solve_sylvester(a, b, q)
+    a, b, q = float_operands("linalg.solve_sylvester", ("a", "b", "q"), (a, b, q))
+    for name, x in (("a", a), ("b", b), ("q", q)):
+        if x.ndim < 2:
+            raise ValueError(f"solve_sylvester: {name} must be at least two-dimensional; "
+                             f"got shape {x.shape}")
+    return call("_solve_sylvester", *_broadcast([a, b, q]))
+
+
+def sqrtm(A, disp=_NOT_GIVEN, blocksize=_NOT_GIVEN):
+    """The principal matrix square root ``S`` of ``A`` (``S @ S = A``), as
+    ``scipy.linalg.sqrtm``.
+
+    Parameters
+    ----------
+    A : Tensor or array_like, shape (..., N, N)
+        Real matrices with a real principal root, differentiable.
+    disp, blocksize
+        SciPy's deprecated arguments, as SciPy takes them: each warns
+        (``DeprecationWarning``), ``blocksize`` is unused, and ``disp=False`` returns
+        ``(S, errest)`` with SciPy's error estimate (a float, not differentiable).
+
+    Returns
+    -------
+    Tensor, shape (..., N, N)
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        If ``A`` is not at least two-dimensional and square.
+    ValueError
+        For a Tensor whose principal root is complex (an eigenvalue on the negative real
+        axis), where SciPy returns a complex array.
+
+    Notes
+    -----
+    The gradient is ``A_bar = solve_sylvester(S^T, S^T, G)`` (from ``dS S + S dS = dA``), a
+    composition that differentiates again.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> from autograd_nb.scipy import linalg
+    >>> a = anb.tensor([[1.0, 3.0], [1.0, 4.0]], requires_grad=True)
+    >>> s = linalg.sqrtm(a)
+    >>> s
+    tensor([[0.5774, 1.7321],
+            [0.5774, 2.3094]], grad_fn=<SqrtmBackward>)
+    >>> anb.grad(anb.trace(s), a)[0].shape
+    (2, 2)
+    """
+    given = {k: v for k, v in (("disp", disp), ("blocksize", blocksize)) if v is not _NOT_GIVEN}
+    if not holds_tensor((A,)):
+        return scipy.linalg.sqrtm(A, **given)
+    if given:
+        warnings.warn(f"sqrtm: the {' and '.join(given)} argument is deprecated in SciPy "
+                      "1.16.0 and will be removed in SciPy 1.18.0", DeprecationWarning,
+                      stacklevel=2)
+    (a,) = float_operands("linalg.sqrtm", ("A",), (A,))
+    root = call("_sqrtm", a)
+    if given.get("disp", True):
+        return root
+    values, target = root.detach().numpy(), a.detach().numpy()
+    errest = float(np.linalg.norm(values @ values - target, "fro") ** 2
+                   / np.linalg.norm(target, "fro"))
+    return root, errest
