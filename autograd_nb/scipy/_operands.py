@@ -20,16 +20,15 @@ def float_operands(function, names, values):
     tensors = []
     for name, value in zip(names, values, strict=True):
         if not isinstance(value, Tensor):
-            value = as_tensor(numpy.asarray(value))
-        if value.device != "cpu":
+            value = numpy.asarray(value)
+        elif value.device != "cpu":
             raise NotImplementedError(
                 f"{function} is not implemented for CUDA tensors (yet); move {name} to the "
                 "CPU with .cpu()")
-        kind = value.dtype.kind
-        if kind not in "fiub":
+        if value.dtype.kind not in "fiub":
             raise TypeError(f"{function}: {name} has dtype {value.dtype}; supported are "
                             "float32 and float64 (integers and bools become float64)")
-        tensors.append(value)
+        tensors.append(value if isinstance(value, Tensor) else as_tensor(value))
     single = all(t.dtype == _FLOATS[0] for t in tensors)
     dtype = _FLOATS[0] if single else _FLOATS[1]
     return [t if t.dtype == dtype else t.astype(dtype) for t in tensors]
