@@ -41,8 +41,9 @@ def _matrices_t(x):
 
 
 def _solve(a, b, q, dtype):
-    """SciPy's ``X``, in ``dtype`` and C-contiguous."""
-    return np.ascontiguousarray(scipy.linalg.solve_sylvester(a, b, q), dtype=dtype)
+    """SciPy's ``X``, in ``dtype``: a C-contiguous copy (SciPy's result may be a view of
+    memory owned by a capsule, which callers cannot make read-only and back)."""
+    return np.array(scipy.linalg.solve_sylvester(a, b, q), dtype=dtype, order="C")
 
 
 def _add(grad_input, value):
@@ -132,7 +133,7 @@ class Sqrtm(LinalgOp):
                 "sqrtm: the matrix has an eigenvalue on the negative real axis, so its "
                 "principal square root is complex (SciPy returns it); autograd_nb's linalg "
                 "differentiates real matrices only")
-        return np.ascontiguousarray(root, dtype=a.dtype)
+        return np.array(root, dtype=a.dtype, order="C")  # a copy, as ``_solve``'s
 
     def forward_numpy(self, arrays, attrs):
         return self.forward(arrays, attrs)

@@ -74,14 +74,14 @@ def solve_sylvester(a, b, q):
     --------
     >>> import autograd_nb as anb
     >>> from autograd_nb.scipy import linalg
-    >>> q = anb.tensor([[3.0, 4.0], [5.0, 6.0]], requires_grad=True)
-    >>> x = linalg.solve_sylvester(anb.eye(2), 2 * anb.eye(2), q)
+    >>> q = anb.tensor([[2.0, 4.0], [6.0, 8.0]], requires_grad=True)
+    >>> x = linalg.solve_sylvester(anb.eye(2), anb.eye(2), q)
     >>> x
-    tensor([[1.    , 1.3333],
-            [1.6667, 2.    ]], grad_fn=<SolveSylvesterBackward>)
+    tensor([[1., 2.],
+            [3., 4.]], grad_fn=<SolveSylvesterBackward>)
     >>> anb.grad(x.sum(), q)
-    (tensor([[0.3333, 0.3333],
-            [0.3333, 0.3333]]),)
+    (tensor([[0.5, 0.5],
+            [0.5, 0.5]]),)
     """
     if not holds_tensor((a, b, q)):
         return scipy.linalg.solve_sylvester(a, b, q)
@@ -127,13 +127,17 @@ def sqrtm(A, disp=_NOT_GIVEN, blocksize=_NOT_GIVEN):
     --------
     >>> import autograd_nb as anb
     >>> from autograd_nb.scipy import linalg
-    >>> a = anb.tensor([[1.0, 3.0], [1.0, 4.0]], requires_grad=True)
+    >>> a = anb.tensor([[4.0, 1.0], [0.0, 9.0]], requires_grad=True)
     >>> s = linalg.sqrtm(a)
     >>> s
-    tensor([[0.5774, 1.7321],
-            [0.5774, 2.3094]], grad_fn=<SqrtmBackward>)
-    >>> anb.grad(anb.trace(s), a)[0].shape
-    (2, 2)
+    tensor([[2. , 0.2],
+            [0. , 3. ]], grad_fn=<SqrtmBackward>)
+
+    The gradient of ``trace(sqrtm(A))`` is ``inv(S).T / 2``:
+
+    >>> anb.grad(anb.trace(s), a)
+    (tensor([[ 0.25      ,  0.        ],
+            [-0.01666667,  0.16666667]]),)
     """
     given = {k: v for k, v in (("disp", disp), ("blocksize", blocksize)) if v is not _NOT_GIVEN}
     if not holds_tensor((A,)):
