@@ -1,7 +1,8 @@
-"""SciPy's ``scipy.linalg.solve_sylvester`` and ``sqrtm``, differentiable:
+"""SciPy's ``scipy.linalg.solve_sylvester`` and ``sqrtm``, differentiable, and ``det``,
+``inv``, ``cholesky`` and ``svdvals`` under SciPy's signatures:
 ``from autograd_nb.scipy import linalg``.
 
-They are the registry's ``_solve_sylvester`` and ``_sqrtm`` ops
+``solve_sylvester`` and ``sqrtm`` are the registry's ``_solve_sylvester`` and ``_sqrtm`` ops
 (``autograd_nb/ops/linalg_sylvester.py``), which run SciPy's own routines and whose rules are
 written with ``_solve_sylvester``, so both differentiate to any order. They batch over
 leading axes as SciPy 1.17's do. Where no argument is a Tensor they are SciPy's functions
@@ -9,10 +10,14 @@ leading axes as SciPy 1.17's do. Where no argument is a Tensor they are SciPy's 
 scope for Tensors. Neither op has a replay driver: a program of :func:`autograd_nb.compile`
 that calls them runs eagerly, with a warning.
 
-SciPy's other ``scipy.linalg`` names that ``anb.linalg`` computes (``cholesky``, ``solve``,
-``inv``, ``det``, ``eigh``, ``svd``, ``qr``) are not repeated here: their SciPy signatures
-(``lower=``, ``assume_a=``, ``overwrite_*``, ``check_finite``, ``eigvals_only``, ``mode``'s
-other default) differ from NumPy's, and ``anb.linalg`` follows NumPy's.
+``det``, ``inv``, ``cholesky`` and ``svdvals`` are ``anb.linalg``'s under SciPy's
+signatures (``cholesky`` gives the upper factor by default, as SciPy's; ``overwrite_a`` is
+accepted and changes nothing; ``check_finite`` raises SciPy's ValueError, which reads the
+values: pass ``check_finite=False`` inside :func:`autograd_nb.compile`). SciPy's
+``solve``, ``eigh``, ``svd``, ``qr``, ``lu``, ``pinv`` and ``lstsq`` are not repeated here:
+their SciPy signatures (``assume_a``, ``transposed``, a second matrix ``b`` of ``eigh``,
+``eigvals_only``, ``qr``'s ``mode="full"`` and ``pivoting``, ``lu``'s permutation) go beyond
+what ``anb.linalg`` computes or differ from NumPy's, which ``anb.linalg`` follows.
 
 >>> import autograd_nb as anb
 >>> from autograd_nb.scipy import linalg
@@ -27,10 +32,11 @@ import warnings
 import numpy as np
 import scipy.linalg
 
-from ..ops.registry import call
+from .. import linalg as _linalg
+from ..ops.registry import call, host_values
 from ._operands import float_operands, holds_tensor
 
-__all__ = ["solve_sylvester", "sqrtm"]
+__all__ = ["cholesky", "det", "inv", "solve_sylvester", "sqrtm", "svdvals"]
 
 #: SciPy's marker of an argument not given (``disp``, ``blocksize``).
 _NOT_GIVEN = object()
@@ -154,3 +160,83 @@ def sqrtm(A, disp=_NOT_GIVEN, blocksize=_NOT_GIVEN):
     errest = float(np.linalg.norm(values @ values - target, "fro") ** 2
                    / np.linalg.norm(target, "fro"))
     return root, errest
+
+
+def _checked(a, check_finite):
+    """``a`` as a floating Tensor, after SciPy's ``check_finite`` test."""
+    (a,) = float_operands("linalg", ("a",), (a,))
+    if check_finite and not np.isfinite(host_values(a)).all():
+        raise ValueError("array must not contain infs or NaNs")
+    return a
+
+
+def det(a, overwrite_a=False, check_finite=True):
+    """The determinants of ``a (..., M, M)``, as ``scipy.linalg.det``: ``anb.linalg.det``,
+    in float64 whatever ``a``'s dtype (SciPy's result dtype).
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> from autograd_nb.scipy import linalg
+    >>> linalg.det(anb.tensor([[2.0, 1.0], [1.0, 3.0]]))
+    tensor(5.)
+    """
+    if not holds_tensor((a,)):
+        return scipy.linalg.det(a, overwrite_a, check_finite)
+    return _linalg.det(_checked(a, check_finite).astype(np.float64))
+
+
+def inv(a, overwrite_a=False, check_finite=True, *, assume_a=None, lower=False):
+    """The inverses of ``a (..., M, M)``, as ``scipy.linalg.inv``: ``anb.linalg.inv``.
+
+    ``assume_a`` may be None, ``"general"`` or ``"gen"`` (the whole matrix is read); SciPy's
+    structured options, which read part of it, raise NotImplementedError for Tensors.
+    ``lower`` matters only to those.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> from autograd_nb.scipy import linalg
+    >>> linalg.inv(anb.tensor([[2.0, 0.0], [0.0, 4.0]]))
+    tensor([[0.5 , 0.  ],
+            [0.  , 0.25]])
+    """
+    if not holds_tensor((a,)):
+        return scipy.linalg.inv(a, overwrite_a, check_finite, assume_a=assume_a, lower=lower)
+    if assume_a not in (None, "general", "gen"):
+        raise NotImplementedError(f"linalg.inv: assume_a={assume_a!r} is not implemented for "
+                                  "Tensors; None and 'general' are")
+    return _linalg.inv(_checked(a, check_finite))
+
+
+def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
+    """The Cholesky factor of ``a (..., M, M)``, as ``scipy.linalg.cholesky``: the upper
+    ``U`` (``a = U^T U``, the upper triangle read) unless ``lower``.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> from autograd_nb.scipy import linalg
+    >>> linalg.cholesky(anb.tensor([[4.0, 2.0], [2.0, 5.0]]))
+    tensor([[2., 1.],
+            [0., 2.]])
+    """
+    if not holds_tensor((a,)):
+        return scipy.linalg.cholesky(a, lower, overwrite_a, check_finite)
+    return _linalg.cholesky(_checked(a, check_finite), upper=not lower)
+
+
+def svdvals(a, overwrite_a=False, check_finite=True):
+    """The singular values of ``a (..., M, N)``, in decreasing order, as
+    ``scipy.linalg.svdvals``: ``anb.linalg.svdvals``.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> from autograd_nb.scipy import linalg
+    >>> linalg.svdvals(anb.tensor([[3.0, 0.0], [0.0, -4.0]]))
+    tensor([4., 3.])
+    """
+    if not holds_tensor((a,)):
+        return scipy.linalg.svdvals(a, overwrite_a, check_finite)
+    return _linalg.svdvals(_checked(a, check_finite))

@@ -193,3 +193,56 @@ def test_the_twins_give_the_forwards_and_vjps_bits():
             op.vjp(k, g, Saved(arrays, output), attrs, compiled)
             op.vjp_numpy(k, g, Saved(arrays, output), attrs, twin)
             assert compiled.tobytes() == twin.tobytes()
+
+
+# -- anb.linalg's functions under SciPy's signatures ------------------------------------------
+
+
+def _spd(rng, shape):
+    m = rng.standard_normal(shape)
+    return m @ np.swapaxes(m, -1, -2) + shape[-1] * np.eye(shape[-1])
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (2, 4, 4)], ids=str)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_numpy_linalg_names_match_scipy(shape, dtype):
+    rng = np.random.default_rng(shape[-1])
+    a = _spd(rng, shape).astype(dtype)
+    rtol = 1e-5 if dtype == np.float32 else 1e-12
+    cases = [("det", {}), ("inv", {}), ("inv", {"assume_a": "general"}), ("cholesky", {}),
+             ("cholesky", {"lower": True}), ("svdvals", {})]
+    for name, kwargs in cases:
+        reference = getattr(sl, name)(a, **kwargs)
+        result = getattr(linalg, name)(anb.tensor(a), **kwargs)
+        assert result.dtype == np.asarray(reference).dtype, name
+        np.testing.assert_allclose(result.numpy(), reference, rtol=rtol, atol=rtol,
+                                   err_msg=name)
+        plain = getattr(linalg, name)(a, **kwargs)
+        assert not isinstance(plain, anb.Tensor)
+        np.testing.assert_array_equal(plain, reference)
+
+
+def test_the_numpy_linalg_names_gradients():
+    rng = np.random.default_rng(13)
+    a = _spd(rng, (3, 3)) + 0.3 * rng.standard_normal((3, 3))
+    check_gradients(linalg.det, [a])
+    check_gradients(linalg.inv, [a])
+    check_gradients(linalg.svdvals, [rng.standard_normal((4, 3))])
+    # the factor of the symmetric part: a perturbation of either triangle counts
+    spd = _spd(rng, (3, 3))
+    check_gradients(lambda x: linalg.cholesky((x + x.T) / 2), [spd])
+    check_gradients(lambda x: linalg.cholesky((x + x.T) / 2, lower=True), [spd])
+
+
+def test_check_finite_and_assume_a():
+    bad = anb.tensor([[np.nan, 1.0], [1.0, 2.0]])
+    for name in ("det", "inv", "cholesky", "svdvals"):
+        with pytest.raises(ValueError, match="must not contain infs or NaNs"):
+            getattr(linalg, name)(bad)
+        with pytest.raises(ValueError, match="must not contain infs or NaNs"):
+            getattr(sl, name)(bad.numpy())
+    assert np.isnan(float(linalg.det(bad, check_finite=False)))
+    with pytest.raises(NotImplementedError, match="assume_a='pos'"):
+        linalg.inv(anb.eye(2), assume_a="pos")
+    with pytest.raises(np.linalg.LinAlgError):
+        linalg.cholesky(anb.tensor([[1.0, 2.0], [2.0, 1.0]]))
