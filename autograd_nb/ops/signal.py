@@ -14,15 +14,19 @@ Both VJPs are ``_convolve`` again, of the gradient with an input reversed along 
 Every one of them meets ``valid``'s size rule, so the rules are the op itself and
 differentiate to any order. One kernel, ``_convolve_add``, does all the work (the forward and
 the four VJPs), compiled once per dtype; its NumPy twin adds the same products in the same
-order, a slice per element of the second operand, so tier 0 gives the kernel's bits.
+order, a slice per element of the second operand, so tier 0 gives the kernel's bits. A
+replayed program (:func:`autograd_nb.compile`) runs the kernel through
+``_convolve_forward_driver``, and the compiled backward executor its VJPs through
+``_convolve_vjp_driver``.
 """
 
 import numpy as np
 from numba import njit
 
 from ._linalg_common import _accumulating, _float_arrays
+from ._pointers import array_at
 from .assembly import flip
-from .registry import Op, call
+from .registry import ExecSpec, Op, call
 
 MODES = ("full", "valid")
 
@@ -131,6 +135,49 @@ def _run(kernel, a, b, out, mode):
            out.reshape(-1), np.array(out.shape, dtype=np.int64), shift)
 
 
+@njit(cache=True, nogil=True)
+def _convolve_forward_driver(operands, ints, floats, like):
+    """``_convolve``'s forward in a replayed program (:meth:`Convolve.forward_spec`):
+    operands ``a``, ``b`` and the output; ``ints`` the number of dimensions, then the shapes
+    of ``a``, ``b`` and the output and the shift, each of that length."""
+    nd = ints[0]
+    a_shape = ints[1 : 1 + nd].copy()
+    b_shape = ints[1 + nd : 1 + 2 * nd].copy()
+    out_shape = ints[1 + 2 * nd : 1 + 3 * nd].copy()
+    shift = ints[1 + 3 * nd : 1 + 4 * nd].copy()
+    a = array_at(operands[0], np.prod(a_shape), like)
+    b = array_at(operands[1], np.prod(b_shape), like)
+    out = array_at(operands[2], np.prod(out_shape), like)
+    out[:] = 0
+    _convolve_add(a, a_shape, b, b_shape, out, out_shape, shift)
+
+
+@njit(cache=True, nogil=True)
+def _convolve_vjp_driver(operands, ints, floats, like):
+    """The compiled executor's driver of ``_convolve``'s VJPs (:meth:`Convolve.exec_spec`):
+    operands the gradient, ``a``, ``b`` and the target; ``ints`` the number of dimensions,
+    ``k``, whether the mode is ``full``, then the shapes of ``a``, ``b`` and the gradient.
+    The module's table, as ``_vjp_operands``."""
+    nd, k, full = ints[0], ints[1], ints[2] != 0
+    a_shape = ints[3 : 3 + nd].copy()
+    b_shape = ints[3 + nd : 3 + 2 * nd].copy()
+    g_shape = ints[3 + 2 * nd : 3 + 3 * nd].copy()
+    g = array_at(operands[0], np.prod(g_shape), like)
+    a = array_at(operands[1], np.prod(a_shape), like)
+    b = array_at(operands[2], np.prod(b_shape), like)
+    first, first_shape = g, g_shape
+    if k == 0:
+        second, second_shape, out_shape, valid = b[::-1].copy(), b_shape, a_shape, full
+    elif full:
+        second, second_shape, out_shape, valid = a[::-1].copy(), a_shape, b_shape, True
+    else:
+        first, first_shape = a[::-1].copy(), a_shape
+        second, second_shape, out_shape, valid = g, g_shape, b_shape, True
+    shift = second_shape - 1 if valid else np.zeros(nd, np.int64)
+    target = array_at(operands[3], np.prod(out_shape), like)
+    _convolve_add(first, first_shape, second, second_shape, target, out_shape, shift)
+
+
 def _vjp_operands(k, g, a, b, mode):
     """The operands and mode of VJP ``k`` as a convolution (the module's table)."""
     if k == 0:
@@ -183,6 +230,11 @@ class Convolve(Op):
     def forward_numpy(self, arrays, attrs):
         return self._forward(None, arrays, attrs)
 
+    def forward_spec(self, arrays, attrs, output):
+        a, b = arrays
+        ints = (a.ndim, *a.shape, *b.shape, *output.shape, *_shift(b.shape, attrs["mode"]))
+        return _convolve_forward_driver, ints, ()
+
     def _vjp(self, kernel, k, grad_output, saved, attrs, grad_input):
         a, b = saved[0], saved[1]
         g = np.ascontiguousarray(grad_output, dtype=a.dtype)
@@ -196,6 +248,14 @@ class Convolve(Op):
 
     def vjp_numpy(self, k, grad_output, saved, attrs, grad_input):
         self._vjp(None, k, grad_output, saved, attrs, grad_input)
+
+    def exec_spec(self, k, node):
+        a, b = node.saved_inputs
+        if a.dtype != node.dtype:
+            return None
+        g_shape = output_shape(a.shape, b.shape, node.attrs["mode"])
+        ints = (a.ndim, k, node.attrs["mode"] == "full", *a.shape, *b.shape, *g_shape)
+        return ExecSpec(_convolve_vjp_driver, (a, b), ints, ())
 
     def rule(self, k, grad_output, inputs, output, attrs):
         a, b = inputs

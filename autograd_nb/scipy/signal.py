@@ -8,8 +8,8 @@ convolves with ``in2`` reversed, as SciPy's own definitions are. Where no argume
 Tensor they are SciPy's functions (NumPy results).
 
 The values are the direct sum's whatever ``method`` says (SciPy's ``"fft"`` differs from it
-in the last bits only). ``_convolve`` has no replay driver: a program of
-:func:`autograd_nb.compile` that calls these runs eagerly, with a warning.
+in the last bits only). Inside :func:`autograd_nb.compile` they replay, forward and backward,
+as every op with drivers does. CPU only: a CUDA Tensor raises NotImplementedError.
 
 >>> import autograd_nb as anb
 >>> from autograd_nb.scipy import signal
