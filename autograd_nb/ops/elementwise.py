@@ -941,7 +941,7 @@ def mod(x1, x2):
     return call("remainder", x1, x2)
 
 
-@public(family="elementwise")
+@public(method=False, family="elementwise")
 def deg2rad(x):
     """Degrees to radians, elementwise: ``x * (pi / 180)`` (NumPy's arithmetic exactly).
 
@@ -954,7 +954,7 @@ def deg2rad(x):
     return call("multiply", x, np.pi / 180.0)
 
 
-@public(family="elementwise")
+@public(method=False, family="elementwise")
 def rad2deg(x):
     """Radians to degrees, elementwise: ``x * (180 / pi)`` (NumPy's arithmetic exactly).
 
@@ -963,6 +963,34 @@ def rad2deg(x):
     >>> import autograd_nb as anb
     >>> anb.rad2deg(anb.tensor([3.141592653589793]))
     tensor([180.])
+    """
+    return call("multiply", x, 180.0 / np.pi)
+
+
+@public(method=False, family="elementwise")
+def radians(x):
+    """Degrees to radians, elementwise: NumPy's other name for :func:`deg2rad` (the same
+    arithmetic, ``x * (pi / 180)``).
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.radians(anb.tensor([90.0, 360.0]))
+    tensor([1.57079633, 6.28318531])
+    """
+    return call("multiply", x, np.pi / 180.0)
+
+
+@public(method=False, family="elementwise")
+def degrees(x):
+    """Radians to degrees, elementwise: NumPy's other name for :func:`rad2deg` (the same
+    arithmetic, ``x * (180 / pi)``).
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.degrees(anb.tensor([1.5707963267948966]))
+    tensor([90.])
     """
     return call("multiply", x, 180.0 / np.pi)
 
