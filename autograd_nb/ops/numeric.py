@@ -19,7 +19,7 @@ import numpy as np
 from .. import dtypes
 from .assembly import moveaxis
 from .registry import call, host_values, public
-from .shape import concatenate
+from .shape import concatenate, expand_dims
 
 try:  # NumPy 2
     from numpy.lib.array_utils import normalize_axis_tuple as _normalize_axis_tuple
@@ -50,9 +50,15 @@ def _created(result, device, requires_grad):
     """NumPy's ``result`` (an array, or a tuple for ``retstep``) as a creation function's."""
     if isinstance(result, tuple):
         return (_created(result[0], device, requires_grad),) + result[1:]
-    dtypes.for_data(result.dtype)  # a TypeError naming an unsupported dtype
+    result = dtypes.convert(result, None)  # (a TypeError naming an unsupported dtype)
     result = _as_tensor(result, "cpu" if device is None else device)
     return result.requires_grad_(True) if requires_grad else result
+
+
+def _requested(dtype):
+    """``dtype=`` as the creation functions read it: a tensor dtype (float16 asks for
+    float32), a TypeError naming one that tensors lack, or None."""
+    return None if dtype is None else dtypes.for_request(dtype)
 
 
 def _finish(result, device, requires_grad, name):
@@ -146,6 +152,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     >>> anb.grad(y.sum(), stop)
     (tensor(1.5),)
     """
+    dtype = _requested(dtype)
     if not (_is_tensor(start) or _is_tensor(stop)):
         made = np.linspace(start, stop, num, endpoint, retstep, dtype, axis)
         return _created(made, device, requires_grad)
@@ -169,9 +176,10 @@ def _linspace(start, stop, num, endpoint, retstep, dtype, axis):
     y = np.arange(0, num, dtype=computed).reshape((-1,) + (1,) * len(delta.shape))
     if div > 0:
         step = call("divide", delta, div)
-        # NumPy divides before multiplying where a step underflows to 0 (gh-5437): the same
-        # choice, made by ``where`` on the values (a recorded op, no read of them).
-        any_step_zero = call("max", step == 0)
+        # NumPy divides first wherever a step is 0 (underflowed, gh-5437). The same choice,
+        # by ops (``astype(bool)`` is "!= 0", NaN included), so that nothing reads a value.
+        step_is_zero = call("where", call("astype", step, dtype=np.bool_), 0.0, 1.0)
+        any_step_zero = call("astype", call("max", step_is_zero), dtype=np.bool_)
         y = call("where", any_step_zero, call("multiply", y / div, delta),
                  call("multiply", y, step))
     else:
@@ -222,6 +230,7 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0, 
     >>> anb.grad(anb.logspace(0.0, 2.0, 3, base=base).sum(), base)
     (tensor(5.),)
     """
+    dtype = _requested(dtype)
     if not (_is_tensor(start) or _is_tensor(stop) or _is_tensor(base)):
         made = np.logspace(start, stop, num, endpoint, base, dtype, axis)
         return _created(made, device, requires_grad)
@@ -230,7 +239,7 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0, 
         # An array base broadcasts with the ends first: it may change what ``axis`` means.
         ndmax = len(np.broadcast_shapes(_shape(start), _shape(stop), _shape(base)))
         start, stop, base = (_at_least(v, ndmax) for v in (start, stop, base))
-        base = call("expand_dims", base, axis=axis)
+        base = expand_dims(base, axis)
     y = _linspace(start, stop, num, endpoint, False, None, axis)
     y = call("power", base, y)
     if dtype is not None and y.dtype != np.dtype(dtype):
@@ -282,6 +291,7 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0, *, device=
     >>> anb.grad(anb.geomspace(1.0, stop, 3).sum(), stop)
     (tensor(1.125),)
     """
+    dtype = _requested(dtype)
     if not (_is_tensor(start) or _is_tensor(stop)):
         made = np.geomspace(start, stop, num, endpoint, dtype, axis)
         return _created(made, device, requires_grad)
