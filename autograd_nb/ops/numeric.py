@@ -98,7 +98,10 @@ def _cast(value, dtype):
 
 
 def _as_rows(value, shape):
-    """``value`` broadcast to ``shape``, with a new first axis of length 1."""
+    """``value`` broadcast to ``shape``, with a new first axis of length 1 (a NumPy array
+    stays one: a constant that joins Tensors on any device)."""
+    if not _is_tensor(value):
+        return np.broadcast_to(value, shape).reshape((1,) + shape)
     return call("reshape", call("broadcast_to", value, shape=shape), shape=(1,) + shape)
 
 
