@@ -187,12 +187,15 @@ def _compiled_vjp(func, tfirst):
     """``anb.compile`` of ``(y, t, cotangent, *args) -> (func(y, t), its VJPs)``."""
     try:
         per_func = _COMPILED.setdefault(func, {})
+        reference = weakref.ref(func)  # the cache's values must not keep func alive
     except TypeError:  # not weakly referable: compile for this backward only
         per_func = {}
+        reference = lambda: func  # noqa: E731
     if tfirst not in per_func:
 
         def vjp(y, t, cotangent, wanted, *args):
-            out = _as_array(func(t, y, *args) if tfirst else func(y, t, *args), numpy=False)
+            rhs = reference()
+            out = _as_array(rhs(t, y, *args) if tfirst else rhs(y, t, *args), numpy=False)
             inputs = [y, t] + [args[i] for i in wanted]
             if not out.requires_grad:
                 return (out, *[anp.zeros_like(x) for x in inputs])
