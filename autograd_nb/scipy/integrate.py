@@ -74,17 +74,27 @@ mxhnil, mxordn, mxords, printmessg, tfirst
 
     Notes
     -----
-    The backward pass runs, for each interval ``[t[i-1], t[i]]`` from the last, one backward
-    solve of the augmented system (state, adjoint, and the accumulating gradients of ``t[0]``
-    and ``args``: ``2 len(y0) + 1 + size(args)`` equations) with SciPy's ``odeint`` at the
-    same ``rtol``, ``atol`` (its smallest element, when an array), ``mxstep``, ``hmax``,
-    ``hmin``, ``mxordn`` and ``mxords``. ``Dfun``, ``ml``/``mu``, ``tcrit`` and ``h0`` apply
-    to the forward solve only (the backward's Jacobian is LSODA's finite-difference one).
-    Each evaluation of the augmented system is one eager forward and backward of ``func`` on
-    Tensors, so the gradient costs several plain solves (docs/api.rst gives measured
-    ratios). Memory: the forward keeps only its outputs at ``t`` (``len(t) * len(y0)``
-    numbers), never the solver's steps. ``dL/dt[i] = g[i] . func(y(t[i]), t[i])`` for
-    ``i >= 1``, and ``dL/dt[0]`` comes from the adjoint.
+    The gradient is the adjoint method's. The backward pass walks the intervals
+    ``[t[i-1], t[i]]`` from the last: on each it re-solves ``y`` forward from the stored
+    ``y(t[i-1])`` with dense output (``solve_ivp``'s LSODA), then integrates the adjoint
+    ``a`` (with the running gradients of ``t[0]`` and of ``args``: ``len(y0) + 1 +
+    size(args)`` equations) backward with SciPy's ``odeint``, reading ``y`` from that
+    solution, and adds the incoming gradient of ``y(t[i-1])``. Integrating ``y`` backward
+    beside the adjoint instead (HIPS autograd's way) fails on stiff problems, whose decaying
+    modes grow backward. Both solves use the forward's ``rtol`` and ``atol`` (their smallest
+    elements, when arrays); the adjoint's also its ``mxstep``, ``hmax``, ``hmin``, ``mxordn``
+    and ``mxords``. A full ``Dfun`` (no ``ml``/``mu``) also serves the re-solve of ``y``; the
+    adjoint's Jacobian is LSODA's finite differences; ``tcrit`` and ``h0`` apply to the
+    forward solve only.
+
+    Each evaluation of the adjoint's right-hand side is one vector-Jacobian product of
+    ``func``, taken by ``autograd_nb.grad`` inside a function compiled once per ``func``
+    (``anb.compile``; a ``func`` the replay cannot run runs eagerly, with the same values).
+    The gradient costs tens to a hundred plain solves (docs/benchmarking.rst, "What
+    ``odeint``'s gradient costs"). Memory: the forward keeps only its outputs at ``t``
+    (``len(t) * len(y0)`` numbers), never the solver's steps; the backward holds one
+    interval's dense solution at a time. ``dL/dt[i] = g[i] . func(y(t[i]), t[i])`` for
+    ``i >= 1``; ``dL/dt[0]`` comes from the adjoint.
 
     With ``create_graph=True`` the first derivative is right but cannot be differentiated
     again: doing so raises a RuntimeError, as torch's ``once_differentiable``. Inside
@@ -111,13 +121,22 @@ mxhnil, mxordn, mxords, printmessg, tfirst
         atol=atol, tcrit=tcrit, h0=h0, hmax=hmax, hmin=hmin, ixpr=ixpr, mxstep=mxstep,
         mxhnil=mxhnil, mxordn=mxordn, mxords=mxords, printmessg=printmessg, tfirst=tfirst,
     )
-    if not isinstance(args, tuple):
-        args = (args,)
-    if not any(isinstance(a, Tensor) for a in (y0, t, *args)):
+    if Dfun is not None:
+        options["Dfun"] = _numpy_rhs(Dfun)
+    y0, t = _stacked(y0), _stacked(t)
+    if not isinstance(args, tuple) or not any(isinstance(a, Tensor) for a in (y0, t, *args)):
+        # (SciPy's own, and its error for args that are not a tuple)
         return scipy.integrate.odeint(_numpy_rhs(func), y0, t, args=args, **options)
     info = {}
     y = _ODEInt.apply(func, options, info, y0, t, *args)
     return (y, info["infodict"]) if full_output else y
+
+
+def _stacked(x):
+    """A list of Tensors (``[x0, v0]``) as one Tensor; anything else unchanged."""
+    if isinstance(x, (list, tuple)) and any(isinstance(v, Tensor) for v in x):
+        return anp.array(x)
+    return x
 
 
 def _values(x):
@@ -221,10 +240,24 @@ class _Adjoint:
         self.args, self.wanted = _tensor_args(args)
         self.numpy_args = [_values(a) for a in args]
         self.path = None  # y(t) on the interval being integrated (a dense solution)
+        self.jacobian = None
         self.arg_shapes = [self.args[i].shape for i in self.wanted]
         self.arg_sizes = [int(np.prod(s, dtype=np.int64)) for s in self.arg_shapes]
         plain = [a for a in self.args if not isinstance(a, Tensor)]
         self.compiled = _compiled_vjp(func, tfirst) if _hashable(plain) else None
+
+    def use_dfun(self, options):
+        """The forward's full (not banded) ``Dfun``, as ``solve_ivp``'s ``jac(t, y)``."""
+        dfun = options["Dfun"]
+        if dfun is None or options["ml"] is not None or options["mu"] is not None:
+            return
+        args, transpose = self.numpy_args, bool(options["col_deriv"])
+
+        def jacobian(t, y):
+            matrix = dfun(t, y, *args) if self.tfirst else dfun(y, t, *args)
+            return np.asarray(matrix).T if transpose else matrix
+
+        self.jacobian = jacobian
 
     def call(self, y, t):
         """``func(y, t)`` on NumPy values, as a flat NumPy array."""
@@ -284,7 +317,7 @@ def _dense_path(adjoint, y_start, t_start, t_stop, options):
     (unstable for a stiff, dissipative system)."""
     solution = scipy.integrate.solve_ivp(
         lambda t, y: adjoint.call(y, t), (t_start, t_stop), y_start, method="LSODA",
-        dense_output=True, rtol=options["rtol"], atol=options["atol"],
+        dense_output=True, rtol=options["rtol"], atol=options["atol"], jac=adjoint.jacobian,
     )
     if not solution.success:
         raise RuntimeError(f"odeint's backward pass: re-solving y failed: {solution.message}")
@@ -342,6 +375,7 @@ class _ODEInt(Function):
         recording = is_grad_enabled()  # create_graph=True: Function runs backward recording
         with grad_mode(False):
             adjoint = _Adjoint(ctx.func, ctx.options["tfirst"], ctx.args, ctx.ys.shape[1])
+            adjoint.use_dfun(ctx.options)
             g = np.array(grad_output.numpy(), dtype=np.float64).reshape(ctx.ys.shape)
             g_y0, g_t, g_args = _backward_solve(
                 adjoint, ctx.ys, ctx.times, g, _adjoint_options(ctx.options)

@@ -195,3 +195,62 @@ def test_inside_compile_it_runs_eagerly_with_a_warning():
     for value in values:
         np.testing.assert_allclose(value.item(), np.exp(-1.0), rtol=1e-7)
         np.testing.assert_allclose(anb.grad(value, k)[0].item(), -2 * np.exp(-1.0), rtol=1e-6)
+
+
+def robertson_jacobian(y, t, k):
+    k = np.asarray(k)
+    return np.array([
+        [-k[0], k[2] * y[2], k[2] * y[1]],
+        [k[0], -k[2] * y[2] - 2 * k[1] * y[1], -k[2] * y[1]],
+        [0.0, 2 * k[1] * y[1], 0.0],
+    ])
+
+
+@pytest.mark.parametrize("col_deriv", [0, 1])
+def test_dfun_gives_scipys_values_and_the_same_gradients(col_deriv):
+    def dfun(y, t, k):
+        jacobian = robertson_jacobian(y, t, k)
+        return jacobian.T if col_deriv else jacobian
+
+    k = anb.tensor(RB_K, requires_grad=True)
+    options = dict(TIGHT, col_deriv=col_deriv)
+    with_dfun = odeint(robertson, anb.tensor(RB_Y0), RB_T, args=(k,), Dfun=dfun, **options)
+    reference = si.odeint(robertson, RB_Y0, RB_T, args=(RB_K,), Dfun=dfun, **options)
+    np.testing.assert_array_equal(with_dfun.numpy(), reference)
+    without = odeint(robertson, anb.tensor(RB_Y0), RB_T, args=(k,), **TIGHT)
+    weights = np.array([[0.0, 0.0, 0.0], [1.0, 3e4, -1.0], [2.0, -1e4, 1.0]])
+    (g_with,) = anb.grad(anb.sum(weights * with_dfun), k)
+    (g_without,) = anb.grad(anb.sum(weights * without), k)
+    np.testing.assert_allclose(g_with.numpy() * RB_K, g_without.numpy() * RB_K, rtol=1e-5,
+                               atol=1e-8)
+
+
+def test_y0_as_a_list_of_tensors_and_float32_gradients():
+    x0 = anb.tensor(1.0, requires_grad=True)
+    k = anb.tensor(np.float32(0.5), requires_grad=True)
+    y = odeint(lambda y, t, k: -k * y, [x0, 2.0 * x0], [0.0, 1.0], args=(k,), **TIGHT)
+    g_x0, g_k = anb.grad(y[1].sum(), [x0, k])
+    np.testing.assert_allclose(g_x0.item(), 3 * np.exp(-0.5), rtol=1e-7)
+    assert g_k.dtype == np.float32
+    np.testing.assert_allclose(g_k.item(), -3 * np.exp(-0.5), rtol=1e-6)
+
+
+def test_args_that_are_not_a_tuple_raise_scipys_error():
+    k = anb.tensor(0.5, requires_grad=True)
+    with pytest.raises(Exception) as scipy_error:
+        si.odeint(lambda y, t, k: -k * y, [1.0], [0.0, 1.0], args=0.5)
+    with pytest.raises(type(scipy_error.value), match="tuple"):
+        odeint(lambda y, t, k: -k * y, [1.0], [0.0, 1.0], args=k)
+
+
+def test_a_func_that_branches_on_values_gets_its_gradient_without_a_warning():
+    def switched(y, t, k):
+        return -k * y if float(t) < 0.5 else -2.0 * k * y
+
+    k = anb.tensor(0.5, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        y = odeint(switched, anb.tensor([1.0]), [0.0, 0.5, 1.0], args=(k,), **TIGHT)
+        (g,) = anb.grad(y[2, 0], k)
+    # y(1) = exp(-0.5 k - k) on the two halves
+    np.testing.assert_allclose(g.item(), -1.5 * np.exp(-0.75), rtol=1e-6)
