@@ -8,7 +8,9 @@ rtol = atol = 1e-8), prints the median time of SciPy's own ``odeint`` (NumPy in,
 of our value only (Tensors in, no backward), of the value and the gradient (backward through
 y0, t and the parameters), the ratio of the last to SciPy's, how many times the backward
 evaluated ``func``'s VJP, and the peak memory (``tracemalloc``) of a value and of a value and
-gradient. docs/benchmarking.rst quotes its output.
+gradient; then the time of one vector-Jacobian product of the Lotka-Volterra ``func`` as
+the backward takes it (compiled with ``anb.compile``) and taken eagerly.
+docs/benchmarking.rst quotes its output.
 """
 
 import argparse
@@ -112,6 +114,13 @@ def main():
         print(f"| {name} | {plain * 1e3:.2f} ms | {value * 1e3:.2f} ms | {both * 1e3:.1f} ms "
               f"| {both / plain:.0f} | {calls} | {peak_value / 1024:.0f} KiB "
               f"| {peak_both / 1024:.0f} KiB |")
+    adjoint = integrate._Adjoint(lotka_volterra, False, (anb.tensor(LV_TRUE, requires_grad=True),),
+                                 len(LV_START))
+    compiled = median_seconds(lambda: adjoint.vjp(LV_START, 0.5, LV_START), 200 * rounds)
+    adjoint.compiled = None
+    eager = median_seconds(lambda: adjoint.vjp(LV_START, 0.5, LV_START), 20 * rounds)
+    print(f"\nOne VJP of the Lotka-Volterra func: {compiled * 1e6:.0f} µs compiled, "
+          f"{eager * 1e6:.0f} µs eager")
 
 
 if __name__ == "__main__":

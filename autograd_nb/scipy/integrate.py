@@ -198,7 +198,7 @@ def _hashable(values):
 
 
 #: func -> {tfirst: its compiled VJP}: a fit calls odeint with the same func at every step,
-#: and a replayed VJP is ~30x faster than an eager one (docs/api.rst, "Costs").
+#: and a replayed VJP is ~3x faster than an eager one (docs/benchmarking.rst, odeint).
 _COMPILED = weakref.WeakKeyDictionary()
 
 
