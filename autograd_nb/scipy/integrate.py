@@ -173,13 +173,17 @@ def _numpy_rhs(func):
 
 
 def _tensor_args(args):
-    """``args`` for the backward's evaluations: Tensors (and NumPy arrays) as fresh float64
-    tensors, requiring grad where the original does, other values as they are; and the
-    positions of those requiring grad."""
+    """``args`` for the backward's evaluations: Tensors and floating NumPy arrays as fresh
+    tensors (floating ones in float64), requiring grad where the original does, other values
+    as they are; and the positions of those requiring grad."""
     leaves, wanted = [], []
     for i, a in enumerate(args):
-        if isinstance(a, (Tensor, np.ndarray)):
-            leaf = Tensor._make(np.array(_values(a), dtype=np.float64))
+        floating = isinstance(a, np.ndarray) and a.dtype.kind == "f"
+        if isinstance(a, Tensor) or floating:
+            data = np.array(_values(a))
+            if data.dtype.kind in "fc":
+                data = data.astype(np.result_type(data.dtype, np.float64))
+            leaf = Tensor._make(data)
             if isinstance(a, Tensor) and a.requires_grad:
                 leaf.requires_grad_(True)
                 wanted.append(i)

@@ -254,3 +254,19 @@ def test_a_func_that_branches_on_values_gets_its_gradient_without_a_warning():
         (g,) = anb.grad(y[2, 0], k)
     # y(1) = exp(-0.5 k - k) on the two halves
     np.testing.assert_allclose(g.item(), -1.5 * np.exp(-0.75), rtol=1e-6)
+
+
+def test_integer_and_array_arguments_reach_func_as_they_are():
+    def rhs(y, t, k, order, scales):
+        return -k * scales * y[order]
+
+    k = anb.tensor(0.5, requires_grad=True)
+    order, scales = np.array([1, 0]), np.array([1.0, 2.0])
+    y = odeint(rhs, anb.tensor([1.0, 1.0]), [0.0, 1.0], args=(k, order, scales), **TIGHT)
+    reference = si.odeint(rhs, [1.0, 1.0], [0.0, 1.0], args=(0.5, order, scales), **TIGHT)
+    np.testing.assert_array_equal(y.numpy(), reference)
+    (g,) = anb.grad(y[1].sum(), k)
+    h = 1e-6
+    moved = [si.odeint(rhs, [1.0, 1.0], [0.0, 1.0], args=(0.5 + s, order, scales), rtol=1e-12,
+                       atol=1e-12)[1].sum() for s in (h, -h)]
+    np.testing.assert_allclose(g.item(), (moved[0] - moved[1]) / (2 * h), rtol=1e-6)
