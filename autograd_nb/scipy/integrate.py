@@ -241,7 +241,8 @@ class _Adjoint:
 
     def __init__(self, func, tfirst, args, size):
         self.func, self.tfirst, self.size = func, tfirst, size
-        self.args, self.wanted = _tensor_args(args)
+        self.args, wanted = _tensor_args(args)
+        self.wanted = tuple(wanted)
         self.numpy_args = [_values(a) for a in args]
         self.path = None  # y(t) on the interval being integrated (a dense solution)
         self.jacobian = None
@@ -274,11 +275,9 @@ class _Adjoint:
         y_leaf = Tensor._make(np.array(y, dtype=np.float64)).requires_grad_(True)
         t_leaf = Tensor._make(np.array(t, dtype=np.float64)).requires_grad_(True)
         cotangent = Tensor._make(np.array(cotangent, dtype=np.float64))
-        with grad_mode(True), warnings.catch_warnings():
-            # A func the replay cannot run runs eagerly: same values, so no warning.
-            warnings.simplefilter("ignore", CompileWarning)
+        with grad_mode(True):
             vjp = self.compiled or self._eager_vjp
-            out, *grads = vjp(y_leaf, t_leaf, cotangent, tuple(self.wanted), *self.args)
+            out, *grads = vjp(y_leaf, t_leaf, cotangent, self.wanted, *self.args)
         return out.numpy().reshape(-1), [g.numpy() for g in grads]
 
     def _eager_vjp(self, y, t, cotangent, wanted, *args):
@@ -377,7 +376,9 @@ class _ODEInt(Function):
     @staticmethod
     def backward(ctx, grad_output):
         recording = is_grad_enabled()  # create_graph=True: Function runs backward recording
-        with grad_mode(False):
+        with grad_mode(False), warnings.catch_warnings():
+            # A func the compiled VJP cannot replay runs eagerly, with the same values.
+            warnings.simplefilter("ignore", CompileWarning)
             adjoint = _Adjoint(ctx.func, ctx.options["tfirst"], ctx.args, ctx.ys.shape[1])
             adjoint.use_dfun(ctx.options)
             g = np.array(grad_output.numpy(), dtype=np.float64).reshape(ctx.ys.shape)
