@@ -1,1 +1,2 @@
-"""SciPy's names, differentiable: ``autograd_nb.scipy.stats``."""
+"""SciPy's names, differentiable: ``autograd_nb.scipy.stats`` (the distributions) and
+``autograd_nb.scipy.integrate`` (``odeint``, differentiable by the adjoint method)."""
