@@ -16,10 +16,14 @@ Both rules are written with ``_solve_sylvester`` itself, so both differentiate t
 Both ops run SciPy's host implementations (``scipy.linalg.solve_sylvester``: the real Schur
 forms of ``A`` and ``B`` by LAPACK's ``gees`` and the triangular equation by ``trsyl``;
 ``scipy.linalg.sqrtm``: Higham's real Schur method), forward and backward, in both tiers, so
-tier 0 gives the same bits. Their cost is LAPACK's: a compiled driver over
-``scipy.linalg.cython_lapack`` would add compile time (``gees`` with workspace queries and
-its eigenvalue sorting, ``trsyl``, the back-transformations) without making them faster, and
-a compiled executor cannot run them without one, so their backward runs in the Python walk.
+tier 0 gives the same bits. Their cost is LAPACK's either way. A compiled kernel would
+call ``gees`` (with its workspace query and a null eigenvalue selector), ``trsyl`` and the
+back-transformations through ``scipy.linalg.cython_lapack``, which means new entries in the
+routine table that every linalg driver carries (``_lapack.routines``) and new compile
+time, and ``sqrtm`` would still need Higham's block recurrence written for numba: more than
+these two ops earn. So neither has drivers: a program of :func:`autograd_nb.compile` that
+calls them runs eagerly (with one ``CompileWarning``), and their backward runs in the Python
+walk.
 """
 
 import numpy as np

@@ -246,3 +246,17 @@ def test_check_finite_and_assume_a():
         linalg.inv(anb.eye(2), assume_a="pos")
     with pytest.raises(np.linalg.LinAlgError):
         linalg.cholesky(anb.tensor([[1.0, 2.0], [2.0, 1.0]]))
+
+
+def test_compiled_programs_run_eagerly_with_a_warning():
+    def loss(a, q):
+        return linalg.sqrtm(linalg.solve_sylvester(a, a, q)).sum()
+
+    compiled = anb.compile(loss)
+    rng = np.random.default_rng(14)
+    arrays = [_shifted(rng, (3, 3)), _spd(rng, (3, 3))]
+    results = []
+    with pytest.warns(anb.CompileWarning, match="runs eagerly"):
+        results.append(compiled(*(anb.tensor(x) for x in arrays)))
+    results.append(loss(*(anb.tensor(x) for x in arrays)))
+    assert results[0].numpy().tobytes() == results[1].numpy().tobytes()
