@@ -14,7 +14,8 @@ Both VJPs are ``_convolve`` again, of the gradient with an input reversed along 
 Every one of them meets ``valid``'s size rule, so the rules are the op itself and
 differentiate to any order. One kernel, ``_convolve_add``, does all the work (the forward and
 the four VJPs), compiled once per dtype; its NumPy twin adds the same products in the same
-order, a slice per element of the second operand, so tier 0 gives the kernel's bits. A
+order (a block per element of the second operand, or a sequential sum per element of the
+result where that is the smaller), so tier 0 gives the kernel's bits. A
 replayed program (:func:`autograd_nb.compile`) runs the kernel through
 ``_convolve_forward_driver``, and the compiled backward executor its VJPs through
 ``_convolve_vjp_driver``.
@@ -106,8 +107,17 @@ def _add_block(weight, a, a_strides, out, out_strides, k, lo, hi, shift):
 
 
 def _convolve_add_numpy(a, b, out, shift):
-    """``_convolve_add``'s twin on n-d arrays: per element of ``b`` in C order, its
-    products with a block of ``a`` added into a block of ``out``."""
+    """``_convolve_add``'s twin on n-d arrays: each element of ``out`` receives its products
+    in the order of ``b``'s elements, as in the kernel. By blocks of ``out`` per element of
+    ``b``, or, where ``b`` has more elements than ``out`` (a VJP's), per element of ``out``
+    by a sequential ``add.accumulate`` of its products."""
+    if b.size <= out.size:
+        _by_element_of_b(a, b, out, shift)
+    else:
+        _by_element_of_out(a, b, out, shift)
+
+
+def _by_element_of_b(a, b, out, shift):
     for k in np.ndindex(b.shape):
         lo = [max(0, kd - s) for kd, s in zip(k, shift)]
         hi = [min(o, m + kd - s) for o, m, kd, s in zip(out.shape, a.shape, k, shift)]
@@ -117,6 +127,20 @@ def _convolve_add_numpy(a, b, out, shift):
         source = tuple(slice(low + s - kd, h + s - kd)
                        for low, h, s, kd in zip(lo, hi, shift, k))
         out[target] += b[k] * a[source]
+
+
+def _by_element_of_out(a, b, out, shift):
+    for n in np.ndindex(out.shape):
+        # the k with 0 <= n + shift - k < len(a), in C order, and the a they meet, reversed
+        lo = [max(0, nd + s - m + 1) for nd, s, m in zip(n, shift, a.shape)]
+        hi = [min(len_b, nd + s + 1) for nd, s, len_b in zip(n, shift, b.shape)]
+        if any(h <= low for low, h in zip(lo, hi)):
+            continue
+        weights = b[tuple(slice(low, h) for low, h in zip(lo, hi))]
+        source = a[tuple(slice(nd + s - low, None if nd + s - h < 0 else nd + s - h, -1)
+                         for nd, s, low, h in zip(n, shift, lo, hi))]
+        terms = np.concatenate([out[n].reshape(1), (weights * source).reshape(-1)])
+        out[n] = np.add.accumulate(terms)[-1]
 
 
 def _reversed(x):

@@ -153,7 +153,9 @@ def test_float32_gradients_keep_the_dtype():
 def test_the_twins_give_the_kernels_bits(mode, dtype):
     op = REGISTRY["_convolve"]
     rng = np.random.default_rng(5)
-    for shapes in [((9,), (4,)), ((5, 6), (2, 3)), ((4, 3, 5), (2, 3, 1))]:
+    # (a VJP's second operand larger than its result takes the twin's other loop)
+    for shapes in [((9,), (4,)), ((5, 6), (2, 3)), ((4, 3, 5), (2, 3, 1)), ((30, 20), (3, 2)),
+                   ((1,), (1,)), ((6, 1), (6, 1))]:
         arrays, attrs = op.prepare([_draw(rng, s, dtype) for s in shapes], {"mode": mode})
         output = op.forward(arrays, attrs)
         assert output.tobytes() == op.forward_numpy(arrays, attrs).tobytes()
