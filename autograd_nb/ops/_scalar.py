@@ -560,6 +560,7 @@ _MAXGAM = 171.6243769563027
 #: a large shape a near x, ~9 sqrt(a) at worst, so shapes up to ~3e7 converge fully.
 _MAX_TERMS = 50000
 _HALF_LOG_2PI_ = 0.9189385332046728
+_SQRT_2PI = 2.5066282746310002
 
 
 @njit(**_JIT)
@@ -592,17 +593,52 @@ def gammasgn(x):
 
 @njit(**_JIT)
 def rgamma(x):
-    # 1 / gamma(x), 0 at the poles; beyond gamma's range (|x| > 170), by its logarithm.
+    # 1 / gamma(x), 0 at the poles; beyond gamma's range (|x| > 170), by the recurrence.
     x = np.float64(x)
     if _is_pole(x):
-        return x * 0.0  # keeps -0.0 at -0.0, as SciPy
+        return x if x == 0.0 else 0.0  # (-0.0 at -0.0, as SciPy)
     if x != x:
         return x
     if abs(x) < 170.0:
         return 1.0 / math.gamma(x)
     if x == -math.inf:
         return math.nan
-    return gammasgn(x) * math.exp(-math.lgamma(x))
+    if x > 0.0:
+        return _rgamma_large(x)
+    return _rgamma_reflected(x)
+
+
+@njit(**_JIT)
+def _rgamma_large(x):
+    # 1 / gamma(x - 30) / ((x - 30) ... (x - 1)), x >= 170: no overflow on the way, a few ulps.
+    if x > 200.0:  # (below the smallest subnormal from 178 on)
+        return 0.0
+    r = 1.0 / math.gamma(x - 30.0)
+    for k in range(30, 0, -1):
+        r /= x - k
+    return r
+
+
+@njit(**_JIT)
+def _rgamma_reflected(x):
+    # x <= -170: Euler's reflection, 1 / gamma(x) = gamma(1 - x) sin(pi x) / pi, with
+    # sin(pi x) taken from x's fraction (pi x itself would be off by ~x ulps), and gamma(1 - x)
+    # as gamma(t) t (t + 1) ... (-x), t < 170, multiplied in after the sine: finite where the
+    # result is.
+    whole = _trunc(x)
+    sine = math.sin(math.pi * (x - whole))
+    if whole % 2.0 != 0.0:
+        sine = -sine
+    t = 1.0 - x
+    steps = 0
+    while t >= 170.0 and steps < 40:
+        t -= 1.0
+        steps += 1
+    r = math.gamma(t) * sine / math.pi
+    for _ in range(steps):
+        r *= t
+        t += 1.0
+    return r
 
 
 @njit(**_JIT)
@@ -626,8 +662,9 @@ def _gamma_ratio(a, b, y):
 
 @njit(**_JIT)
 def betaln(a, b):
-    # log|B(a, b)| (Cephes' lbeta): the gamma ratio in gamma's range, logarithms beyond it,
-    # an asymptotic series where one argument is over 1e6 times the other.
+    # log|B(a, b)| (Cephes' lbeta): an asymptotic series where one argument is over 1e6 times
+    # the other, Stirling's series where the larger is positive and at least 10, else the
+    # gamma ratio in gamma's range, logarithms beyond it.
     a = np.float64(a)
     b = np.float64(b)
     if a != a or b != b:
@@ -638,12 +675,28 @@ def betaln(a, b):
         a, b = b, a
     if abs(a) > 1e6 * abs(b) and a > 1e6:
         return _lbeta_asymp(a, b)
+    if b > 0.0 and a >= 10.0:
+        return _betaln_large(a, b)
     y = a + b
     if abs(y) > _MAXGAM or abs(a) > _MAXGAM or abs(b) > _MAXGAM:
         return math.lgamma(a) + math.lgamma(b) - math.lgamma(y)
     if _is_pole(y):
         return -math.inf
     return math.log(abs(_gamma_ratio(a, b, y)))
+
+
+@njit(**_JIT)
+def _betaln_large(a, b):
+    # a >= b > 0, a >= 10: Stirling's series with its logarithms gathered so that they do not
+    # cancel (lgamma(a) + lgamma(b) - lgamma(a + b) loses ~lgamma(a + b) ulps there; SciPy
+    # keeps that loss).
+    s = a + b
+    ratio = math.log1p(b / a)  # log((a + b) / a)
+    head = -(a - 0.5) * ratio - b * math.log(s) + b
+    if b >= 10.0:
+        head += (b - 0.5) * math.log(b) - b + _HALF_LOG_2PI_ + _stirling_error(b)
+        return head + _stirling_error(a) - _stirling_error(s)
+    return math.lgamma(b) + head + _stirling_error(a) - _stirling_error(s)
 
 
 @njit(**_JIT)
@@ -663,6 +716,27 @@ def beta(a, b):
     return _gamma_ratio(a, b, y)
 
 
+_LOG_SQRT_PI = 0.5723649429247001
+
+
+@njit(**_JIT)
+def _erfcinv_far(q):
+    # erfcinv(q) for q < 1e-290, where erfc's own values (subnormal) lose their digits: Newton
+    # steps on log(erfc(x)) = log(q), erfc(x) = exp(-x**2) / (x sqrt(pi)) S(x) by its
+    # asymptotic series S = 1 - z + 3 z**2 - 15 z**3 ..., z = 1 / (2 x**2) < 1e-3.
+    target = math.log(q)
+    x = math.sqrt(-target)
+    x = math.sqrt(-target - math.log(x * _SQRT_PI))
+    for _ in range(4):
+        z = 0.5 / (x * x)
+        series = 1.0
+        for k in range(13, 0, -2):
+            series = 1.0 - k * z * series
+        f = -x * x - math.log(x) - _LOG_SQRT_PI + math.log(series) - target
+        x += f / (2.0 * x + 1.0 / x)
+    return x
+
+
 @njit(**_JIT)
 def erfcinv(y):
     # The x > 0 with erfc(x) = q = min(y, 2 - y) (2 - y is exact for y in [1, 2]), negated for
@@ -677,6 +751,9 @@ def erfcinv(y):
             return -math.inf
         return math.nan
     q = y if y <= 1.0 else 2.0 - y
+    if q < 1e-290:
+        x = _erfcinv_far(q)
+        return x if y <= 1.0 else -x
     a = 1.0 - q  # exact for q >= 1/2, where it is used
     steps = 1
     if q < 1e-7:
@@ -730,7 +807,8 @@ def _log_gamma_factor(a, x):
     if a < 10.0:
         return a * math.log(x) - x - math.lgamma(a)
     t = (x - a) / a
-    return a * _log1pmx(t) + 0.5 * math.log(a) - _HALF_LOG_2PI_ - _stirling_error(a)
+    return (_scaled_log1pmx(a, t, x / a) + 0.5 * math.log(a) - _HALF_LOG_2PI_
+            - _stirling_error(a))
 
 
 @njit(**_JIT)
@@ -751,6 +829,9 @@ def _gamma_density(a, x):
 def _igam_series(a, x):
     # (P, dP/da) by P = x**a exp(-x) / gamma(a + 1) * S, S = sum x**n / ((a + 1)..(a + n)),
     # and its term-by-term derivative (Cephes' igam; TensorFlow's igamma derivative).
+    factor = math.exp(_log_gamma_factor(a, x)) / a
+    if factor == 0.0:  # (P below the smallest float; its derivative too)
+        return 0.0, 0.0
     term = 1.0
     dterm = 0.0
     s = 1.0
@@ -765,7 +846,6 @@ def _igam_series(a, x):
         ds += dterm
         if term <= _MACHEP * s and abs(dterm) <= _MACHEP * abs(ds):
             break
-    factor = math.exp(_log_gamma_factor(a, x)) / a
     p = factor * s
     dp = p * (math.log(x) - digamma(a + 1.0)) + factor * ds
     return p, dp
@@ -779,6 +859,9 @@ _BIG_INV = 2.22044604925031308085e-16
 def _igamc_fraction(a, x):
     # (Q, dQ/da) by Cephes' igamc continued fraction (Legendre's), its convergents' forward
     # recurrence differentiated in a alongside (TensorFlow's igamma derivative).
+    factor = math.exp(_log_gamma_factor(a, x))
+    if factor == 0.0:  # (Q below the smallest float, and x may be too large for the fraction)
+        return 0.0, 0.0
     y = 1.0 - a
     z = x + y + 1.0
     c = 0.0
@@ -815,7 +898,6 @@ def _igamc_fraction(a, x):
             dqkm1 *= _BIG_INV
         if done:
             break
-    factor = math.exp(_log_gamma_factor(a, x))
     q = factor * ans
     dq = q * (math.log(x) - digamma(a)) + factor * dans
     return q, dq
@@ -935,19 +1017,46 @@ def _beta_fraction(a, b, x):
 
 
 @njit(**_JIT)
+def _scaled_log1pmx(a, t, ratio):
+    # a (log(1 + t) - t), given ratio = 1 + t as well, rounded once: from the series near
+    # t = 0, from log(ratio) elsewhere (1 + t, rounded from t near -1, would have lost the
+    # ratio's digits).
+    if abs(t) <= 0.5:
+        return a * _log1pmx(t)
+    return a * math.log(ratio) - a * t
+
+
+@njit(**_JIT)
+def _beta_factor(a, b, x, xc, lx, l1x):
+    # x**a (1 - x)**b / B(a, b) (xc = 1 - x, lx and l1x their logs). For a, b >= 10 by
+    # Stirling's series around the mean p = a / (a + b), as exp(a (log(1 + u) - u) + b (log(1
+    # + v) - v)) sqrt(a b / (a + b)) / sqrt(2 pi), u = w / a, v = -w / b, w = (a + b) x - a,
+    # whose exponent does not cancel (a log(x) + b log(1 - x) - betaln(a, b) would, by ~a
+    # ulps: 2e-12 at a, b ~ 2000).
+    if a < 10.0 or b < 10.0:
+        return math.exp(a * lx + b * l1x - betaln(a, b))
+    s = a + b
+    w = x * b - xc * a
+    exponent = _scaled_log1pmx(a, w / a, x / (a / s)) + _scaled_log1pmx(b, -w / b, xc / (b / s))
+    correction = _stirling_error(a) + _stirling_error(b) - _stirling_error(s)
+    return math.exp(exponent - correction) * math.sqrt(a / s * b) / _SQRT_2PI
+
+
+@njit(**_JIT)
 def _betainc_parts(a, b, x):
     # (I_x(a, b), dI/da, dI/db) for 0 < x < 1, a, b > 0: the fraction where it converges
     # fast, else through I_x(a, b) = 1 - I_{1-x}(b, a).
     lx = math.log(x)
     l1x = math.log1p(-x)
+    xc = 1.0 - x
     swap = x * (a + b + 2.0) > a + 1.0
     if swap:
         a, b = b, a
         lx, l1x = l1x, lx
-        x = 1.0 - x
+        x, xc = xc, x
     k, dk_a, dk_b = _beta_fraction(a, b, x)
     psi_ab = digamma(a + b)
-    factor = math.exp(a * lx + b * l1x - betaln(a, b)) / a
+    factor = _beta_factor(a, b, x, xc, lx, l1x) / a
     value = factor * k
     d_a = value * (lx - digamma(a) + psi_ab - 1.0 / a) + factor * dk_a
     d_b = value * (l1x - digamma(b) + psi_ab) + factor * dk_b

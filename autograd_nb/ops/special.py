@@ -182,6 +182,7 @@ class _MissingDerivative(Op):
     n_inputs = 2
     method = False
     family = "special-internal"
+    cpu_only = True  # (a second derivative on the GPU raises the device's NotImplementedError)
 
     def make_function(self):
         return None
@@ -309,8 +310,8 @@ _GAMMA_TABLE = [
     Examples
     --------
     >>> import autograd_nb as anb
-    >>> anb.special.betaln(anb.tensor([1.0, 500.0]), anb.tensor([2.0, 600.0]))
-    tensor([  -0.69314718, -761.17011183])
+    >>> anb.special.betaln(anb.tensor([1.0, 50.0]), anb.tensor([2.0, 60.0]))
+    tensor([ -0.69314718, -76.52272335])
     """),
     ("erfcinv", "x", "erfcinv(x)", {0: "-g * 0.886226925452758 * exp(y * y)"}, (0.1, 1.9),
      """The inverse of ``erfc`` on (0, 2), accurate for arguments down to 1e-308 (where
@@ -344,7 +345,7 @@ _ShapeDerivativeOp(
     >>> import autograd_nb as anb
     >>> a = anb.tensor([1.0, 3.0], requires_grad=True)
     >>> anb.special.gammainc(a, anb.tensor([1.0, 2.0]))
-    tensor([0.63212056, 0.32332358], grad_fn=<gammainc>)
+    tensor([0.63212056, 0.32332358], grad_fn=<GammaincBackward>)
     """)
 _ShapeDerivativeOp(
     "gammaincc", "a x", "gammaincc(a, x)",
@@ -357,7 +358,7 @@ _ShapeDerivativeOp(
     --------
     >>> import autograd_nb as anb
     >>> anb.special.gammaincc(anb.tensor([1.0, 3.0]), anb.tensor([1.0, 40.0]))
-    tensor([3.67879441e-01, 3.47589942e-15])
+    tensor([3.67879441e-01, 3.57286593e-15])
     """)
 _ShapeDerivativeOp(
     "betainc", "a b x", "betainc(a, b, x)",
@@ -406,7 +407,7 @@ def multigammaln(a, d):
     --------
     >>> import autograd_nb as anb
     >>> anb.special.multigammaln(anb.tensor([23.5]), 10)
-    tensor([454.14886051])
+    tensor([457.17667478])
     """
     d = np.asarray(d)[()]
     if not np.isscalar(d) or np.floor(d) != d:

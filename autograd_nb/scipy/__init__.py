@@ -1,1 +1,2 @@
-"""SciPy's names, differentiable: ``autograd_nb.scipy.stats``."""
+"""SciPy's names, differentiable: ``autograd_nb.scipy.special`` (``scipy.special``'s functions,
+the same as :mod:`autograd_nb.special`) and ``autograd_nb.scipy.stats``."""
