@@ -16,7 +16,7 @@ methods.
 import numpy as np
 
 from .elementwise import ElementwiseOp
-from .registry import Op, call, publish
+from .registry import Op, call, cuda_twin, publish
 
 _TWO_OVER_SQRT_PI = "1.1283791670955126"
 _INV_SQRT_2PI = "0.3989422804014327"
@@ -174,6 +174,7 @@ for _name, _inputs, _forward, _vjps, _domain, _doc in _TABLE:
 _PI = "3.141592653589793"
 
 
+@cuda_twin("transfer", "Transfer")  # (that twin calls the op's own methods, device-agnostic)
 class _MissingDerivative(Op):
     """``value`` unchanged, bound to ``source``: a backward that reaches ``source`` through it
     raises NotImplementedError with ``message`` (as torch's ``DelayedError``)."""
@@ -182,22 +183,30 @@ class _MissingDerivative(Op):
     n_inputs = 2
     method = False
     family = "special-internal"
-    cpu_only = True  # (a second derivative on the GPU raises the device's NotImplementedError)
 
     def make_function(self):
         return None
 
     def prepare(self, values, attrs):
-        value = np.ascontiguousarray(values[0])
-        return [value, np.asarray(values[1])], {"message": attrs["message"]}
+        return list(values), {"message": attrs["message"]}
 
     def forward(self, arrays, attrs):
-        return arrays[0].copy()
+        value = arrays[0]
+        if type(value) is np.ndarray:
+            return np.array(value, order="C")
+        from ..cuda import _device  # a device array (numba.cuda loads only for those)
+
+        return _device.copy(value)
 
     def vjp(self, k, grad_output, saved, attrs, grad_input):
         if k == 1:
             raise NotImplementedError(attrs["message"])
-        grad_input += grad_output
+        if type(grad_input) is np.ndarray:
+            grad_input += grad_output.reshape(grad_input.shape)
+        else:
+            from ..cuda import _device
+
+            _device.add_into(grad_input, grad_output)
 
     vjp_numpy = vjp
 
@@ -412,7 +421,8 @@ def multigammaln(a, d):
     d = np.asarray(d)[()]
     if not np.isscalar(d) or np.floor(d) != d:
         raise ValueError("d should be a positive integer (dimension)")
-    values = np.asarray(a)
+    # (a Tensor's values, from the GPU too; the error message shows them, as SciPy's)
+    values = a.detach().cpu().numpy() if hasattr(a, "detach") else np.asarray(a)
     if np.any(values <= 0.5 * (d - 1)):
         raise ValueError(f"condition a ({values}) > 0.5 * (d-1) ({0.5 * (d - 1)}) not met")
     total = d * (d - 1) * 0.25 * float(np.log(np.pi))
