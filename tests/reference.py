@@ -96,6 +96,8 @@ REFERENCE = {
     "fmin": np.fmin,
     "deg2rad": np.deg2rad,
     "rad2deg": np.rad2deg,
+    "radians": np.radians,
+    "degrees": np.degrees,
     "nan_to_num": np.nan_to_num,
     "floor": np.floor,
     "ceil": np.ceil,
@@ -196,6 +198,7 @@ REFERENCE = {
     "atleast_2d": np.atleast_2d,
     "atleast_3d": np.atleast_3d,
     "vstack": np.vstack,
+    "row_stack": np.vstack,  # (NumPy 2's row_stack warns: the same function under its name)
     "hstack": np.hstack,
     "dstack": np.dstack,
     "column_stack": np.column_stack,
@@ -221,4 +224,9 @@ REFERENCE = {
     "take_along_axis": np.take_along_axis,
     "diff": np.diff,
     "flatten": lambda a, order="C": np.asarray(a).flatten(order),
+    # numerical ranges and differences
+    "linspace": np.linspace,
+    "logspace": np.logspace,
+    "geomspace": np.geomspace,
+    "gradient": np.gradient,
 }
