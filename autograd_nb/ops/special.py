@@ -6,7 +6,12 @@ loops, the CUDA kernels and the differentiable rule. The scalar functions themse
 erfinv, the Bessel functions, ...) are in :mod:`._scalar`, with the methods they use. The
 derivatives chain within the family, so every order is differentiable: ``gammaln' =
 digamma``, ``digamma' = polygamma(1, .)``, ``polygamma(n, .)' = polygamma(n + 1, .)``,
-``i0' = i1``, ``i1' = i0 - i1 / x``.
+``i0' = i1``, ``i1' = i0 - i1 / x``, ``gamma' = gamma digamma``. The regularized incomplete
+gamma and beta functions differentiate in ``x`` by their densities (the ops ``_gamma_density``
+and ``_beta_density``) and in their shape parameters by ops whose scalars carry the derivative
+along the series and continued fractions (``_gammainc_da``, ``_betainc_da``, ``_betainc_db``);
+those differentiate again in ``x`` only: a second derivative in a shape parameter raises
+NotImplementedError (``_MissingDerivative``), never a silent zero.
 
 The public functions are ``anb.special.<name>`` (:mod:`autograd_nb.special`), registered as
 ``"special.<name>"``: they are no NumPy names, so neither top-level functions nor Tensor
