@@ -661,16 +661,34 @@ def _gamma_ratio(a, b, y):
 
 
 @njit(**_JIT)
+def _negint_pair(a, b):
+    # For B(a, b) with a pole: 1 - a - b and b where a is the pole and b an integer with
+    # 1 - a - b > 0 (Cephes' beta_negint: B(a, b) = (-1)**b B(1 - a - b, b), finite), else
+    # NaN (B is infinite).
+    if not _is_pole(a):
+        a, b = b, a
+    if b == floor(b) and 1.0 - a - b > 0.0:
+        return 1.0 - a - b, b
+    return math.nan, b
+
+
+@njit(**_JIT)
 def betaln(a, b):
-    # log|B(a, b)| (Cephes' lbeta): an asymptotic series where one argument is over 1e6 times
-    # the other, Stirling's series where the larger is positive and at least 10, else the
-    # gamma ratio in gamma's range, logarithms beyond it.
     a = np.float64(a)
     b = np.float64(b)
     if a != a or b != b:
         return math.nan
     if _is_pole(a) or _is_pole(b):
-        return math.inf
+        a, b = _negint_pair(a, b)
+        return math.inf if a != a or _is_pole(b) else _betaln_regular(a, b)
+    return _betaln_regular(a, b)
+
+
+@njit(**_JIT)
+def _betaln_regular(a, b):
+    # log|B(a, b)| (Cephes' lbeta): an asymptotic series where one argument is over 1e6 times
+    # the other, Stirling's series where the larger is positive and at least 10, else the
+    # gamma ratio in gamma's range, logarithms beyond it.
     if abs(a) < abs(b):
         a, b = b, a
     if abs(a) > 1e6 * abs(b) and a > 1e6:
@@ -706,7 +724,16 @@ def beta(a, b):
     if a != a or b != b:
         return math.nan
     if _is_pole(a) or _is_pole(b):
-        return math.inf
+        a, b = _negint_pair(a, b)
+        if a != a:
+            return math.inf
+        sign = 1.0 if b % 2.0 == 0.0 else -1.0
+        return sign * (math.inf if _is_pole(b) else _beta_regular(a, b))
+    return _beta_regular(a, b)
+
+
+@njit(**_JIT)
+def _beta_regular(a, b):
     y = a + b
     if abs(y) > _MAXGAM or abs(a) > _MAXGAM or abs(b) > _MAXGAM:
         sign = gammasgn(a) * gammasgn(b) * gammasgn(y)

@@ -102,6 +102,14 @@ def test_beta_and_betaln_match_scipy_and_high_precision():
     assert rel_error(values("beta", *small), sc.beta(*small)) <= 5e-14
     negative = off_the_poles(rng.uniform(-8, 8, 4000)).reshape(2, -1)
     assert rel_error(values("beta", *negative), sc.beta(*negative)) <= 1e-13
+    # at the poles: SciPy's finite values where a is a negative integer and b an integer with
+    # 1 - a - b > 0, its infinities elsewhere
+    poles = np.array([[-3.0, 2.0, -1.0, -1.0, -4.0, -4.0, -2.0, 0.0, -5.0, 3.0, -2.5, -7.0],
+                      [2.0, -3.0, 0.5, -1.0, 3.0, 5.0, 1.0, 1.0, 2.0, -6.0, -3.0, -0.0]])
+    for name in ("beta", "betaln"):
+        with np.errstate(all="ignore"):
+            expected = getattr(sc, name)(*poles)
+        np.testing.assert_allclose(values(name, *poles), expected, rtol=1e-14)
     mpmath.mp.dps = 40
     for x, y in zip(a[:100], b[:100]):
         exact = float(mpmath.log(mpmath.beta(x, y)))
