@@ -557,8 +557,9 @@ def i1(x):
 
 _MAXGAM = 171.6243769563027
 #: The most terms of a series or continued fraction: these converge in O(sqrt(a)) terms for
-#: a large shape a near x, ~9 sqrt(a) at worst, so shapes up to ~3e7 converge fully.
-_MAX_TERMS = 50000
+#: a large shape a near x, ~9 sqrt(a) at worst, so shapes up to ~1e10 converge fully; one that
+#: has not converged by then gives NaN (SciPy switches to asymptotic expansions there).
+_MAX_TERMS = 1000000
 _HALF_LOG_2PI_ = 0.9189385332046728
 _SQRT_2PI = 2.5066282746310002
 
@@ -864,6 +865,7 @@ def _igam_series(a, x):
     s = 1.0
     ds = 0.0
     r = a
+    converged = False
     for _ in range(_MAX_TERMS):
         r += 1.0
         step = x / r
@@ -872,7 +874,10 @@ def _igam_series(a, x):
         s += term
         ds += dterm
         if term <= _MACHEP * s and abs(dterm) <= _MACHEP * abs(ds):
+            converged = True
             break
+    if not converged:
+        return math.nan, math.nan
     p = factor * s
     dp = p * (math.log(x) - digamma(a + 1.0)) + factor * ds
     return p, dp
@@ -896,6 +901,7 @@ def _igamc_fraction(a, x):
     dpkm2, dqkm2, dpkm1, dqkm1 = 0.0, 0.0, 0.0, -x
     ans = pkm1 / qkm1
     dans = (dpkm1 - ans * dqkm1) / qkm1
+    done = False
     for _ in range(_MAX_TERMS):
         c += 1.0
         y += 1.0
@@ -925,6 +931,8 @@ def _igamc_fraction(a, x):
             dqkm1 *= _BIG_INV
         if done:
             break
+    if not done:
+        return math.nan, math.nan
     q = factor * ans
     dq = q * (math.log(x) - digamma(a)) + factor * dans
     return q, dq
@@ -1039,8 +1047,8 @@ def _beta_fraction(a, b, x):
                 and abs(new_b - dvalue_b) <= _MACHEP * abs(new_b) + 1e-300)
         value, dvalue_a, dvalue_b = new_value, new_a, new_b
         if done and m > 2:
-            break
-    return value, dvalue_a, dvalue_b
+            return value, dvalue_a, dvalue_b
+    return math.nan, math.nan, math.nan  # (not converged)
 
 
 @njit(**_JIT)

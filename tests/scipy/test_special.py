@@ -153,6 +153,15 @@ def test_gammainc_and_gammaincc_match_scipy():
         assert rel_error(got, expected, floor=1e-280) <= 2e-11, name
 
 
+def test_gammainc_for_huge_shapes_converges_or_says_nan():
+    a = np.array([1e8, 1e9, 3e9])
+    x = a - np.sqrt(a)
+    for name in ("gammainc", "gammaincc"):
+        np.testing.assert_allclose(values(name, a, x), getattr(sc, name)(a, x), rtol=1e-12)
+    # past 10**6 terms the series has not converged: NaN, never an unconverged value
+    assert np.isnan(values("gammainc", np.array([1e12]), np.array([1e12 - 1e6]))).all()
+
+
 def test_gammainc_tails_at_high_precision():
     mpmath.mp.dps = 40
     for a, x in [(0.5, 1e-10), (3.0, 40.0), (100.0, 10.0), (100.0, 200.0), (1e4, 1.05e4),
