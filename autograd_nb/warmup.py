@@ -116,6 +116,9 @@ IRREGULAR = {
             "gradient": lambda f, x: f(x, 0.5, np.linspace(0.0, 2.0, x.shape[1]) ** 2),
         }.items()
     },
+    "special.multigammaln": lambda rng, shape, dtype: (
+        [_uniform(rng, shape, 2, 4, dtype)], lambda f, a: f(a, 3)
+    ),
     "linalg.matrix_power": lambda rng, shape, dtype: (
         [_positive_definite(rng, shape[0], dtype)], lambda f, a: f(a, 3)
     ),
