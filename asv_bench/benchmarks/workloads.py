@@ -1328,6 +1328,7 @@ def _(anb, **_):
 @lotka_volterra_fit.variant("autograd")
 def _(autograd, **_):
     import autograd.numpy as hnp
+    from autograd.builtins import tuple as boxed_tuple
     from autograd.scipy.integrate import odeint
 
     observed, theta = _lv_data()
@@ -1336,7 +1337,8 @@ def _(autograd, **_):
         return _lv_rhs(hnp, y, theta)
 
     def loss(theta):
-        ys = odeint(rhs, LV_START, LV_TIMES, tuple((theta,)), rtol=LV_TOLERANCE,
+        # HIPS's odeint takes its parameters as autograd's own (traced) tuple
+        ys = odeint(rhs, LV_START, LV_TIMES, boxed_tuple((theta,)), rtol=LV_TOLERANCE,
                     atol=LV_TOLERANCE)
         return hnp.sum((ys - observed) ** 2)
 
