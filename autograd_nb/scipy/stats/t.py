@@ -15,7 +15,14 @@ import scipy.stats
 from ... import numpy as anp
 from ... import special
 from . import norm
-from ._support import INF, as_float, betaln, nan_unless, with_scipy_fallback
+from ._support import (
+    INF,
+    as_float,
+    betaln,
+    log_of_complements,
+    nan_unless,
+    with_scipy_fallback,
+)
 
 _scipy = scipy.stats.t
 _LOG_PI = math.log(math.pi)
@@ -23,6 +30,10 @@ _LOG_PI = math.log(math.pi)
 #: accurate to rounding there; the difference of two ``gammaln`` loses digits as ``n`` grows
 #: (3e-9 relative at ``n = 1e7``).
 _SERIES_FROM = 100.0
+#: Below this ``z**2 / df`` the cdf is its Taylor series at 0 to ``z**3`` (the next term is
+#: below rounding there): the incomplete beta form, a function of ``z**2``, has an infinite
+#: factor times a zero one in its chain rule at ``z = 0``.
+_CDF_SERIES_BELOW = 1e-8
 #: SciPy's switch to the asymptotic entropy.
 _ENTROPY_SERIES_FROM = 100.0
 
@@ -59,7 +70,7 @@ def logpdf(x, df, loc=0, scale=1):
     z, df, scale = _standard(x, df, loc, scale)
     finite = df != INF
     safe_df = anp.where(finite, df, 1.0)
-    value = (_log_gamma_ratio(0.5 * safe_df) - 0.5 * (anp.log(safe_df) + _LOG_PI)
+    value = (_log_density_at_zero(safe_df)
              - (safe_df + 1) / 2 * anp.log1p(z * z / safe_df))
     return anp.where(finite, value, norm.logpdf(z)) - anp.log(scale)
 
@@ -70,10 +81,54 @@ def pdf(x, df, loc=0, scale=1):
     return anp.exp(logpdf(x, df, loc, scale))
 
 
+def _log_density_at_zero(df):
+    return _log_gamma_ratio(0.5 * df) - 0.5 * (anp.log(df) + _LOG_PI)
 
 
+def _standard_cdf(z, df):
+    """``P(T <= z)``: ``betainc(df / 2, 1 / 2, df / (df + z**2)) / 2`` in the lower tail (and
+    one less it in the upper), accurate to the tails' rounding; its Taylor series near 0;
+    the normal's at ``df = inf``."""
+    finite = df != INF
+    df = anp.where(finite, df, 1.0)
+    z2 = z * z
+    near_zero = z2 / df < _CDF_SERIES_BELOW
+    z_tail = anp.where(near_zero, anp.sqrt(df), z)
+    tail = 0.5 * special.betainc(0.5 * df, 0.5, df / (df + z_tail * z_tail))
+    z_series = anp.where(near_zero, z, 0.0)
+    series = 0.5 + z_series * anp.exp(_log_density_at_zero(df)) * (
+        1 - (df + 1) / (6 * df) * z_series * z_series)
+    value = anp.where(near_zero, series, anp.where(z_tail < 0, tail, 1 - tail))
+    return anp.where(finite, value, norm.cdf(z))
 
 
+@with_scipy_fallback(_scipy.cdf)
+def cdf(x, df, loc=0, scale=1):
+    """``P(T <= z)``, ``z = (x - loc) / scale``: the regularized incomplete beta function
+    ``betainc(df / 2, 1 / 2, df / (df + z**2)) / 2`` below 0, one less it above."""
+    z, df, _ = _standard(x, df, loc, scale)
+    return _standard_cdf(z, df)
+
+
+@with_scipy_fallback(_scipy.sf)
+def sf(x, df, loc=0, scale=1):
+    """The survival function ``cdf(-z)``, accurate in the upper tail."""
+    z, df, _ = _standard(x, df, loc, scale)
+    return _standard_cdf(-z, df)
+
+
+@with_scipy_fallback(_scipy.logcdf)
+def logcdf(x, df, loc=0, scale=1):
+    """``log(cdf(x, df, loc, scale))``, from ``log1p(-sf)`` where the cdf is near 1."""
+    z, df, _ = _standard(x, df, loc, scale)
+    return log_of_complements(_standard_cdf(z, df), _standard_cdf(-z, df))
+
+
+@with_scipy_fallback(_scipy.logsf)
+def logsf(x, df, loc=0, scale=1):
+    """``log(sf(x, df, loc, scale))``, from ``log1p(-cdf)`` where the sf is near 1."""
+    z, df, _ = _standard(x, df, loc, scale)
+    return log_of_complements(_standard_cdf(-z, df), _standard_cdf(z, df))
 
 @with_scipy_fallback(_scipy.entropy)
 def entropy(df, loc=0, scale=1):
