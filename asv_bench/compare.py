@@ -361,7 +361,7 @@ def check_gradients(rows, workload, params, grads_of, second_grads_of):
     from benchmarks.workloads import WORKLOADS
 
     spec = WORKLOADS[workload]
-    tolerance = TOLERANCE[params.get("dtype", spec.dtype)]
+    tolerance = spec.tolerance or TOLERANCE[params.get("dtype", spec.dtype)]
     for row in rows:
         if row["engine"] not in grads_of:
             continue

@@ -22,7 +22,6 @@ from .tensor import (  # noqa: F401
     eye,
     full,
     full_like,
-    linspace,
     ones,
     ones_like,
     tensor,

@@ -2,9 +2,12 @@
 
 This namespace holds no code of its own. It shows the public functions of the op registry
 registered as ``"special.<name>"`` (in their family file, ``ops/special.py``): ``erf``,
-``erfc``, ``erfinv``, ``gammaln``, ``digamma``, ``polygamma``, ``logit``, ``expit``, ``xlogy``,
-``ndtr``, ``log_ndtr``, ``i0``, ``i1``. Each is elementwise, broadcasting, differentiable to any
-order, and runs on CPU and CUDA tensors.
+``erfc``, ``erfinv``, ``erfcinv``, ``gammaln``, ``digamma`` (``psi``), ``polygamma``, ``gamma``,
+``rgamma``, ``gammasgn``, ``beta``, ``betaln``, ``multigammaln``, ``gammainc``, ``gammaincc``,
+``betainc``, ``logit``, ``expit``, ``xlogy``, ``ndtr``, ``log_ndtr``, ``i0``, ``i1``;
+:mod:`autograd_nb.scipy.special` shows the same. Each is elementwise, broadcasting and runs on
+CPU and CUDA tensors; each is differentiable to any order, but for the incomplete functions'
+derivatives in their shape parameters (``a``, ``b``), which differentiate again only in ``x``.
 
 >>> import autograd_nb as anb
 >>> x = anb.tensor([0.5, 2.0], requires_grad=True)

@@ -1397,35 +1397,6 @@ def arange(start, stop=None, step=1, dtype=None, requires_grad=False, device="cp
     return _leaf(array, requires_grad, device)
 
 
-def linspace(start, stop, num=50, endpoint=True, dtype=None, requires_grad=False, device="cpu"):
-    """``num`` evenly spaced values from ``start`` to ``stop``, as ``numpy.linspace``.
-
-    Parameters
-    ----------
-    start, stop : float
-    num : int
-    endpoint : bool
-        Whether ``stop`` is the last value.
-    dtype : dtype, optional
-        float64 unless given.
-    requires_grad : bool
-    device : {"cpu", "cuda"}
-
-    Returns
-    -------
-    Tensor
-
-    Examples
-    --------
-    >>> import autograd_nb as anb
-    >>> anb.linspace(0, 1, 5)
-    tensor([0.  , 0.25, 0.5 , 0.75, 1.  ])
-    """
-    device = _check_device(device)
-    array = np.linspace(start, stop, num, endpoint=endpoint, dtype=_float_or(dtype))
-    return _leaf(np.asarray(array, order="C"), requires_grad, device)
-
-
 def eye(N, M=None, k=0, dtype=None, requires_grad=False, device="cpu"):
     """The identity matrix (ones on the ``k``-th diagonal), as ``numpy.eye``.
 
@@ -1459,7 +1430,7 @@ def eye(N, M=None, k=0, dtype=None, requires_grad=False, device="cpu"):
 
 CREATION = (
     "tensor as_tensor zeros ones empty full zeros_like ones_like empty_like full_like "
-    "arange linspace eye"
+    "arange eye"
 ).split()
 
 

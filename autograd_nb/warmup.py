@@ -91,7 +91,8 @@ IRREGULAR = {
             [_uniform(rng, shape, -1, 1, dtype), _uniform(rng, shape, -1, 1, dtype)],
             lambda f, a, b: f([a, b]),
         )
-        for name in ("concatenate", "stack", "vstack", "hstack", "dstack", "column_stack")
+        for name in ("concatenate", "stack", "vstack", "row_stack", "hstack", "dstack",
+                     "column_stack")
     },
     **{
         name: _one(call)
@@ -111,8 +112,13 @@ IRREGULAR = {
             "atleast_1d": lambda f, x: f(x),
             "atleast_2d": lambda f, x: f(x),
             "atleast_3d": lambda f, x: f(x),
+            # a step along axis 0, uneven coordinates along axis 1
+            "gradient": lambda f, x: f(x, 0.5, np.linspace(0.0, 2.0, x.shape[1]) ** 2),
         }.items()
     },
+    "special.multigammaln": lambda rng, shape, dtype: (
+        [_uniform(rng, shape, 2, 4, dtype)], lambda f, a: f(a, 3)
+    ),
     "linalg.matrix_power": lambda rng, shape, dtype: (
         [_positive_definite(rng, shape[0], dtype)], lambda f, a: f(a, 3)
     ),

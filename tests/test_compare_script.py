@@ -132,3 +132,21 @@ def test_paired_with_a_list_of_thread_counts_is_refused(compare, capsys):
         compare.main(["--threads", "1,2", "--paired", "3"])
     assert refused.value.code == 2
     assert "--paired R needs" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("workload", ["bayes_logreg", "lotka_volterra_fit"])
+def test_issue_44_workloads_match_their_numpy_references(compare, workload):
+    """Our engine's steps (the compiled one too) against the NumPy/SciPy reference the
+    script checks them with: the closed form of the logistic regression, the forward
+    sensitivities of the Lotka-Volterra solve; within the tolerance compare.py applies."""
+    from benchmarks.workloads import WORKLOADS, make_step
+
+    spec = WORKLOADS[workload]
+    reference = spec.closed_form()
+    tolerance = spec.tolerance or compare.TOLERANCE[spec.dtype]
+    for variant in [v for v in spec.variants if v.startswith("autograd_nb")]:
+        step = make_step(workload, variant)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", CompileWarning)
+            for _ in range(2):  # a compiled step records, then replays
+                assert compare.relative_difference(step(), reference) <= tolerance, variant

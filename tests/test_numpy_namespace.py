@@ -162,8 +162,8 @@ def test_values_with_a_gradient_are_refused_by_creation_functions():
     w = anb.tensor(2.0, requires_grad=True)
     with pytest.raises(TypeError, match=r"numpy\.full is not differentiable"):
         np.full(3, w)
-    with pytest.raises(TypeError, match=r"numpy\.linspace"):
-        np.linspace(w, 3.0, 4)
+    with pytest.raises(TypeError, match=r"numpy\.arange"):
+        np.arange(w, 3.0)
     with anb.no_grad():
         numpy.testing.assert_array_equal(np.full(3, w).numpy(), [2.0, 2.0, 2.0])
     assert np.full_like(anb.tensor(X, requires_grad=True), 1.0).shape == (2, 3)

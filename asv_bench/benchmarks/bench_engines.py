@@ -1,4 +1,4 @@
-"""The workloads of issues 2, 4 and 6: autograd_nb beside PyTorch eager, JAX (jit) and HIPS
+"""The workloads of issues 2, 4, 6, 21 and 44: autograd_nb beside PyTorch eager, JAX (jit) and HIPS
 autograd.
 
 Each benchmark times one iteration of a workload from ``workloads.py`` (forward and backward;
@@ -162,6 +162,18 @@ class MatmulTanh(_WorkloadSuite):
 class Linalg(_WorkloadSuite):
     __doc__ = WORKLOADS["linalg"].description
     workload = "linalg"
+    params, param_names = _params_of(workload)
+
+
+class BayesLogreg(_WorkloadSuite):
+    __doc__ = WORKLOADS["bayes_logreg"].description
+    workload = "bayes_logreg"
+    params, param_names = _params_of(workload)
+
+
+class LotkaVolterraFit(_WorkloadSuite):
+    __doc__ = WORKLOADS["lotka_volterra_fit"].description
+    workload = "lotka_volterra_fit"
     params, param_names = _params_of(workload)
 
 

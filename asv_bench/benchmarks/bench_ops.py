@@ -57,7 +57,8 @@ class _OpSuite:
 #: Composites (no op of their own, so no ``domain``) and how many tensors they take; they
 #: run on (-3, 3).
 COMPOSITE_INPUTS = {"exp2": 1, "reciprocal": 1, "sinc": 1, "fabs": 1, "deg2rad": 1,
-                    "rad2deg": 1, "nan_to_num": 1, "ceil": 1, "trunc": 1, "round": 1,
+                    "rad2deg": 1, "radians": 1, "degrees": 1, "nan_to_num": 1, "ceil": 1,
+                    "trunc": 1, "round": 1,
                     "logaddexp2": 2, "mod": 2, "fmax": 2, "fmin": 2, "heaviside": 2,
                     "special.expit": 1}
 

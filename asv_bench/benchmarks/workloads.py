@@ -39,10 +39,15 @@ class Workload:
         The parameter sets ``compare.py`` runs (the sizes and dtype the issues name).
     dtype : str
         The dtype of the gradients when ``params`` has no ``dtype``.
+    tolerance : float, optional
+        The largest relative difference the gradient checks accept, where the engines'
+        results differ by more than rounding (their ODE solvers); by default ``compare.py``'s
+        for the dtype.
     """
 
-    def __init__(self, name, description, params, compare, dtype="float64"):
+    def __init__(self, name, description, params, compare, dtype="float64", tolerance=None):
         self.name = name
+        self.tolerance = tolerance
         self.dtype = dtype
         self.description = description
         self.params = params
@@ -1130,5 +1135,237 @@ def _(autograd, op, n):
 
     def step():
         return list(grad(a, b))
+
+    return step
+
+
+# -- issue 44's workloads: a Bayesian logistic regression and a Lotka-Volterra fit -----------
+
+LOGREG_POINTS, LOGREG_FEATURES, LOGREG_PRIOR_SCALE = 1000, 20, 2.0
+
+bayes_logreg = Workload(
+    "bayes_logreg",
+    "Bayesian logistic regression, 1,000 points x 20 features: the log posterior (Bernoulli "
+    "log-likelihood + norm.logpdf priors on the weights) and its gradient in the weights",
+    params={},
+    compare=[{}],
+)
+
+
+def _logreg_data():
+    inputs = seeded((LOGREG_POINTS, LOGREG_FEATURES), seed=50)
+    truth = seeded(LOGREG_FEATURES, seed=51)
+    chance = seeded_uniform(LOGREG_POINTS, 0.0, 1.0, seed=52)
+    labels = (chance < 1.0 / (1.0 + np.exp(-inputs @ truth))).astype(np.float64)
+    return inputs, labels, seeded(LOGREG_FEATURES, seed=53, scale=0.1)
+
+
+@bayes_logreg.exact
+def _():
+    inputs, labels, weights = _logreg_data()
+    logits = inputs @ weights
+    scale = LOGREG_PRIOR_SCALE
+    value = np.sum(labels * logits - np.logaddexp(0.0, logits)) + np.sum(
+        -0.5 * (weights / scale) ** 2 - np.log(scale) - 0.5 * np.log(2 * np.pi)
+    )
+    grad = inputs.T @ (labels - 1.0 / (1.0 + np.exp(-logits))) - weights / scale**2
+    return [np.asarray(value), grad]
+
+
+@bayes_logreg.eager_and_compiled
+def _(anb, trace, **_):
+    from autograd_nb.scipy.stats import norm
+
+    inputs, labels, weights = _logreg_data()
+    inputs, labels = anb.tensor(inputs), anb.tensor(labels)
+    w = anb.tensor(weights, requires_grad=True)
+
+    def log_posterior(w):
+        logits = inputs @ w
+        likelihood = anb.sum(labels * logits - anb.softplus(logits))
+        return likelihood + anb.sum(norm.logpdf(w, 0.0, LOGREG_PRIOR_SCALE))
+
+    log_posterior = trace(log_posterior)
+
+    def step():
+        value = log_posterior(w)
+        return [value.numpy(), anb.grad(value, w)[0].numpy()]
+
+    return step
+
+
+@bayes_logreg.variant("torch")
+def _(torch, **_):
+    inputs, labels, weights = (torch.tensor(a) for a in _logreg_data())
+    w = weights.requires_grad_(True)
+    prior = torch.distributions.Normal(0.0, LOGREG_PRIOR_SCALE)
+
+    def step():
+        logits = inputs @ w
+        value = torch.sum(labels * logits - torch.nn.functional.softplus(logits))
+        value = value + torch.sum(prior.log_prob(w))
+        (grad,) = torch.autograd.grad(value, w)
+        return [value.detach().numpy(), grad.numpy()]
+
+    return step
+
+
+@bayes_logreg.variant("jax")
+def _(jax, **_):
+    import jax.numpy as jnp
+    from jax.scipy.stats import norm
+
+    inputs, labels, weights = (jnp.asarray(a) for a in _logreg_data())
+
+    def log_posterior(w):
+        logits = inputs @ w
+        likelihood = jnp.sum(labels * logits - jax.nn.softplus(logits))
+        return likelihood + jnp.sum(norm.logpdf(w, 0.0, LOGREG_PRIOR_SCALE))
+
+    value_and_grad = jax.jit(jax.value_and_grad(log_posterior))
+
+    def step():
+        value, grad = jax.block_until_ready(value_and_grad(weights))
+        return [np.asarray(value), np.asarray(grad)]
+
+    return step
+
+
+@bayes_logreg.variant("autograd")
+def _(autograd, **_):
+    import autograd.numpy as hnp
+    from autograd.scipy.stats import norm
+
+    inputs, labels, weights = _logreg_data()
+
+    def log_posterior(w):
+        logits = hnp.dot(inputs, w)
+        likelihood = hnp.sum(labels * logits - hnp.logaddexp(0.0, logits))
+        return likelihood + hnp.sum(norm.logpdf(w, 0.0, LOGREG_PRIOR_SCALE))
+
+    value_and_grad = autograd.value_and_grad(log_posterior)
+
+    def step():
+        value, grad = value_and_grad(weights)
+        return [np.asarray(value), grad]
+
+    return step
+
+
+#: Lotka-Volterra: prey x, predator z; dx/dt = a x - b x z, dz/dt = -c z + d x z.
+LV_TRUE = np.array([1.0, 0.1, 1.5, 0.075])
+LV_START, LV_TIMES = np.array([10.0, 5.0]), np.linspace(0.0, 10.0, 21)
+LV_TOLERANCE = 1e-8  # rtol = atol of every engine's solve
+
+lotka_volterra_fit = Workload(
+    "lotka_volterra_fit",
+    "Lotka-Volterra fit: odeint over 21 time points in [0, 10], gradient of the squared "
+    "error against noisy observations w.r.t. the 4 parameters (rtol = atol = 1e-8)",
+    params={},
+    compare=[{}],
+    # The engines' solvers differ (LSODA, JAX's Dopri5), and so do their gradients, at the
+    # order of the solve's tolerance.
+    tolerance=1e-5,
+)
+
+
+def _lv_rhs(ns, y, theta):
+    a, b, c, d = theta[0], theta[1], theta[2], theta[3]
+    prey, predator = y[0], y[1]
+    return ns.stack([a * prey - b * prey * predator, -c * predator + d * prey * predator])
+
+
+def _lv_data():
+    import scipy.integrate
+
+    clean = scipy.integrate.odeint(
+        lambda y, t: _lv_rhs(np, y, LV_TRUE), LV_START, LV_TIMES, rtol=1e-10, atol=1e-10
+    )
+    observed = clean + seeded(clean.shape, seed=60, scale=0.5)
+    return observed, LV_TRUE * np.array([1.1, 0.9, 0.95, 1.05])
+
+
+@lotka_volterra_fit.exact
+def _():
+    """Forward sensitivities S = dy/dtheta (dS/dt = J S + df/dtheta), solved tightly."""
+    import scipy.integrate
+
+    observed, theta = _lv_data()
+    a, b, c, d = theta
+
+    def augmented(state, t):
+        (x, z), sens = state[:2], state[2:].reshape(2, 4)
+        jac = np.array([[a - b * z, -b * x], [d * z, -c + d * x]])
+        dtheta = np.array([[x, -x * z, 0.0, 0.0], [0.0, 0.0, -z, x * z]])
+        return np.concatenate([_lv_rhs(np, state[:2], theta), (jac @ sens + dtheta).ravel()])
+
+    start = np.concatenate([LV_START, np.zeros(8)])
+    solved = scipy.integrate.odeint(augmented, start, LV_TIMES, rtol=1e-12, atol=1e-12)
+    residual = solved[:, :2] - observed
+    return [np.einsum("ti,tij->j", 2.0 * residual, solved[:, 2:].reshape(-1, 2, 4))]
+
+
+@lotka_volterra_fit.variant("autograd_nb")
+def _(anb, **_):
+    import autograd_nb.numpy as anp
+    from autograd_nb.scipy.integrate import odeint
+
+    observed, theta = _lv_data()
+    observed = anb.tensor(observed)
+    theta = anb.tensor(theta, requires_grad=True)
+
+    def rhs(y, t, theta):
+        return _lv_rhs(anp, y, theta)
+
+    def step():
+        ys = odeint(rhs, anb.tensor(LV_START), LV_TIMES, args=(theta,),
+                    rtol=LV_TOLERANCE, atol=LV_TOLERANCE)
+        return [anb.grad(anb.sum(anb.square(ys - observed)), theta)[0].numpy()]
+
+    return step
+
+
+@lotka_volterra_fit.variant("autograd")
+def _(autograd, **_):
+    import autograd.numpy as hnp
+    from autograd.scipy.integrate import odeint
+
+    observed, theta = _lv_data()
+
+    def rhs(y, t, theta):
+        return _lv_rhs(hnp, y, theta)
+
+    def loss(theta):
+        ys = odeint(rhs, LV_START, LV_TIMES, tuple((theta,)), rtol=LV_TOLERANCE,
+                    atol=LV_TOLERANCE)
+        return hnp.sum((ys - observed) ** 2)
+
+    grad = autograd.grad(loss)
+
+    def step():
+        return [grad(theta)]
+
+    return step
+
+
+@lotka_volterra_fit.variant("jax")
+def _(jax, **_):
+    import jax.numpy as jnp
+    from jax.experimental.ode import odeint
+
+    observed, theta = (jnp.asarray(a) for a in _lv_data())
+
+    def rhs(y, t, theta):
+        return _lv_rhs(jnp, y, theta)
+
+    def loss(theta):
+        ys = odeint(rhs, jnp.asarray(LV_START), jnp.asarray(LV_TIMES), theta,
+                    rtol=LV_TOLERANCE, atol=LV_TOLERANCE)
+        return jnp.sum((ys - observed) ** 2)
+
+    grad = jax.jit(jax.grad(loss))
+
+    def step():
+        return [np.asarray(jax.block_until_ready(grad(theta)))]
 
     return step

@@ -92,8 +92,8 @@ CONSTANT_FUNCTIONS = frozenset(
     # shapes and dtypes
     "shape ndim size result_type can_cast promote_types min_scalar_type broadcast_shapes "
     # creation
-    "zeros ones empty full zeros_like ones_like empty_like full_like arange linspace "
-    "logspace geomspace eye identity tri indices tril_indices triu_indices diag_indices "
+    "zeros ones empty full zeros_like ones_like empty_like full_like arange "
+    "eye identity tri indices tril_indices triu_indices diag_indices "
     "tril_indices_from triu_indices_from diag_indices_from".split()
 )
 
@@ -103,9 +103,6 @@ GRAD_REFUSED_FROM = {
     "full": 1,
     "full_like": 1,
     "arange": 0,
-    "linspace": 0,
-    "logspace": 0,
-    "geomspace": 0,
 }
 
 #: NumPy classes passed as they are (besides the scalar types): they hold no data to

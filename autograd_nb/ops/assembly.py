@@ -16,6 +16,9 @@ that feeds an op which copies anyway, or a fresh intermediate that nothing else 
 """
 
 import operator
+import os
+import sys
+import warnings
 
 import numpy as np
 
@@ -171,6 +174,47 @@ def vstack(tup, *, dtype=None, casting="same_kind"):
     """
     arrays = [_at_least(a, 2) for a in _items(tup)]
     return _cast(concatenate(arrays, axis=0), dtype, casting, arrays)
+
+
+#: Whether the installed NumPy deprecates ``row_stack`` (it does from 2.0 on, with a warning).
+ROW_STACK_DEPRECATED = np.lib.NumpyVersion(np.__version__) >= "2.0.0"
+
+
+@public(method=False, family="shape")
+def row_stack(tup, *, dtype=None, casting="same_kind"):
+    """:func:`vstack` under NumPy 1's name. Where the installed NumPy deprecates the name
+    (NumPy 2), it warns as NumPy does (``DeprecationWarning``).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import autograd_nb as anb
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", DeprecationWarning)
+    ...     anb.row_stack([anb.tensor([1.0, 2.0]), anb.tensor([3.0, 4.0])])
+    tensor([[1., 2.],
+            [3., 4.]])
+    """
+    if ROW_STACK_DEPRECATED:
+        warnings.warn(
+            "`row_stack` alias is deprecated. Use `np.vstack` directly.",
+            DeprecationWarning,
+            stacklevel=_outside_the_package(),
+        )
+    return vstack(tup, dtype=dtype, casting=casting)
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _outside_the_package():
+    """The ``stacklevel`` that points a warning of the caller at the first frame outside
+    autograd_nb (``autograd_nb.numpy.row_stack`` calls ``row_stack`` from the package), so
+    that Python's default filters show it where they would show NumPy's."""
+    level, frame = 2, sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        level, frame = level + 1, frame.f_back
+    return level
 
 
 @public(method=False, family="shape")

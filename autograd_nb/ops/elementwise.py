@@ -941,9 +941,22 @@ def mod(x1, x2):
     return call("remainder", x1, x2)
 
 
-@public(family="elementwise")
+#: The angle conversions' factors by dtype, as NumPy's loops have them (float32's is worked
+#: out in float32: ``180f / pi_f``, one ulp from ``180 / pi`` rounded).
+_RADIANS_PER_DEGREE = {"f": np.pi / 180.0, "f4": float(np.float32(np.pi) / np.float32(180.0))}
+_DEGREES_PER_RADIAN = {"f": 180.0 / np.pi, "f4": float(np.float32(180.0) / np.float32(np.pi))}
+
+
+def _converted(x, factors):
+    """``x`` times the factor for its dtype (integers and bools give float64, as NumPy's)."""
+    x = _operand(x)
+    return call("multiply", x, factors["f4" if x.dtype == np.float32 else "f"])
+
+
+@public(method=False, family="elementwise")
 def deg2rad(x):
-    """Degrees to radians, elementwise: ``x * (pi / 180)`` (NumPy's arithmetic exactly).
+    """Degrees to radians, elementwise: ``x * (pi / 180)``, the factor rounded to ``x``'s
+    dtype as NumPy's (its arithmetic exactly).
 
     Examples
     --------
@@ -951,12 +964,13 @@ def deg2rad(x):
     >>> anb.deg2rad(anb.tensor([180.0]))
     tensor([3.14159265])
     """
-    return call("multiply", x, np.pi / 180.0)
+    return _converted(x, _RADIANS_PER_DEGREE)
 
 
-@public(family="elementwise")
+@public(method=False, family="elementwise")
 def rad2deg(x):
-    """Radians to degrees, elementwise: ``x * (180 / pi)`` (NumPy's arithmetic exactly).
+    """Radians to degrees, elementwise: ``x * (180 / pi)``, the factor rounded to ``x``'s
+    dtype as NumPy's (its arithmetic exactly).
 
     Examples
     --------
@@ -964,7 +978,35 @@ def rad2deg(x):
     >>> anb.rad2deg(anb.tensor([3.141592653589793]))
     tensor([180.])
     """
-    return call("multiply", x, 180.0 / np.pi)
+    return _converted(x, _DEGREES_PER_RADIAN)
+
+
+@public(method=False, family="elementwise")
+def radians(x):
+    """Degrees to radians, elementwise: NumPy's other name for :func:`deg2rad` (the same
+    arithmetic, ``x * (pi / 180)``).
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.radians(anb.tensor([90.0, 360.0]))
+    tensor([1.57079633, 6.28318531])
+    """
+    return _converted(x, _RADIANS_PER_DEGREE)
+
+
+@public(method=False, family="elementwise")
+def degrees(x):
+    """Radians to degrees, elementwise: NumPy's other name for :func:`rad2deg` (the same
+    arithmetic, ``x * (180 / pi)``).
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.degrees(anb.tensor([1.5707963267948966]))
+    tensor([90.])
+    """
+    return _converted(x, _DEGREES_PER_RADIAN)
 
 
 @public(family="elementwise")

@@ -13,8 +13,10 @@ The public functions are ``anb.special.<name>`` (:mod:`autograd_nb.special`), re
 methods.
 """
 
+import numpy as np
+
 from .elementwise import ElementwiseOp
-from .registry import Op, call, publish
+from .registry import Op, call, cuda_twin, publish
 
 _TWO_OVER_SQRT_PI = "1.1283791670955126"
 _INV_SQRT_2PI = "0.3989422804014327"
@@ -160,6 +162,276 @@ _TABLE = [
 ]
 for _name, _inputs, _forward, _vjps, _domain, _doc in _TABLE:
     SpecialOp(_name, _inputs, _forward, _vjps, domain=_domain, doc=_doc)
+
+
+# -- gamma, beta and the regularized incomplete gamma and beta functions ----------------------
+# The derivatives of gammainc and betainc in their shape parameters have no closed form: they
+# are the ops ``_gammainc_da``, ``_betainc_da`` and ``_betainc_db``, whose scalars carry the
+# derivative along the series and continued fractions (see ``_scalar``). Their derivatives in
+# x are closed forms; in the shape parameters they are not provided: differentiating there
+# raises (``_MissingDerivative``), never gives a silent zero.
+
+_PI = "3.141592653589793"
+
+
+@cuda_twin("transfer", "Transfer")  # (that twin calls the op's own methods, device-agnostic)
+class _MissingDerivative(Op):
+    """``value`` unchanged, bound to ``source``: a backward that reaches ``source`` through it
+    raises NotImplementedError with ``message`` (as torch's ``DelayedError``)."""
+
+    name = "_missing_derivative"
+    n_inputs = 2
+    method = False
+    family = "special-internal"
+
+    def make_function(self):
+        return None
+
+    def prepare(self, values, attrs):
+        return list(values), {"message": attrs["message"]}
+
+    def forward(self, arrays, attrs):
+        value = arrays[0]
+        if type(value) is np.ndarray:
+            return np.array(value, order="C")
+        from ..cuda import _device  # a device array (numba.cuda loads only for those)
+
+        return _device.copy(value)
+
+    def vjp(self, k, grad_output, saved, attrs, grad_input):
+        if k == 1:
+            raise NotImplementedError(attrs["message"])
+        if type(grad_input) is np.ndarray:
+            grad_input += grad_output.reshape(grad_input.shape)
+        else:
+            from ..cuda import _device
+
+            _device.add_into(grad_input, grad_output)
+
+    vjp_numpy = vjp
+
+    def rule(self, k, grad_output, inputs, output, attrs):
+        if k == 1:
+            raise NotImplementedError(attrs["message"])
+        return grad_output
+
+
+_MissingDerivative()
+
+
+class _ShapeDerivativeOp(SpecialOp):
+    """A special function whose VJPs into the ``shapes`` positions are ops with no derivative
+    in the shape parameters: its differentiable rule binds each such VJP to those inputs
+    (``_MissingDerivative``), so that a second derivative there raises."""
+
+    def __init__(self, *args, shapes=(), **kwargs):
+        self.shapes = shapes
+        super().__init__(*args, **kwargs)
+
+    def rule(self, k, grad_output, inputs, output, attrs):
+        contribution = super().rule(k, grad_output, inputs, output, attrs)
+        if k not in self.shapes:
+            return contribution
+        names = " and ".join(self.input_names[i] for i in self.shapes)
+        message = (f"{self.name}: the derivative of d{self.name}/d{self.input_names[k]} in "
+                   f"{names} (a second derivative in the shape parameters) is not "
+                   "implemented")
+        for i in self.shapes:
+            contribution = call("_missing_derivative", contribution, inputs[i], message=message)
+        return contribution
+
+
+class _HelperOp(SpecialOp):
+    """A derivative of a special function, an op of the formulas' vocabulary, not public."""
+
+    family = "special-internal"
+
+    def make_function(self):
+        return None
+
+
+_GAMMA_DA_X = "g * _gamma_density(a, x) * (log(x) - digamma(a))"
+_BETA_DA_X = "g * _beta_density(a, b, x) * (log(x) - digamma(a) + digamma(a + b))"
+_BETA_DB_X = "g * _beta_density(a, b, x) * (log1p(-x) - digamma(b) + digamma(a + b))"
+# name, inputs, forward formula, {input position: VJP formula}, test domain
+_HELPERS = [
+    ("_gamma_density", "a x", "_gamma_density(a, x)",
+     {0: "g * y * (log(x) - digamma(a))", 1: "g * y * ((a - 1) / x - 1)"}, (0.5, 4)),
+    ("_gammainc_da", "a x", "_gammainc_da(a, x)", {1: _GAMMA_DA_X}, (0.5, 4)),
+    ("_beta_density", "a b x", "_beta_density(a, b, x)",
+     {0: "g * y * (log(x) - digamma(a) + digamma(a + b))",
+      1: "g * y * (log1p(-x) - digamma(b) + digamma(a + b))",
+      2: "g * y * ((a - 1) / x - (b - 1) / (1 - x))"}, (0.2, 0.8)),
+    ("_betainc_da", "a b x", "_betainc_da(a, b, x)", {2: _BETA_DA_X}, (0.2, 0.8)),
+    ("_betainc_db", "a b x", "_betainc_db(a, b, x)", {2: _BETA_DB_X}, (0.2, 0.8)),
+]
+for _name, _inputs, _forward, _vjps, _domain in _HELPERS:
+    _HelperOp(_name, _inputs, _forward, _vjps, domain=_domain)
+
+# name, inputs, forward formula, {input position: VJP formula}, test domain, docstring
+_GAMMA_TABLE = [
+    ("gamma", "x", "gamma(x)", {0: "g * y * digamma(x)"}, (0.2, 5),
+     """The gamma function; ``inf`` at 0, NaN at the negative integers (SciPy's values).
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.special.gamma(anb.tensor([0.5, 5.0]))
+    tensor([ 1.77245385, 24.        ])
+    """),
+    # At a pole -n, 1/gamma is 0 with slope (-1)**n n!.
+    ("rgamma", "x", "rgamma(x)",
+     {0: f"g * where((x <= 0) & (floor(x) == x), cos({_PI} * x) * exp(gammaln(1 - x)), "
+         "-y * digamma(x))"}, (0.2, 5),
+     """``1 / gamma(x)``, 0 at the poles of gamma.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.special.rgamma(anb.tensor([-1.0, 5.0]))
+    tensor([0.        , 0.04166667])
+    """),
+    ("gammasgn", "x", "gammasgn(x)", {0: "0 * g"}, (0.2, 5),
+     """The sign of the gamma function (1 or -1; NaN at its poles); its derivative is 0.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.special.gammasgn(anb.tensor([-0.5, -1.5, 2.0]))
+    tensor([-1.,  1.,  1.])
+    """),
+    ("beta", "a b", "beta(a, b)",
+     {0: "g * y * (digamma(a) - digamma(a + b))", 1: "g * y * (digamma(b) - digamma(a + b))"},
+     (0.3, 4),
+     """The beta function ``gamma(a) gamma(b) / gamma(a + b)``, broadcasting.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.special.beta(anb.tensor([1.0, 2.0]), anb.tensor([2.0, 3.0]))
+    tensor([0.5       , 0.08333333])
+    """),
+    ("betaln", "a b", "betaln(a, b)",
+     {0: "g * (digamma(a) - digamma(a + b))", 1: "g * (digamma(b) - digamma(a + b))"},
+     (0.3, 4),
+     """``log(abs(beta(a, b)))``, finite where ``beta`` overflows.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.special.betaln(anb.tensor([1.0, 50.0]), anb.tensor([2.0, 60.0]))
+    tensor([ -0.69314718, -76.52272335])
+    """),
+    ("erfcinv", "x", "erfcinv(x)", {0: "-g * 0.886226925452758 * exp(y * y)"}, (0.1, 1.9),
+     """The inverse of ``erfc`` on (0, 2), accurate for arguments down to 1e-308 (where
+    ``erfinv(1 - y)`` would have lost them).
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.special.erfcinv(anb.tensor([1.0, 1e-300]))
+    tensor([ 0.        , 26.20946996])
+    """),
+]
+for _name, _inputs, _forward, _vjps, _domain, _doc in _GAMMA_TABLE:
+    SpecialOp(_name, _inputs, _forward, _vjps, domain=_domain, doc=_doc)
+
+_ShapeDerivativeOp(
+    "gammainc", "a x", "gammainc(a, x)",
+    {0: "g * _gammainc_da(a, x)", 1: "g * _gamma_density(a, x)"}, shapes=(0,),
+    domain=(0.5, 4),
+    doc="""The regularized lower incomplete gamma function ``P(a, x)``, the integral of
+    ``t**(a - 1) exp(-t) / gamma(a)`` from 0 to ``x``; ``a >= 0``, ``x >= 0`` (NaN
+    otherwise), broadcasting.
+
+    Differentiable in ``x`` and in ``a``. The derivative in ``a`` has no closed form: it is
+    carried along the series (``x <= a`` or ``x <= 1``) or the continued fraction (otherwise)
+    that compute ``P``; it is differentiable again in ``x``, and differentiating it in ``a``
+    raises NotImplementedError.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> a = anb.tensor([1.0, 3.0], requires_grad=True)
+    >>> anb.special.gammainc(a, anb.tensor([1.0, 2.0]))
+    tensor([0.63212056, 0.32332358], grad_fn=<GammaincBackward>)
+    """)
+_ShapeDerivativeOp(
+    "gammaincc", "a x", "gammaincc(a, x)",
+    {0: "-g * _gammainc_da(a, x)", 1: "-g * _gamma_density(a, x)"}, shapes=(0,),
+    domain=(0.5, 4),
+    doc="""The regularized upper incomplete gamma function ``Q(a, x) = 1 - P(a, x)``,
+    accurate in the upper tail; differentiable in ``a`` and ``x`` as :func:`gammainc`.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.special.gammaincc(anb.tensor([1.0, 3.0]), anb.tensor([1.0, 40.0]))
+    tensor([3.67879441e-01, 3.57286593e-15])
+    """)
+_ShapeDerivativeOp(
+    "betainc", "a b x", "betainc(a, b, x)",
+    {0: "g * _betainc_da(a, b, x)", 1: "g * _betainc_db(a, b, x)",
+     2: "g * _beta_density(a, b, x)"}, shapes=(0, 1), domain=(0.2, 0.8),
+    doc="""The regularized incomplete beta function ``I_x(a, b)``, the integral of
+    ``t**(a - 1) (1 - t)**(b - 1) / beta(a, b)`` from 0 to ``x``; ``a, b >= 0``,
+    ``0 <= x <= 1`` (NaN otherwise), broadcasting.
+
+    Differentiable in ``a``, ``b`` and ``x``. The derivatives in ``a`` and ``b`` have no
+    closed form: they are carried along the continued fraction that computes ``I`` (Boik and
+    Robison-Cox, 1998); they are differentiable again in ``x``, and differentiating them in
+    ``a`` or ``b`` raises NotImplementedError.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.special.betainc(anb.tensor([2.0]), anb.tensor([3.0]), anb.tensor([0.4]))
+    tensor([0.5248])
+    """)
+
+
+def psi(x):
+    """SciPy's name for :func:`digamma`.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.special.psi(anb.tensor([1.0]))
+    tensor([-0.57721566])
+    """
+    return call("digamma", x)
+
+
+publish(psi, "special.psi", method=False, family="special")
+
+
+def multigammaln(a, d):
+    """The log of the multivariate gamma function of dimension ``d``,
+    ``d (d - 1) / 4 log(pi) + sum(gammaln(a - j / 2) for j in range(d))``.
+
+    ``d`` is a whole number and every ``a`` must exceed ``(d - 1) / 2`` (ValueError otherwise,
+    as SciPy; the check reads ``a``'s values). Differentiable in ``a``.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.special.multigammaln(anb.tensor([23.5]), 10)
+    tensor([457.17667478])
+    """
+    d = np.asarray(d)[()]
+    if not np.isscalar(d) or np.floor(d) != d:
+        raise ValueError("d should be a positive integer (dimension)")
+    # (a Tensor's values, from the GPU too; the error message shows them, as SciPy's)
+    values = a.detach().cpu().numpy() if hasattr(a, "detach") else np.asarray(a)
+    if np.any(values <= 0.5 * (d - 1)):
+        raise ValueError(f"condition a ({values}) > 0.5 * (d-1) ({0.5 * (d - 1)}) not met")
+    total = d * (d - 1) * 0.25 * float(np.log(np.pi))
+    for j in range(int(d)):
+        total = call("add", total, call("gammaln", call("subtract", a, 0.5 * j)))
+    return total
+
+
+publish(multigammaln, "special.multigammaln", method=False, family="special")
 
 
 def expit(x):

@@ -1,5 +1,6 @@
-"""The composites of ops/assembly.py and ops/reductions_more.py (and ``logsumexp``'s weights)
-on ``device="cuda"`` (under numba's simulator without a GPU): the same values, and gradients
+"""The composites of ops/assembly.py, ops/reductions_more.py and ops/numeric.py (and
+``logsumexp``'s weights) on ``device="cuda"`` (under numba's simulator without a GPU): the
+same values, and gradients
 through the differentiable rules (``create_graph``), as on the CPU. They read values on the
 host only to work out index arrays, masks and constants, which go back to the device. (The
 VJP kernels of the ops they are made of are checked op by op in test_cuda_ops.py.)"""
@@ -34,6 +35,13 @@ FUNCTIONS = {
     "average": lambda t: anb.average(t, axis=1, weights=WEIGHTS),
     "ptp": lambda t: anb.ptp(t, axis=0),
     "logsumexp": lambda t: anb.logsumexp(t, axis=1, b=WEIGHTS, return_sign=True)[0],
+    # ops/numeric.py, and the angle conversions
+    "gradient": lambda t: anb.stack(anb.gradient(t, 0.5, np.cumsum(WEIGHTS), edge_order=2)),
+    "gradient in coordinates": lambda t: anb.gradient(X, 2.0 + anb.cumsum(t[0] ** 2), axis=1),
+    "linspace": lambda t: anb.linspace(t, 2.0, 4, axis=1),
+    "logspace": lambda t: anb.logspace(t[0], t[1], 3, base=2.0),
+    "geomspace": lambda t: anb.geomspace(t * t + 1.0, 5.0, 3),
+    "angles": lambda t: anb.radians(t) + anb.degrees(t) + anb.deg2rad(t) + anb.rad2deg(t),
 }
 
 

@@ -10,11 +10,22 @@ import pytest
 import autograd_nb as anb
 from autograd_nb.ops.registry import REGISTRY
 
-SPECIAL = "erf erfc erfinv gammaln digamma logit ndtr log_ndtr i0 i1 expit".split()
-
 
 def sample(low, high, shape=(2, 3), seed=0):
     return np.random.default_rng(seed).uniform(low, high, size=shape)
+
+
+SPECIAL = ("erf erfc erfinv gammaln digamma logit ndtr log_ndtr i0 i1 expit gamma rgamma "
+           "gammasgn erfcinv psi").split()
+#: The functions of several arguments, on samples of their domains (shape parameters over a
+#: range that takes the series and the continued fractions), broadcasting.
+SHAPES = {
+    "beta": [sample(0.3, 4, (2, 1)), sample(0.3, 4, (3,), 1)],
+    "betaln": [sample(0.3, 40, (2, 3)), sample(0.3, 40, (3,), 1)],
+    "gammainc": [sample(0.5, 30, (2, 3)), sample(0.1, 40, (2, 3), 1)],
+    "gammaincc": [sample(0.5, 30, (2, 1)), sample(0.1, 40, (3,), 1)],
+    "betainc": [sample(0.5, 30, (2, 3)), sample(0.5, 30, (3,), 1), sample(0.05, 0.95, (2, 3), 2)],
+}
 
 
 def run(function, arrays, device, create_graph=False):
@@ -36,8 +47,17 @@ def assert_same(function, arrays, rtol=1e-10, create_graph=False):
 
 @pytest.mark.parametrize("name", SPECIAL)
 def test_special_functions_match_the_cpu(name):
-    low, high = REGISTRY["sigmoid" if name == "expit" else name].domain
+    low, high = REGISTRY[{"expit": "sigmoid", "psi": "digamma"}.get(name, name)].domain
     assert_same(getattr(anb.special, name), [sample(low, high)])
+
+
+@pytest.mark.parametrize("name", sorted(SHAPES))
+def test_functions_of_shape_parameters_match_the_cpu(name):
+    assert_same(getattr(anb.special, name), SHAPES[name])
+
+
+def test_multigammaln_matches_the_cpu():
+    assert_same(lambda a: anb.special.multigammaln(a, 3), [sample(1.5, 5)])
 
 
 def test_negative_arguments_and_broadcasting():
@@ -48,10 +68,26 @@ def test_negative_arguments_and_broadcasting():
     assert_same(anb.special.xlogy, [sample(0.2, 3, (2, 1)), sample(0.2, 3, (3,), 1)])
 
 
-@pytest.mark.parametrize("name", ["gammaln", "i1", "log_ndtr"])
+@pytest.mark.parametrize("name", ["gammaln", "i1", "log_ndtr", "gamma", "erfcinv"])
 def test_differentiable_rules_match_the_cpu(name):
     low, high = REGISTRY[name].domain
     assert_same(getattr(anb.special, name), [sample(low, high)], create_graph=True)
+
+
+def test_shape_derivatives_differentiate_in_x_and_raise_in_a_on_the_device():
+    a, x = sample(0.5, 5), sample(0.1, 6, seed=1)
+    assert_same(lambda t: anb.special.gammainc(anb.tensor(a, device=t.device), t), [x],
+                create_graph=True)
+    results = []
+    for device in ("cuda", "cpu"):
+        ta, tx = (anb.tensor(v, requires_grad=True, device=device) for v in (a, x))
+        (ga,) = anb.grad(anb.special.gammainc(ta, tx).sum(), ta, create_graph=True)
+        (mixed,) = anb.grad(ga.sum(), tx, retain_graph=True)
+        results.append([ga.cpu().numpy(), mixed.cpu().numpy()])
+        with pytest.raises(NotImplementedError, match="gammainc: the derivative of"):
+            anb.grad(ga.sum(), ta)
+    for on_device, on_cpu in zip(*results, strict=True):
+        np.testing.assert_allclose(on_device, on_cpu, rtol=1e-10)
 
 
 COMPOSITES = {

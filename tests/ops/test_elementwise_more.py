@@ -17,11 +17,11 @@ from tests.checks import check_gradients
 from tests.reference import REFERENCE
 
 OPS = "arctan2 hypot logaddexp log2 log10 arcsinh arccosh arctanh remainder floor rint".split()
-COMPOSITES = ("exp2 logaddexp2 reciprocal sinc fabs mod deg2rad rad2deg nan_to_num ceil trunc "
-              "round fmax fmin heaviside").split()
+COMPOSITES = ("exp2 logaddexp2 reciprocal sinc fabs mod deg2rad rad2deg radians degrees "
+              "nan_to_num ceil trunc round fmax fmin heaviside").split()
 UNARY = [n for n in OPS + COMPOSITES if n in ("log2 log10 arcsinh arccosh arctanh floor ceil "
                                               "trunc rint exp2 reciprocal sinc fabs deg2rad "
-                                              "rad2deg nan_to_num round").split()]
+                                              "rad2deg radians degrees nan_to_num round").split()]
 BINARY = [n for n in OPS + COMPOSITES if n not in UNARY]
 
 #: Largest error against NumPy's float64 functions in ulps, measured on 10**6 points over
@@ -32,8 +32,8 @@ MAX_ULP = {
     "arctan2": 1, "hypot": 0, "log2": 1, "log10": 1, "arcsinh": 1, "arccosh": 2,
     "arctanh": 2, "exp2": 1, "sinc": 2, "logaddexp": 1, "logaddexp2": 2,
 }
-EXACT = ("remainder mod fmax fmin floor ceil trunc rint round deg2rad rad2deg reciprocal fabs "
-         "nan_to_num heaviside").split()
+EXACT = ("remainder mod fmax fmin floor ceil trunc rint round deg2rad rad2deg radians degrees "
+         "reciprocal fabs nan_to_num heaviside").split()
 
 
 def sample(name, rng, n):
@@ -185,6 +185,8 @@ COMPOSITE_CASES = {
     "mod": [np.array([[-1.3, 0.2, 2.5], [0.7, -0.4, 1.1]]), np.array([0.9, -0.7, 1.6])],
     "deg2rad": [np.array([[-130.0, 20.0], [70.0, -4.0]])],
     "rad2deg": [np.array([[-1.3, 0.2], [0.7, -0.4]])],
+    "radians": [np.array([[-130.0, 20.0], [70.0, -4.0]])],
+    "degrees": [np.array([[-1.3, 0.2], [0.7, -0.4]])],
     "nan_to_num": [np.array([[-1.3, 0.2, 2.5], [0.7, -0.4, 1.1]])],
     "round": [np.array([[-1.3, 0.2, 2.4], [0.7, -0.4, 1.1]])],
     "heaviside": [np.array([[-1.3, 0.2, 2.5], [0.7, -0.4, 1.1]]), np.array([0.3, 0.5, 0.7])],
