@@ -3,6 +3,7 @@ gradients in x and every continuous parameter against float64 central difference
 and second order), SciPy's answers outside the domain (NaN, with a NaN gradient) and SciPy's
 errors; SciPy's own functions where no argument is a Tensor."""
 
+import mpmath
 import numpy as np
 import pytest
 import scipy.stats as ss
@@ -45,10 +46,43 @@ CASES = [(d, m, x, p) for d, ms, x, ps in CONTINUOUS for m in ms for p in ps]
 def test_values_match_scipy(dist, method, points, params):
     x = np.array(points)
     with np.errstate(all="ignore"):
-        reference = getattr(getattr(ss, dist), method)(x, *params)
+        if method in ("logcdf", "logsf"):
+            reference = scipy_log(getattr(ss, dist), method, x, *params)
+        else:
+            reference = getattr(getattr(ss, dist), method)(x, *params)
     ours = getattr(getattr(stats, dist), method)(anb.tensor(x), *params)
     assert isinstance(ours, anb.Tensor)
     close(ours, reference, rtol=1e-9, atol=1e-300)
+
+
+@pytest.mark.parametrize("df", [0.5, 3.0, 1e5])
+def test_t_cdf_across_its_forms_and_its_gradient_at_zero(df):
+    # the series below |z| = 1e-5, the central form, the tail form beyond |z| = 2
+    x = np.array([-2.5, -2.0, -1.9999, -0.5, -1e-5, -9e-6, 0.0, 9e-6, 1e-5, 1.9999, 2.0, 2.5])
+    for method in ("cdf", "sf"):
+        # the tail form's relative error grows as df times rounding (5e-12 at df = 1e5)
+        close(getattr(stats.t, method)(anb.tensor(x), df), getattr(ss.t, method)(x, df),
+              rtol=1e-12 + 1e-16 * df)
+    tx, tdf = leaves([[0.0, 1e-6], df])
+    gx, gdf = anb.grad(stats.t.cdf(tx, tdf).sum(), (tx, tdf))
+    close(gx, ss.t.pdf(np.array([0.0, 1e-6]), df), rtol=1e-12)
+    # cdf(0) is 1/2 at every df; near 0, cdf = 1/2 + z pdf(0) + O(z**3), so d/d(df) is z
+    # times the derivative of the density at 0 (mpmath's, in 50 digits)
+    with mpmath.workdps(50):
+        density_slope = float(mpmath.diff(lambda n: mpmath.gamma((n + 1) / 2) / (
+            mpmath.gamma(n / 2) * mpmath.sqrt(n * mpmath.pi)), mpmath.mpf(df)))
+    close(gdf, 1e-6 * density_slope, rtol=1e-8)
+
+
+def scipy_log(distribution, method, x, *params):
+    """SciPy's ``logcdf``/``logsf`` where it keeps its digits; ``log1p`` of SciPy's
+    complement where the probability is near 1 (SciPy's log of a probability that rounded to
+    1 is 0 or a rounded number: ours is the accurate one there)."""
+    value = getattr(distribution, method)(x, *params)
+    probability, complement = (("cdf", "sf") if method == "logcdf" else ("sf", "cdf"))
+    p = getattr(distribution, probability)(x, *params)
+    q = getattr(distribution, complement)(x, *params)
+    return np.where(p > 0.5, np.log1p(-q), value)
 
 
 @pytest.mark.parametrize("method", ["cdf", "logcdf", "sf", "logsf", "logpmf"])
@@ -56,7 +90,10 @@ def test_values_match_scipy(dist, method, points, params):
 def test_poisson_distribution_functions_match_scipy(method, mu):
     k = np.array([-2.0, 0.0, 0.5, 1.0, 3.0, 10.0, 60.0, 150.0, 400.0])
     with np.errstate(all="ignore"):
-        reference = getattr(ss.poisson, method)(k, mu)
+        if method in ("logcdf", "logsf"):
+            reference = scipy_log(ss.poisson, method, k, mu)
+        else:
+            reference = getattr(ss.poisson, method)(k, mu)
     ours = getattr(stats.poisson, method)(anb.tensor(k), anb.tensor(mu))
     close(ours, reference, rtol=1e-9, atol=1e-300)
 
