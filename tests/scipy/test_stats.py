@@ -3,6 +3,7 @@ gradients in x and every continuous parameter against float64 central difference
 and second order), SciPy's answers outside the domain (NaN, with a NaN gradient) and SciPy's
 errors; SciPy's own functions where no argument is a Tensor."""
 
+import mpmath
 import numpy as np
 import pytest
 import scipy.stats as ss
@@ -24,17 +25,18 @@ def close(ours, reference, rtol=1e-12, atol=0.0):
     np.testing.assert_allclose(values(ours), reference, rtol=rtol, atol=atol)
 
 
+ALL = ["pdf", "logpdf", "cdf", "logcdf", "sf", "logsf"]
 # distribution, methods, x points (tails and edges), parameter sets
 CONTINUOUS = [
-    ("norm", ["pdf", "logpdf", "cdf", "logcdf", "sf", "logsf"],
+    ("norm", ALL,
      [-40.0, -8.0, -1.5, 0.0, 0.3, 2.0, 9.0, 37.0], [(), (0.5, 2.0), (-3.0, 0.1)]),
-    ("t", ["pdf", "logpdf"], [-1e3, -30.0, -1.5, 0.0, 0.3, 2.0, 50.0],
+    ("t", ALL, [-1e3, -30.0, -1.5, 0.0, 0.3, 2.0, 50.0],
      [(1.0,), (3.5, 0.2, 1.5), (30.0,), (150.0,), (1e7,), (np.inf,)]),
-    ("gamma", ["pdf", "logpdf"], [-1.0, 0.0, 1e-8, 0.3, 2.0, 15.0, 200.0],
+    ("gamma", ALL, [-1.0, 0.0, 1e-8, 0.3, 2.0, 15.0, 200.0],
      [(0.5,), (1.0,), (2.5, 0.0, 1.5), (40.0, -1.0, 0.3)]),
-    ("chi2", ["pdf", "logpdf"], [-1.0, 0.0, 1e-6, 0.3, 2.0, 15.0, 300.0],
+    ("chi2", ALL, [-1.0, 0.0, 1e-6, 0.3, 2.0, 15.0, 300.0],
      [(1.0,), (3.0,), (25.0, 0.5, 2.0)]),
-    ("beta", ["pdf", "logpdf"], [-0.5, 0.0, 1e-9, 0.25, 0.5, 0.999, 1.0, 1.5],
+    ("beta", ALL, [-0.5, 0.0, 1e-9, 0.25, 0.5, 0.999, 1.0, 1.5],
      [(1.0, 1.0), (2.5, 0.7), (0.5, 0.5), (30.0, 4.0, -0.2, 2.0)]),
 ]
 CASES = [(d, m, x, p) for d, ms, x, ps in CONTINUOUS for m in ms for p in ps]
@@ -44,9 +46,55 @@ CASES = [(d, m, x, p) for d, ms, x, ps in CONTINUOUS for m in ms for p in ps]
 def test_values_match_scipy(dist, method, points, params):
     x = np.array(points)
     with np.errstate(all="ignore"):
-        reference = getattr(getattr(ss, dist), method)(x, *params)
+        if method in ("logcdf", "logsf"):
+            reference = scipy_log(getattr(ss, dist), method, x, *params)
+        else:
+            reference = getattr(getattr(ss, dist), method)(x, *params)
     ours = getattr(getattr(stats, dist), method)(anb.tensor(x), *params)
     assert isinstance(ours, anb.Tensor)
+    close(ours, reference, rtol=1e-9, atol=1e-300)
+
+
+@pytest.mark.parametrize("df", [0.5, 3.0, 1e5])
+def test_t_cdf_across_its_forms_and_its_gradient_at_zero(df):
+    # the series below |z| = 1e-5, the central form, the tail form beyond |z| = 2
+    x = np.array([-2.5, -2.0, -1.9999, -0.5, -1e-5, -9e-6, 0.0, 9e-6, 1e-5, 1.9999, 2.0, 2.5])
+    for method in ("cdf", "sf"):
+        # the tail form's relative error grows as df times rounding (5e-12 at df = 1e5)
+        close(getattr(stats.t, method)(anb.tensor(x), df), getattr(ss.t, method)(x, df),
+              rtol=1e-12 + 1e-16 * df)
+    tx, tdf = leaves([[0.0, 1e-6], df])
+    gx, gdf = anb.grad(stats.t.cdf(tx, tdf).sum(), (tx, tdf))
+    close(gx, ss.t.pdf(np.array([0.0, 1e-6]), df), rtol=1e-12)
+    # cdf(0) is 1/2 at every df; near 0, cdf = 1/2 + z pdf(0) + O(z**3), so d/d(df) is z
+    # times the derivative of the density at 0 (mpmath's, in 50 digits)
+    with mpmath.workdps(50):
+        density_slope = float(mpmath.diff(lambda n: mpmath.gamma((n + 1) / 2) / (
+            mpmath.gamma(n / 2) * mpmath.sqrt(n * mpmath.pi)), mpmath.mpf(df)))
+    close(gdf, 1e-6 * density_slope, rtol=1e-8)
+
+
+def scipy_log(distribution, method, x, *params):
+    """SciPy's ``logcdf``/``logsf`` where it keeps its digits; ``log1p`` of SciPy's
+    complement where the probability is near 1 (SciPy's log of a probability that rounded to
+    1 is 0 or a rounded number: ours is the accurate one there)."""
+    value = getattr(distribution, method)(x, *params)
+    probability, complement = (("cdf", "sf") if method == "logcdf" else ("sf", "cdf"))
+    p = getattr(distribution, probability)(x, *params)
+    q = getattr(distribution, complement)(x, *params)
+    return np.where(p > 0.5, np.log1p(-q), value)
+
+
+@pytest.mark.parametrize("method", ["cdf", "logcdf", "sf", "logsf", "logpmf"])
+@pytest.mark.parametrize("mu", [0.0, 0.3, 4.0, 60.0])
+def test_poisson_distribution_functions_match_scipy(method, mu):
+    k = np.array([-2.0, 0.0, 0.5, 1.0, 3.0, 10.0, 60.0, 150.0, 400.0])
+    with np.errstate(all="ignore"):
+        if method in ("logcdf", "logsf"):
+            reference = scipy_log(ss.poisson, method, k, mu)
+        else:
+            reference = getattr(ss.poisson, method)(k, mu)
+    ours = getattr(stats.poisson, method)(anb.tensor(k), anb.tensor(mu))
     close(ours, reference, rtol=1e-9, atol=1e-300)
 
 
@@ -80,6 +128,21 @@ GRADIENT_CASES = {
                  [[-2.0, 0.1, 3.0], 3.5, 0.2, 1.5]),
     "t.logpdf large df": (lambda x, df: stats.t.logpdf(x, df), [[-2.0, 0.1, 3.0], 400.0]),
     "t.entropy": (lambda df, s: stats.t.entropy(df, 0.0, s), [[2.5, 50.0, 200.0], 1.5]),
+    "t.cdf": (lambda x, df, m, s: stats.t.cdf(x, df, m, s),
+              [[-4.0, -0.3, 1e-5, 0.25, 3.0], 3.5, 0.2, 1.5]),
+    "t.logcdf tail": (lambda x, df: stats.t.logcdf(x, df), [[-200.0, -8.0, 2.0, 40.0], 2.5]),
+    "t.logsf large df": (lambda x, df: stats.t.logsf(x, df), [[-3.0, 0.5, 6.0], 300.0]),
+    "gamma.cdf": (lambda x, a, s: stats.gamma.cdf(x, a, 0.1, s), [[0.3, 1.3, 4.0], 2.5, 1.5]),
+    "gamma.logsf tail": (lambda x, a: stats.gamma.logsf(x, a), [[0.01, 2.0, 30.0], 0.7]),
+    "gamma.logcdf large a": (lambda x, a: stats.gamma.logcdf(x, a), [[20.0, 60.0, 90.0], 55.0]),
+    "chi2.sf": (lambda x, df: stats.chi2.sf(x, df), [[0.5, 1.3, 9.0], 3.5]),
+    "beta.cdf": (lambda x, a, b: stats.beta.cdf(x, a, b), [[0.1, 0.4, 0.8], 2.5, 0.7]),
+    "beta.logsf": (lambda x, a, b, s: stats.beta.logsf(x, a, b, 0.0, s),
+                   [[0.05, 0.5, 1.2], 1.5, 4.0, 1.3]),
+    "poisson.cdf": (lambda mu: stats.poisson.cdf(np.array([0.0, 1.0, 4.0, 9.0]), mu),
+                    [[0.5, 2.0, 7.0, 3.0]]),
+    "poisson.logsf": (lambda mu: stats.poisson.logsf(np.array([0.0, 2.0, 30.0]), mu),
+                      [[0.5, 2.0, 7.0]]),
     "gamma.logpdf": (lambda x, a, s: stats.gamma.logpdf(x, a, 0.1, s),
                      [[0.5, 1.3, 4.0], 2.5, 1.5]),
     "gamma.logpdf a = 1": (lambda x, a: stats.gamma.logpdf(x, a), [[0.5, 1.3, 4.0], 1.0]),
@@ -117,7 +180,7 @@ def test_gradients_match_central_differences(name):
 
 
 @pytest.mark.parametrize("name", ["norm.logpdf", "t.logpdf", "gamma.logpdf", "beta.logpdf",
-                                  "dirichlet.entropy", "mvn.logpdf"])
+                                  "dirichlet.entropy", "mvn.logpdf", "poisson.cdf"])
 def test_second_order_gradients_match_central_differences(name):
     function, points = GRADIENT_CASES[name]
     assert gradgradcheck(function, leaves(points), eps=1e-5, atol=1e-6, rtol=1e-4)
@@ -153,11 +216,13 @@ def test_norm_broadcasts_as_scipy(shapes):
     ("norm", 0.3, [0.0, -1.0], 1), ("t", 0.3, [-2.0], 0), ("gamma", 0.3, [-1.0], 0),
     ("beta", 0.3, [2.0, 0.0], 1), ("chi2", 0.3, [-3.0], 0),
 ])
-def test_a_parameter_outside_its_domain_gives_nan_and_a_nan_gradient(dist, x, params, at):
+@pytest.mark.parametrize("method", ["logpdf", "cdf", "logsf"])
+def test_a_parameter_outside_its_domain_gives_nan_and_a_nan_gradient(dist, x, params, at,
+                                                                    method):
     inputs = leaves(params)
-    value = getattr(stats, dist).logpdf(x, *inputs)
+    value = getattr(getattr(stats, dist), method)(x, *inputs)
     with np.errstate(all="ignore"):
-        assert np.isnan(getattr(ss, dist).logpdf(x, *params))
+        assert np.isnan(getattr(getattr(ss, dist), method)(x, *params))
     assert np.isnan(value.numpy())
     (g,) = anb.grad(value, inputs[at])
     assert np.isnan(g.numpy())
@@ -167,13 +232,16 @@ def test_a_parameter_outside_its_domain_gives_nan_and_a_nan_gradient(dist, x, pa
     ("gamma", [-1.0, 0.5], [2.0]), ("beta", [-0.5, 1.5, 0.5], [2.0, 3.0]),
     ("chi2", [-1.0, 2.0], [3.0]),
 ])
-def test_outside_the_support_the_density_is_zero_with_a_zero_gradient(dist, x, params):
+@pytest.mark.parametrize("method", ["logpdf", "cdf", "sf", "logcdf", "logsf"])
+def test_outside_the_support_the_functions_are_constant_with_a_zero_gradient(dist, x, params,
+                                                                            method):
     tx = leaves([x])[0]
-    out = getattr(stats, dist).logpdf(tx, *params)
-    close(out, getattr(ss, dist).logpdf(np.array(x), *params))
+    out = getattr(getattr(stats, dist), method)(tx, *params)
+    close(out, getattr(getattr(ss, dist), method)(np.array(x), *params))
     (g,) = anb.grad(out.sum(), tx)
-    finite = np.isfinite(out.numpy())
-    assert np.all(g.numpy()[~finite] == 0) and np.all(np.isfinite(g.numpy()))
+    y = np.array(x)
+    outside = (y < 0) | ((y > 1) & (dist == "beta"))
+    assert np.all(g.numpy()[outside] == 0) and np.all(np.isfinite(g.numpy()))
 
 
 def test_poisson_outside_the_whole_numbers_and_its_count_without_derivative():

@@ -6,11 +6,15 @@ Each distribution is a module with SciPy's functions, arguments and defaults:
 ========================  ==============================================================
 ``norm``                  ``pdf logpdf cdf logcdf sf logsf entropy`` (``loc``, ``scale``)
 ``multivariate_normal``   ``pdf logpdf`` (``mean``, ``cov``, ``allow_singular``), ``entropy``
-``t``                     ``pdf logpdf entropy`` (``df``, ``loc``, ``scale``)
-``gamma``                 ``pdf logpdf entropy`` (``a``, ``loc``, ``scale``)
-``beta``                  ``pdf logpdf entropy`` (``a``, ``b``, ``loc``, ``scale``)
-``chi2``                  ``pdf logpdf entropy`` (``df``, ``loc``, ``scale``)
-``poisson``               ``pmf logpmf entropy`` (``mu``, ``loc``)
+``t``                     ``pdf logpdf cdf logcdf sf logsf entropy`` (``df``, ``loc``,
+                          ``scale``)
+``gamma``                 ``pdf logpdf cdf logcdf sf logsf entropy`` (``a``, ``loc``,
+                          ``scale``)
+``beta``                  ``pdf logpdf cdf logcdf sf logsf entropy`` (``a``, ``b``,
+                          ``loc``, ``scale``)
+``chi2``                  ``pdf logpdf cdf logcdf sf logsf entropy`` (``df``, ``loc``,
+                          ``scale``)
+``poisson``               ``pmf logpmf cdf logcdf sf logsf entropy`` (``mu``, ``loc``)
 ``dirichlet``             ``pdf logpdf mean var entropy`` (``alpha``)
 ========================  ==============================================================
 
@@ -18,8 +22,10 @@ They are differentiable in ``x`` and in every continuous parameter, broadcast as
 and, where no argument is a Tensor, are SciPy's own functions (NumPy results). A parameter
 outside its domain (a scale <= 0) gives SciPy's NaN, with a NaN gradient; ``x`` outside the
 support gives SciPy's 0 (or ``-inf`` for a log), with a zero gradient. The ``cdf`` and
-``sf`` of ``t``, ``gamma``, ``beta``, ``chi2`` and ``poisson`` (the incomplete beta and gamma
-functions) are not provided yet. Each function is a composition of the registry's
+``sf`` of ``t``, ``gamma``, ``beta``, ``chi2`` and ``poisson`` are the regularized incomplete
+beta and gamma functions of :mod:`autograd_nb.special` (differentiable in their shape
+parameters too), the logs of each taken from the other's complement where it is near 1, so
+that both tails keep their digits. Each function is a composition of the registry's
 differentiable functions, so it records inside ``anb.compile`` and runs on every device those
 run on.
 

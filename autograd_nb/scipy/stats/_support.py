@@ -59,6 +59,23 @@ def nan_unless(valid, parameter):
     return parameter + anp.where(valid, 0.0, NAN)
 
 
+def nan_where_nan(value, *parameters):
+    """``value``, NaN where any of ``parameters`` is NaN (a parameter that
+    :func:`nan_unless` made NaN): SciPy's answer for an invalid parameter, also where
+    ``value`` came from a branch that does not read the parameter (a cdf below the support)."""
+    for parameter in parameters:
+        value = value + anp.where(parameter == parameter, 0.0, NAN)
+    return value
+
+
+def log_of_complements(p, q):
+    """``log(p)`` where ``p + q == 1``: ``log1p(-q)`` where ``p > 1/2`` (its own digits are
+    gone there), ``log(p)`` elsewhere, ``-inf`` with a zero gradient where ``p == 0``."""
+    large, zero = p > 0.5, p == 0
+    small = anp.log(anp.where(large | zero, 1.0, p))
+    return anp.where(large, anp.log1p(-anp.where(large, q, 0.0)), anp.where(zero, -INF, small))
+
+
 def where_safe(inside, value_of, safe_input, x, outside):
     """``value_of(x)`` where ``inside``, ``outside`` elsewhere, with ``value_of`` evaluated at
     ``safe_input`` outside (so that neither the value nor the gradient of the branch that is

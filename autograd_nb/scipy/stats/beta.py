@@ -16,7 +16,9 @@ from ._support import (
     INF,
     as_float,
     betaln,
+    log_of_complements,
     nan_unless,
+    nan_where_nan,
     where_safe,
     with_scipy_fallback,
     xlog1py,
@@ -53,6 +55,47 @@ def pdf(x, a, b, loc=0, scale=1):
 
 
 
+
+
+def _regularized(y, a, b, upper):
+    """``betainc(a, b, y)`` (``upper``: ``betainc(b, a, 1 - y)``, accurate near ``y = 1``) on
+    ``0 < y < 1``, 0 or 1 outside; a NaN ``y``, ``a`` or ``b`` stays NaN, with its gradient."""
+    below, above = y <= 0, y >= 1
+    inside = anp.where(below | above, 0.5, y)
+    if upper:
+        value = anp.where(below, 1.0, anp.where(above, 0.0, special.betainc(b, a, 1 - inside)))
+    else:
+        value = anp.where(below, 0.0, anp.where(above, 1.0, special.betainc(a, b, inside)))
+    return nan_where_nan(value, a, b)
+
+
+@with_scipy_fallback(_scipy.cdf)
+def cdf(x, a, b, loc=0, scale=1):
+    """The regularized incomplete beta function ``betainc(a, b, y)``, ``y = (x - loc) /
+    scale``; 0 below the support, 1 above."""
+    y, a, b, _ = _standard(x, a, b, loc, scale)
+    return _regularized(y, a, b, upper=False)
+
+
+@with_scipy_fallback(_scipy.sf)
+def sf(x, a, b, loc=0, scale=1):
+    """``betainc(b, a, 1 - y)``, accurate in the upper tail; 1 below the support, 0 above."""
+    y, a, b, _ = _standard(x, a, b, loc, scale)
+    return _regularized(y, a, b, upper=True)
+
+
+@with_scipy_fallback(_scipy.logcdf)
+def logcdf(x, a, b, loc=0, scale=1):
+    """``log(cdf(x, a, b, loc, scale))``, from ``log1p(-sf)`` where the cdf is near 1."""
+    y, a, b, _ = _standard(x, a, b, loc, scale)
+    return log_of_complements(_regularized(y, a, b, False), _regularized(y, a, b, True))
+
+
+@with_scipy_fallback(_scipy.logsf)
+def logsf(x, a, b, loc=0, scale=1):
+    """``log(sf(x, a, b, loc, scale))``, from ``log1p(-cdf)`` where the sf is near 1."""
+    y, a, b, _ = _standard(x, a, b, loc, scale)
+    return log_of_complements(_regularized(y, a, b, True), _regularized(y, a, b, False))
 
 
 @with_scipy_fallback(_scipy.entropy)

@@ -26,6 +26,10 @@ def _gamma(function):
 
 logpdf = with_scipy_fallback(_scipy.logpdf)(_gamma(gamma.logpdf))
 pdf = with_scipy_fallback(_scipy.pdf)(_gamma(gamma.pdf))
+cdf = with_scipy_fallback(_scipy.cdf)(_gamma(gamma.cdf))
+sf = with_scipy_fallback(_scipy.sf)(_gamma(gamma.sf))
+logcdf = with_scipy_fallback(_scipy.logcdf)(_gamma(gamma.logcdf))
+logsf = with_scipy_fallback(_scipy.logsf)(_gamma(gamma.logsf))
 
 
 @with_scipy_fallback(_scipy.entropy)
@@ -34,6 +38,6 @@ def entropy(df, loc=0, scale=1):
     return gamma.entropy(as_float(df) / 2, loc, 2 * as_float(scale))
 
 
-for _name in ("logpdf", "pdf"):
+for _name in ("logpdf", "pdf", "cdf", "sf", "logcdf", "logsf"):
     globals()[_name].__doc__ = f"``gamma.{_name}(x, df / 2, loc, 2 * scale)``."
     globals()[_name].__name__ = globals()[_name].__qualname__ = _name

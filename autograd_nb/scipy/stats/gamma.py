@@ -12,7 +12,16 @@ import scipy.stats
 
 from ... import numpy as anp
 from ... import special
-from ._support import INF, as_float, nan_unless, where_safe, with_scipy_fallback, xlogy
+from ._support import (
+    INF,
+    as_float,
+    log_of_complements,
+    nan_unless,
+    nan_where_nan,
+    where_safe,
+    with_scipy_fallback,
+    xlogy,
+)
 
 _scipy = scipy.stats.gamma
 
@@ -42,6 +51,45 @@ def pdf(x, a, loc=0, scale=1):
 
 
 
+
+
+def _regularized(function, y, a, outside):
+    """``function(a, y)`` (``gammainc`` or ``gammaincc``) for ``y > 0``, ``outside`` at
+    ``y <= 0``; a NaN ``y`` (an invalid ``scale``) or ``a`` stays NaN, with its gradient."""
+    below = y <= 0
+    value = anp.where(below, outside, function(a, anp.where(below, 1.0, y)))
+    return nan_where_nan(value, a)
+
+
+@with_scipy_fallback(_scipy.cdf)
+def cdf(x, a, loc=0, scale=1):
+    """The regularized lower incomplete gamma function ``gammainc(a, y)``, ``y = (x - loc) /
+    scale``; 0 below the support."""
+    y, a, _ = _standard(x, a, loc, scale)
+    return _regularized(special.gammainc, y, a, 0.0)
+
+
+@with_scipy_fallback(_scipy.sf)
+def sf(x, a, loc=0, scale=1):
+    """``gammaincc(a, y)``, accurate in the upper tail; 1 below the support."""
+    y, a, _ = _standard(x, a, loc, scale)
+    return _regularized(special.gammaincc, y, a, 1.0)
+
+
+@with_scipy_fallback(_scipy.logcdf)
+def logcdf(x, a, loc=0, scale=1):
+    """``log(cdf(x, a, loc, scale))``, from ``log1p(-sf)`` where the cdf is near 1."""
+    y, a, _ = _standard(x, a, loc, scale)
+    lower = _regularized(special.gammainc, y, a, 0.0)
+    return log_of_complements(lower, _regularized(special.gammaincc, y, a, 1.0))
+
+
+@with_scipy_fallback(_scipy.logsf)
+def logsf(x, a, loc=0, scale=1):
+    """``log(sf(x, a, loc, scale))``, from ``log1p(-cdf)`` where the sf is near 1."""
+    y, a, _ = _standard(x, a, loc, scale)
+    upper = _regularized(special.gammaincc, y, a, 1.0)
+    return log_of_complements(upper, _regularized(special.gammainc, y, a, 0.0))
 
 
 @with_scipy_fallback(_scipy.entropy)

@@ -14,7 +14,15 @@ from ... import numpy as anp
 from ... import special
 from ...tape import is_grad_enabled
 from ...tensor import Tensor
-from ._support import INF, as_float, nan_unless, where_safe, with_scipy_fallback
+from ._support import (
+    INF,
+    as_float,
+    log_of_complements,
+    nan_unless,
+    nan_where_nan,
+    where_safe,
+    with_scipy_fallback,
+)
 
 _scipy = scipy.stats.poisson
 
@@ -47,6 +55,44 @@ def pmf(k, mu, loc=0):
 
 
 
+
+
+def _cumulative(k, mu, loc, upper):
+    """``P(K <= k)`` (``upper``: ``P(K > k)``) from the regularized incomplete gamma
+    functions of ``floor(k) + 1`` at ``mu``, as SciPy's ``pdtr``; a NaN ``mu`` stays NaN."""
+    k, mu = _counts(k, mu, loc)
+    k = anp.floor(k)
+    negative = k < 0
+    shape = anp.where(negative, 0.0, k) + 1
+    if upper:
+        value = anp.where(negative, 1.0, special.gammainc(shape, mu))
+    else:
+        value = anp.where(negative, 0.0, special.gammaincc(shape, mu))
+    return nan_where_nan(value, mu)
+
+
+@with_scipy_fallback(_scipy.cdf)
+def cdf(k, mu, loc=0):
+    """``gammaincc(floor(k) + 1, mu)`` (``k`` less ``loc``), 0 below 0."""
+    return _cumulative(k, mu, loc, upper=False)
+
+
+@with_scipy_fallback(_scipy.sf)
+def sf(k, mu, loc=0):
+    """``gammainc(floor(k) + 1, mu)``, accurate in the upper tail; 1 below 0."""
+    return _cumulative(k, mu, loc, upper=True)
+
+
+@with_scipy_fallback(_scipy.logcdf)
+def logcdf(k, mu, loc=0):
+    """``log(cdf(k, mu, loc))``, from ``log1p(-sf)`` where the cdf is near 1."""
+    return log_of_complements(_cumulative(k, mu, loc, False), _cumulative(k, mu, loc, True))
+
+
+@with_scipy_fallback(_scipy.logsf)
+def logsf(k, mu, loc=0):
+    """``log(sf(k, mu, loc))``, from ``log1p(-cdf)`` where the sf is near 1."""
+    return log_of_complements(_cumulative(k, mu, loc, True), _cumulative(k, mu, loc, False))
 
 
 #: Where the sum of ``entropy`` stops: ``mu`` plus this many of its standard deviations,

@@ -15,7 +15,14 @@ import scipy.stats
 from ... import numpy as anp
 from ... import special
 from . import norm
-from ._support import INF, as_float, betaln, nan_unless, with_scipy_fallback
+from ._support import (
+    INF,
+    as_float,
+    betaln,
+    log_of_complements,
+    nan_unless,
+    with_scipy_fallback,
+)
 
 _scipy = scipy.stats.t
 _LOG_PI = math.log(math.pi)
@@ -23,6 +30,14 @@ _LOG_PI = math.log(math.pi)
 #: accurate to rounding there; the difference of two ``gammaln`` loses digits as ``n`` grows
 #: (3e-9 relative at ``n = 1e7``).
 _SERIES_FROM = 100.0
+#: Below this ``|z|`` the cdf is its Taylor series at 0 to ``z**3`` (the next term is below
+#: rounding): the incomplete beta forms, functions of ``z**2``, have an infinite factor times
+#: a zero one in their chain rule at ``z = 0``.
+_CDF_SERIES_BELOW = 1e-5
+#: Beyond this ``|z|`` (or ``z**2 >= df``) the cdf is taken from its tail form, whose value is
+#: then small and keeps its digits; inside, from the central form (Boost's split, with a
+#: bound on ``|z|`` for large ``df``, where the central form's tail would cancel).
+_CDF_CENTRAL_BELOW = 2.0
 #: SciPy's switch to the asymptotic entropy.
 _ENTROPY_SERIES_FROM = 100.0
 
@@ -59,7 +74,7 @@ def logpdf(x, df, loc=0, scale=1):
     z, df, scale = _standard(x, df, loc, scale)
     finite = df != INF
     safe_df = anp.where(finite, df, 1.0)
-    value = (_log_gamma_ratio(0.5 * safe_df) - 0.5 * (anp.log(safe_df) + _LOG_PI)
+    value = (_log_density_at_zero(safe_df)
              - (safe_df + 1) / 2 * anp.log1p(z * z / safe_df))
     return anp.where(finite, value, norm.logpdf(z)) - anp.log(scale)
 
@@ -70,10 +85,67 @@ def pdf(x, df, loc=0, scale=1):
     return anp.exp(logpdf(x, df, loc, scale))
 
 
+def _log_density_at_zero(df):
+    return _log_gamma_ratio(0.5 * df) - 0.5 * (anp.log(df) + _LOG_PI)
 
 
+def _standard_cdf(z, df):
+    """``P(T <= z)``. In the tails (``|z| >= 2`` or ``z**2 >= df``) the tail probability
+    ``betainc(df / 2, 1 / 2, df / (df + z**2)) / 2``; in the middle ``1/2 +- betainc(1 / 2,
+    df / 2, z**2 / (df + z**2)) / 2``; its Taylor series near 0; the normal's at ``df =
+    inf``. Each form is evaluated at a safe point where another is taken, so that no
+    infinite derivative of an untaken form reaches a gradient."""
+    finite = df != INF
+    df = anp.where(finite, df, 1.0)
+    z2 = z * z
+    magnitude = anp.abs(z)
+    near_zero = magnitude < _CDF_SERIES_BELOW
+    central = (z2 < df) & (magnitude < _CDF_CENTRAL_BELOW)
+    sign = anp.where(z < 0, -1.0, 1.0)
+
+    z_tail = anp.where(central, _CDF_CENTRAL_BELOW + df, z)
+    tail = 0.5 * special.betainc(0.5 * df, 0.5, df / (df + z_tail * z_tail))
+    tails = anp.where(z < 0, tail, 1 - tail)
+
+    z_middle = anp.where(central & ~near_zero, z, 1.0)
+    middle2 = z_middle * z_middle
+    middle = 0.5 + sign * 0.5 * special.betainc(0.5, 0.5 * df, middle2 / (df + middle2))
+
+    z_series = anp.where(near_zero, z, 0.0)
+    series = 0.5 + z_series * anp.exp(_log_density_at_zero(df)) * (
+        1 - (df + 1) / (6 * df) * z_series * z_series)
+
+    value = anp.where(central, anp.where(near_zero, series, middle), tails)
+    return anp.where(finite, value, norm.cdf(z))
 
 
+@with_scipy_fallback(_scipy.cdf)
+def cdf(x, df, loc=0, scale=1):
+    """``P(T <= z)``, ``z = (x - loc) / scale``: the regularized incomplete beta function
+    ``betainc(df / 2, 1 / 2, df / (df + z**2)) / 2`` below 0, one less it above."""
+    z, df, _ = _standard(x, df, loc, scale)
+    return _standard_cdf(z, df)
+
+
+@with_scipy_fallback(_scipy.sf)
+def sf(x, df, loc=0, scale=1):
+    """The survival function ``cdf(-z)``, accurate in the upper tail."""
+    z, df, _ = _standard(x, df, loc, scale)
+    return _standard_cdf(-z, df)
+
+
+@with_scipy_fallback(_scipy.logcdf)
+def logcdf(x, df, loc=0, scale=1):
+    """``log(cdf(x, df, loc, scale))``, from ``log1p(-sf)`` where the cdf is near 1."""
+    z, df, _ = _standard(x, df, loc, scale)
+    return log_of_complements(_standard_cdf(z, df), _standard_cdf(-z, df))
+
+
+@with_scipy_fallback(_scipy.logsf)
+def logsf(x, df, loc=0, scale=1):
+    """``log(sf(x, df, loc, scale))``, from ``log1p(-cdf)`` where the sf is near 1."""
+    z, df, _ = _standard(x, df, loc, scale)
+    return log_of_complements(_standard_cdf(-z, df), _standard_cdf(z, df))
 
 @with_scipy_fallback(_scipy.entropy)
 def entropy(df, loc=0, scale=1):
