@@ -5,7 +5,7 @@ import importlib
 FAMILIES = ("elementwise", "reduction", "linalg", "shape", "indexing", "special",
             "assembly", "reductions_more", "linalg_lu", "linalg_det", "linalg_cholesky",
             "linalg_eigh", "linalg_svd", "linalg_qr", "linalg_pinv", "linalg_products",
-            "linalg_norms", "contractions")
+            "linalg_norms", "contractions", "special_bessel")
 
 
 def load_all():

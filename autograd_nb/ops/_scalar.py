@@ -547,6 +547,9 @@ def i1(x):
     return math.copysign(result, x)
 
 
+from . import _scalar_bessel as _bessel  # noqa: E402
+from ._scalar_bessel import iv, ive, j0, j1, jn, y0, y1, yn  # noqa: E402, F401 (in kernels)
+
 SCALAR_NAMES = (
     "where",
     "maximum",
@@ -566,10 +569,12 @@ SCALAR_NAMES = (
     "log_ndtr",
     "i0",
     "i1",
+    *_bessel.SCALAR_NAMES,
 )
 
 #: Digest of this file. Kernels call these functions, and numba's on-disk cache of a kernel
 #: does not notice a change here: ``_kernels.load_module`` folds it into the kernel's key.
 with open(__file__, "rb") as _source:
     SOURCE_HASH = hashlib.sha1(_source.read()).hexdigest()[:16]
+SOURCE_HASH = hashlib.sha1((SOURCE_HASH + _bessel.SOURCE_HASH).encode()).hexdigest()[:16]
 del _source
