@@ -57,7 +57,7 @@ def _device_twins():
     namespaces = {name: dict(vars(module)) for name, module in modules.items()}
     twins = {}
     for module_name, namespace in namespaces.items():
-        for name, value in list(namespace.items()):
+        for value in list(namespace.values()):
             source = getattr(value, "py_func", None)
             if source is not None and source.__module__ == module_name:
                 clone = types.FunctionType(

@@ -194,6 +194,11 @@ class Saved:
         return self.inputs[k]
 
 
+class DerivativeNotImplemented(RuntimeError):
+    """A backward needs the gradient of an input whose derivative has no formula
+    (``Op.not_implemented``)."""
+
+
 class Op:
     """Base class of every registered operator.
 
@@ -205,6 +210,10 @@ class Op:
         Number of tensor inputs; None for ops taking a sequence (``concatenate``).
     differentiable : tuple of bool
         Per input position, whether a gradient flows to it (None: all of them).
+    not_implemented : tuple of int
+        Input positions whose derivative has no formula: they keep their graph edge, and a
+        backward that needs their gradient raises (:meth:`not_implemented_error`), as torch's
+        ``not_implemented``, never a silent zero.
     saves : tuple of int
         Input positions whose arrays the VJP needs.
     saves_output : bool
@@ -219,6 +228,7 @@ class Op:
     name = None
     n_inputs = 1
     differentiable = None
+    not_implemented = ()
     saves = ()
     saves_output = False
     method = True
@@ -240,6 +250,13 @@ class Op:
 
     def is_differentiable(self, k):
         return self.differentiable is None or self.differentiable[k]
+
+    def not_implemented_error(self, k):
+        """The error of a backward that needs the gradient of input ``k``, one of
+        ``not_implemented``."""
+        return DerivativeNotImplemented(
+            f"the derivative for '{self.name}' input {k} is not implemented"
+        )
 
     def prepare(self, values, attrs):
         """Check the arguments and put them in the form ``forward`` takes.
