@@ -118,6 +118,27 @@ def _j01_large(x):
 
 
 @njit(**_JIT)
+def _jy_large(n, x):
+    """``(J_n(x), Y_n(x))`` by Hankel's expansion for whole ``n >= 0`` and ``x >= _X_LARGE``,
+    ``x >= n**2`` (its terms fall from the first); ``chi = x - pi/4 - n pi/2``, its cosine
+    and sine those of ``x - pi/4`` turned by quarter turns (exact)."""
+    c = math.cos(x)
+    s = math.sin(x)
+    cos_chi = (c + s) * _SQRT1_2
+    sin_chi = (s - c) * _SQRT1_2
+    turns = n - 4.0 * _floor(0.25 * n)
+    if turns == 1.0:
+        cos_chi, sin_chi = sin_chi, -cos_chi
+    elif turns == 2.0:
+        cos_chi, sin_chi = -cos_chi, -sin_chi
+    elif turns == 3.0:
+        cos_chi, sin_chi = -sin_chi, cos_chi
+    p, q = _hankel(n, x)
+    scale = math.sqrt(_TWO_OVER_PI / x)
+    return scale * (p * cos_chi - q * sin_chi), scale * (p * sin_chi + q * cos_chi)
+
+
+@njit(**_JIT)
 def _miller_start(n, x):
     """An even start for Miller's recurrence down to order ``n`` at ``x``: where the dominant
     solution, run forward from ``max(n, x)``, has grown by 1e18 (the start's error at ``n``
@@ -205,6 +226,8 @@ def _jn_positive(n, x):
         return _j_series(n, x)
     if x < _X_LARGE:
         return _miller(n, x)[0]
+    if x >= n * n:
+        return _jy_large(n, x)[0]
     j0, j1, _, _ = _j01_large(x)
     if n == 0.0:
         return j0
@@ -225,7 +248,11 @@ def jn(n, x):
     another ``n``)."""
     n = np.float64(n)
     x = np.float64(x)
-    if not (abs(n) < math.inf and _whole(n)) or x != x:
+    if x != x or n != n:
+        return math.nan
+    if abs(n) == math.inf:
+        return 0.0
+    if not _whole(n):
         return math.nan
     sign = 1.0
     if n < 0.0:
@@ -259,8 +286,11 @@ def _y01(x):
     if x >= _X_LARGE:
         _, _, y0, y1 = _j01_large(x)
         return y0, y1
-    _, j0, j1, even, odd = _miller(0.0, x)
     log_term = math.log(0.5 * x) + _EULER
+    if x < 1e-8:  # (the series' next terms are below 1e-16 relative; 2 / x overflows Miller's)
+        y0 = _TWO_OVER_PI * (log_term * (1.0 - 0.25 * x * x) + 0.25 * x * x)
+        return y0, -_TWO_OVER_PI / x + (x / math.pi) * (log_term - 0.5)
+    _, j0, j1, even, odd = _miller(0.0, x)
     y0 = _TWO_OVER_PI * (log_term * j0 - 2.0 * even)
     y1 = _TWO_OVER_PI * (log_term * j1 - j0 / x + odd)
     return y0, y1
@@ -279,10 +309,12 @@ def yn(n, x):
     if n < 0.0:
         n = -n
         sign = _parity(n)
-    if x == 0.0:
+    if x == 0.0 or n == math.inf:
         return -sign * math.inf
     if x == math.inf:
         return 0.0
+    if x >= _X_LARGE and x >= n * n:
+        return sign * _jy_large(n, x)[1]
     low, high = _y01(x)
     if n == 0.0:
         return sign * low
@@ -390,7 +422,7 @@ def _ive_positive(v, x):
         return 1.0 if v == 0.0 else 0.0
     if x == math.inf:
         return 0.0
-    if x <= _X_SERIES_I:
+    if x <= _X_SERIES_I or x * x <= v + 1.0:
         return _ive_series(v, x)
     return _ive_large(v, x)
 
@@ -402,6 +434,8 @@ def _iv_parts(v, x):
     ``v`` is not whole."""
     if v != v or x != x:
         return 1.0, math.nan
+    if abs(v) == math.inf:
+        return 1.0, 0.0
     whole = abs(v) < math.inf and _whole(v)
     if v < 0.0:
         if not whole:
@@ -413,8 +447,6 @@ def _iv_parts(v, x):
             return 1.0, math.nan
         x = -x
         sign = _parity(v)
-    if v == math.inf:
-        return 1.0, 0.0
     return sign, _ive_positive(v, x)
 
 
