@@ -10,7 +10,9 @@ import pytest
 import autograd_nb as anb
 from autograd_nb.ops.registry import REGISTRY
 
-SPECIAL = "erf erfc erfinv gammaln digamma logit ndtr log_ndtr i0 i1 expit".split()
+SPECIAL = "erf erfc erfinv gammaln digamma logit ndtr log_ndtr i0 i1 expit j0 j1 y0 y1".split()
+#: The special functions of an order (not differentiable) and x, with an order each.
+ORDERED = {"jn": 3, "yn": 2, "iv": 2.5, "ive": 1, "polygamma": 1}
 
 
 def sample(low, high, shape=(2, 3), seed=0):
@@ -40,6 +42,13 @@ def test_special_functions_match_the_cpu(name):
     assert_same(getattr(anb.special, name), [sample(low, high)])
 
 
+@pytest.mark.parametrize("name", sorted(ORDERED))
+def test_functions_of_an_order_match_the_cpu(name):
+    low, high = REGISTRY[name].domain
+    function = getattr(anb.special, name)
+    assert_same(lambda x: function(ORDERED[name], x), [sample(max(low, 0.1), high)])
+
+
 def test_negative_arguments_and_broadcasting():
     assert_same(anb.special.digamma, [np.array([-0.6, -2.5, -0.1, 12.5])])
     assert_same(anb.special.gammaln, [np.array([-0.6, -2.5, 0.3, 180.0])])
@@ -48,7 +57,7 @@ def test_negative_arguments_and_broadcasting():
     assert_same(anb.special.xlogy, [sample(0.2, 3, (2, 1)), sample(0.2, 3, (3,), 1)])
 
 
-@pytest.mark.parametrize("name", ["gammaln", "i1", "log_ndtr"])
+@pytest.mark.parametrize("name", ["gammaln", "i1", "log_ndtr", "j1", "y1"])
 def test_differentiable_rules_match_the_cpu(name):
     low, high = REGISTRY[name].domain
     assert_same(getattr(anb.special, name), [sample(low, high)], create_graph=True)
