@@ -1,10 +1,13 @@
 """Special functions with SciPy's ``scipy.special`` names: ``anb.special.erf(x)``.
 
 This namespace holds no code of its own. It shows the public functions of the op registry
-registered as ``"special.<name>"`` (in their family file, ``ops/special.py``): ``erf``,
-``erfc``, ``erfinv``, ``gammaln``, ``digamma``, ``polygamma``, ``logit``, ``expit``, ``xlogy``,
-``ndtr``, ``log_ndtr``, ``i0``, ``i1``. Each is elementwise, broadcasting, differentiable to any
-order, and runs on CPU and CUDA tensors.
+registered as ``"special.<name>"`` (in their family files, ``ops/special.py`` and
+``ops/special_bessel.py``): ``erf``, ``erfc``, ``erfinv``, ``gammaln``, ``digamma``,
+``polygamma``, ``logit``, ``expit``, ``xlogy``, ``ndtr``, ``log_ndtr``, ``i0``, ``i1``, and the
+Bessel functions ``j0``, ``j1``, ``jn``, ``y0``, ``y1``, ``yn``, ``iv``, ``ive``. Each is
+elementwise, broadcasting, differentiable to any order in its argument ``x``, and runs on CPU
+and CUDA tensors. An order (``polygamma``'s ``n``, the Bessel functions' ``n`` and ``v``) has
+no derivative: a backward that needs its gradient raises.
 
 >>> import autograd_nb as anb
 >>> x = anb.tensor([0.5, 2.0], requires_grad=True)
