@@ -209,7 +209,8 @@ class Op:
     n_inputs : int or None
         Number of tensor inputs; None for ops taking a sequence (``concatenate``).
     differentiable : tuple of bool
-        Per input position, whether a gradient flows to it (None: all of them).
+        Per input position, whether its graph edge is kept when recorded (None: all of them):
+        a gradient flows to it, or it is one of ``not_implemented``.
     not_implemented : tuple of int
         Input positions whose derivative has no formula: they keep their graph edge, and a
         backward that needs their gradient raises (:meth:`not_implemented_error`), as torch's
@@ -249,7 +250,10 @@ class Op:
         return function
 
     def is_differentiable(self, k):
-        return self.differentiable is None or self.differentiable[k]
+        """Whether input ``k`` has a VJP."""
+        return (self.differentiable is None or self.differentiable[k]) and (
+            k not in self.not_implemented
+        )
 
     def not_implemented_error(self, k):
         """The error of a backward that needs the gradient of input ``k``, one of
