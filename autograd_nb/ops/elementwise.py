@@ -128,7 +128,9 @@ class ElementwiseOp(Op):
         Formula of the result.
     vjps : dict of int -> str
         Derivative formula per differentiable input position: the VJP contribution
-        ``g * dy/d(input)`` of one element.
+        ``g * dy/d(input)`` of one element. An input without one (polygamma's order) keeps
+        its graph edge, and a backward that needs its gradient raises
+        (``Op.not_implemented``), unless the class lists it in ``non_differentiable``.
     params : str
         Space-separated names of scalar attributes the formulas read (``clip``'s bounds).
     keeps_int : bool
