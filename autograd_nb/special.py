@@ -1,13 +1,17 @@
 """Special functions with SciPy's ``scipy.special`` names: ``anb.special.erf(x)``.
 
 This namespace holds no code of its own. It shows the public functions of the op registry
-registered as ``"special.<name>"`` (in their family file, ``ops/special.py``): ``erf``,
-``erfc``, ``erfinv``, ``erfcinv``, ``gammaln``, ``digamma`` (``psi``), ``polygamma``, ``gamma``,
-``rgamma``, ``gammasgn``, ``beta``, ``betaln``, ``multigammaln``, ``gammainc``, ``gammaincc``,
-``betainc``, ``logit``, ``expit``, ``xlogy``, ``ndtr``, ``log_ndtr``, ``i0``, ``i1``;
-:mod:`autograd_nb.scipy.special` shows the same. Each is elementwise, broadcasting and runs on
-CPU and CUDA tensors; each is differentiable to any order, but for the incomplete functions'
-derivatives in their shape parameters (``a``, ``b``), which differentiate again only in ``x``.
+registered as ``"special.<name>"`` (in their family files, ``ops/special.py`` and
+``ops/special_bessel.py``): ``erf``, ``erfc``, ``erfinv``, ``erfcinv``, ``gammaln``,
+``digamma`` (``psi``), ``polygamma``, ``gamma``, ``rgamma``, ``gammasgn``, ``beta``,
+``betaln``, ``multigammaln``, ``gammainc``, ``gammaincc``, ``betainc``, ``logit``, ``expit``,
+``xlogy``, ``ndtr``, ``log_ndtr``, ``i0``, ``i1``, and the Bessel functions ``j0``, ``j1``,
+``jn``, ``y0``, ``y1``, ``yn``, ``iv``, ``ive``; :mod:`autograd_nb.scipy.special` shows the
+same. Each is elementwise, broadcasting and runs on CPU and CUDA tensors; each is
+differentiable to any order in its argument ``x``, but for the incomplete functions'
+derivatives in their shape parameters (``a``, ``b``), which differentiate again only in
+``x``. An order (``polygamma``'s ``n``, the Bessel functions' ``n`` and ``v``) has no
+derivative: a backward that needs its gradient raises.
 
 >>> import autograd_nb as anb
 >>> x = anb.tensor([0.5, 2.0], requires_grad=True)

@@ -119,6 +119,13 @@ IRREGULAR = {
     "special.multigammaln": lambda rng, shape, dtype: (
         [_uniform(rng, shape, 2, 4, dtype)], lambda f, a: f(a, 3)
     ),
+    # (an order has no derivative: passed as a number, not as a Tensor that requires grad)
+    **{
+        "special." + name: lambda rng, shape, dtype, order=order: (
+            [_uniform(rng, shape, 0.5, 3, dtype)], lambda f, x: f(order, x)
+        )
+        for name, order in (("polygamma", 1), ("jn", 2), ("yn", 2), ("iv", 1.5), ("ive", 1.5))
+    },
     "linalg.matrix_power": lambda rng, shape, dtype: (
         [_positive_definite(rng, shape[0], dtype)], lambda f, a: f(a, 3)
     ),

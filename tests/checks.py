@@ -140,13 +140,14 @@ def check_second_order(function, arrays, v, rtol=1e-4, atol=1e-5, seed=1):
 
 def elementwise_values(op, shapes, dtype, rng):
     """Inputs of the elementwise op ``op`` of ``shapes``, drawn from its test domain (``where``'s
-    condition a bool array, ``polygamma``'s order a whole number)."""
+    condition a bool array, an order without a derivative, ``polygamma``'s or a Bessel
+    function's, a whole number)."""
     low, high = op.domain
     values = [rng.uniform(low, high, size=s).astype(dtype) for s in shapes]
     if op.name == "where":
         values[0] = values[0] > (low + high) / 2
-    if op.name == "polygamma":
-        values[0] = np.floor(rng.uniform(0, 4, size=shapes[0])).astype(dtype)
+    for k in op.not_implemented:
+        values[k] = np.floor(rng.uniform(0, 4, size=shapes[k])).astype(dtype)
     return values
 
 

@@ -27,6 +27,7 @@ broadcast over a large output, e.g. a bias, would otherwise leave the GPU idle).
 Every kernel is a grid-stride loop, so any launch size computes every element.
 """
 
+import sys
 import types
 
 from numba import cuda
@@ -43,18 +44,32 @@ GRID_LIMIT = 65535
 
 
 def _device_twins():
-    """A device function per ``@njit`` function of :mod:`autograd_nb.ops._scalar`, compiled
-    from the same Python source. Each twin reads its global names from a copy of that module's
-    namespace in which the other ``@njit`` functions are their twins (``polygamma`` calls
-    ``digamma``'s twin), so that one source serves both targets."""
-    namespace = dict(vars(_scalar))
-    for name, value in list(namespace.items()):
+    """A device function per ``@njit`` function of :mod:`autograd_nb.ops._scalar` and of the
+    modules it takes scalars from (``_scalar_bessel``), compiled from the same Python source.
+    Each twin reads its global names from a copy of its module's namespace in which the other
+    ``@njit`` functions of those modules are their twins (``polygamma`` calls ``digamma``'s
+    twin), so that one source serves both targets."""
+    modules = {_scalar.__name__: _scalar}
+    for value in vars(_scalar).values():
         source = getattr(value, "py_func", None)
-        if source is not None and source.__module__ == _scalar.__name__:
-            clone = types.FunctionType(
-                source.__code__, namespace, source.__name__, source.__defaults__
-            )
-            namespace[name] = cuda.jit(device=True)(clone)
+        if source is not None and source.__module__.startswith(_scalar.__name__):
+            modules[source.__module__] = sys.modules[source.__module__]
+    namespaces = {name: dict(vars(module)) for name, module in modules.items()}
+    twins = {}
+    for module_name, namespace in namespaces.items():
+        for value in list(namespace.values()):
+            source = getattr(value, "py_func", None)
+            if source is not None and source.__module__ == module_name:
+                clone = types.FunctionType(
+                    source.__code__, namespace, source.__name__, source.__defaults__
+                )
+                twins[module_name, source.__name__] = cuda.jit(device=True)(clone)
+    for namespace in namespaces.values():
+        for name, value in list(namespace.items()):
+            source = getattr(value, "py_func", None)
+            if source is not None and (source.__module__, source.__name__) in twins:
+                namespace[name] = twins[source.__module__, source.__name__]
+    namespace = namespaces[_scalar.__name__]
     return {name: namespace[name] for name in _scalar.SCALAR_NAMES}
 
 

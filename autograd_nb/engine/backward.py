@@ -74,7 +74,24 @@ def make_plan(root_edges, target_edges, all_leaves, stop=None):
     for node in run:
         if node.freed or node.versions:
             node.check_saved()
+        if node.op.not_implemented:
+            _check_implemented(node, needed, targets, all_leaves)
     return Plan(run, reachable, needed)
+
+
+def _check_implemented(node, needed, targets, all_leaves):
+    """Raise where the plan needs the gradient of an input of ``node`` whose derivative is
+    not implemented (``Op.not_implemented``): an edge the schedule would follow."""
+    for k in node.op.not_implemented:
+        edge = node.edges[k]
+        if edge is None:
+            continue
+        if isinstance(edge, tape.Node):
+            wanted = id(edge) in needed
+        else:
+            wanted = all_leaves or id(edge) in targets
+        if wanted:
+            raise node.op.not_implemented_error(k)
 
 
 def _reach(root_edges):

@@ -5,7 +5,8 @@ import importlib
 FAMILIES = ("elementwise", "reduction", "linalg", "shape", "indexing", "special",
             "assembly", "reductions_more", "linalg_lu", "linalg_det", "linalg_cholesky",
             "linalg_eigh", "linalg_svd", "linalg_qr", "linalg_pinv", "linalg_products",
-            "linalg_norms", "contractions", "numeric", "signal", "linalg_sylvester")
+            "linalg_norms", "contractions", "numeric", "signal", "linalg_sylvester",
+            "special_bessel")
 
 
 def load_all():

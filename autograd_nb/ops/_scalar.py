@@ -1163,6 +1163,8 @@ def _beta_density(a, b, x):
         return math.inf if b < 1.0 else (1.0 / beta(a, b) if b == 1.0 else 0.0)
     return math.exp((a - 1.0) * math.log(x) + (b - 1.0) * math.log1p(-x) - betaln(a, b))
 
+from . import _scalar_bessel as _bessel  # noqa: E402
+from ._scalar_bessel import iv, ive, j0, j1, jn, y0, y1, yn  # noqa: E402, F401 (in kernels)
 
 SCALAR_NAMES = (
     "where",
@@ -1186,10 +1188,12 @@ SCALAR_NAMES = (
     # gamma, beta and the incomplete gamma and beta functions
     "gamma", "gammasgn", "rgamma", "beta", "betaln", "erfcinv", "gammainc", "gammaincc",
     "betainc", "_gamma_density", "_gammainc_da", "_beta_density", "_betainc_da", "_betainc_db",
+    *_bessel.SCALAR_NAMES,
 )
 
 #: Digest of this file. Kernels call these functions, and numba's on-disk cache of a kernel
 #: does not notice a change here: ``_kernels.load_module`` folds it into the kernel's key.
 with open(__file__, "rb") as _source:
     SOURCE_HASH = hashlib.sha1(_source.read()).hexdigest()[:16]
+SOURCE_HASH = hashlib.sha1((SOURCE_HASH + _bessel.SOURCE_HASH).encode()).hexdigest()[:16]
 del _source

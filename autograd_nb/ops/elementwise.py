@@ -128,7 +128,9 @@ class ElementwiseOp(Op):
         Formula of the result.
     vjps : dict of int -> str
         Derivative formula per differentiable input position: the VJP contribution
-        ``g * dy/d(input)`` of one element.
+        ``g * dy/d(input)`` of one element. An input without one (polygamma's order) keeps
+        its graph edge, and a backward that needs its gradient raises
+        (``Op.not_implemented``), unless the class lists it in ``non_differentiable``.
     params : str
         Space-separated names of scalar attributes the formulas read (``clip``'s bounds).
     keeps_int : bool
@@ -145,6 +147,9 @@ class ElementwiseOp(Op):
 
     family = "elementwise"
     quick_vjp_kernels = True
+    #: Input positions that take no gradient, their edges cut when recorded (``where``'s
+    #: boolean condition: its derivative is 0 wherever it has one).
+    non_differentiable = ()
     #: Per input, the dtype of its buffer as the compiled executor sees it (see _kernels).
     input_kinds = None
 
@@ -158,7 +163,16 @@ class ElementwiseOp(Op):
         self.params = tuple(params.split())
         self.formula = forward
         self.vjp_formulas = dict(vjps)
-        self.differentiable = tuple(k in self.vjp_formulas for k in range(self.n_inputs))
+        # An input with no derivative formula (polygamma's order) is not differentiable in
+        # closed form: it keeps its graph edge, and a backward that needs its gradient raises
+        # (``Op.not_implemented``), unless the op declares it ``non_differentiable``.
+        self.not_implemented = tuple(
+            k for k in range(self.n_inputs)
+            if k not in self.vjp_formulas and k not in self.non_differentiable
+        )
+        self.differentiable = tuple(
+            k in self.vjp_formulas or k in self.not_implemented for k in range(self.n_inputs)
+        )
         self.keeps_int = keeps_int
         self.domain = domain
         self._vjp_args = {
@@ -186,6 +200,13 @@ class ElementwiseOp(Op):
             own.prepare is ElementwiseOp.prepare and own.forward is ElementwiseOp.forward
         )
         super().__init__()
+
+    def not_implemented_error(self, k):
+        return registry.DerivativeNotImplemented(
+            f"the derivative for '{self.input_names[k]}' is not implemented: {self.name} has "
+            f"no derivative formula for its input '{self.input_names[k]}'; pass it as a "
+            "number or as a Tensor that does not require grad"
+        )
 
     def make_function(self):
         op, name, count, params = self, self.name, self.n_inputs, self.params
@@ -681,6 +702,7 @@ class WhereOp(ElementwiseOp):
     """``where(condition, a, b)``: the condition stays boolean and takes no gradient."""
 
     input_kinds = ("bool", "like", "like")
+    non_differentiable = (0,)
 
     def prepare(self, values, attrs):
         condition, a, b = values

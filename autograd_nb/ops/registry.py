@@ -194,6 +194,11 @@ class Saved:
         return self.inputs[k]
 
 
+class DerivativeNotImplemented(RuntimeError):
+    """A backward needs the gradient of an input whose derivative has no formula
+    (``Op.not_implemented``)."""
+
+
 class Op:
     """Base class of every registered operator.
 
@@ -204,7 +209,12 @@ class Op:
     n_inputs : int or None
         Number of tensor inputs; None for ops taking a sequence (``concatenate``).
     differentiable : tuple of bool
-        Per input position, whether a gradient flows to it (None: all of them).
+        Per input position, whether its graph edge is kept when recorded (None: all of them):
+        a gradient flows to it, or it is one of ``not_implemented``.
+    not_implemented : tuple of int
+        Input positions whose derivative has no formula: they keep their graph edge, and a
+        backward that needs their gradient raises (:meth:`not_implemented_error`), as torch's
+        ``not_implemented``, never a silent zero.
     saves : tuple of int
         Input positions whose arrays the VJP needs.
     saves_output : bool
@@ -219,6 +229,7 @@ class Op:
     name = None
     n_inputs = 1
     differentiable = None
+    not_implemented = ()
     saves = ()
     saves_output = False
     method = True
@@ -239,7 +250,17 @@ class Op:
         return function
 
     def is_differentiable(self, k):
-        return self.differentiable is None or self.differentiable[k]
+        """Whether input ``k`` has a VJP."""
+        return (self.differentiable is None or self.differentiable[k]) and (
+            k not in self.not_implemented
+        )
+
+    def not_implemented_error(self, k):
+        """The error of a backward that needs the gradient of input ``k``, one of
+        ``not_implemented``."""
+        return DerivativeNotImplemented(
+            f"the derivative for '{self.name}' input {k} is not implemented"
+        )
 
     def prepare(self, values, attrs):
         """Check the arguments and put them in the form ``forward`` takes.

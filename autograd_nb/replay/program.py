@@ -32,7 +32,7 @@ from .. import tape
 from ..engine import backward as backward_module
 from ..engine import executor
 from ..ops import _pointers
-from ..ops.registry import ExecSpec, Op, call
+from ..ops.registry import DerivativeNotImplemented, ExecSpec, Op, call
 from ..tensor import Tensor
 from . import fusion, interpreter
 from .tree import flatten
@@ -381,6 +381,11 @@ class Program:
                     root, [e for e in all_edges if e is not None],
                     {id(e) for e in all_edges if e is not None}, cuts, trace.start_seq,
                     dtype)
+            except DerivativeNotImplemented as error:
+                # Eager raises this only where a backward needs that gradient.
+                raise Unsupported(
+                    f"an input whose derivative is not implemented ({error})"
+                ) from error
             except RuntimeError as error:
                 # Its graph was freed inside fn (by a gradient taken there, as a training
                 # step does), or a saved tensor was changed in place there: a backward

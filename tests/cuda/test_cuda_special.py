@@ -10,13 +10,16 @@ import pytest
 import autograd_nb as anb
 from autograd_nb.ops.registry import REGISTRY
 
+#: The special functions of an order (not differentiable) and x, with an order each.
+ORDERED = {"jn": 3, "yn": 2, "iv": 2.5, "ive": 1, "polygamma": 1}
+
 
 def sample(low, high, shape=(2, 3), seed=0):
     return np.random.default_rng(seed).uniform(low, high, size=shape)
 
 
 SPECIAL = ("erf erfc erfinv gammaln digamma logit ndtr log_ndtr i0 i1 expit gamma rgamma "
-           "gammasgn erfcinv psi").split()
+           "gammasgn erfcinv psi j0 j1 y0 y1").split()
 #: The functions of several arguments, on samples of their domains (shape parameters over a
 #: range that takes the series and the continued fractions), broadcasting.
 SHAPES = {
@@ -60,6 +63,13 @@ def test_multigammaln_matches_the_cpu():
     assert_same(lambda a: anb.special.multigammaln(a, 3), [sample(1.5, 5)])
 
 
+@pytest.mark.parametrize("name", sorted(ORDERED))
+def test_functions_of_an_order_match_the_cpu(name):
+    low, high = REGISTRY[name].domain
+    function = getattr(anb.special, name)
+    assert_same(lambda x: function(ORDERED[name], x), [sample(max(low, 0.1), high)])
+
+
 def test_negative_arguments_and_broadcasting():
     assert_same(anb.special.digamma, [np.array([-0.6, -2.5, -0.1, 12.5])])
     assert_same(anb.special.gammaln, [np.array([-0.6, -2.5, 0.3, 180.0])])
@@ -68,7 +78,7 @@ def test_negative_arguments_and_broadcasting():
     assert_same(anb.special.xlogy, [sample(0.2, 3, (2, 1)), sample(0.2, 3, (3,), 1)])
 
 
-@pytest.mark.parametrize("name", ["gammaln", "i1", "log_ndtr", "gamma", "erfcinv"])
+@pytest.mark.parametrize("name", ["gammaln", "i1", "log_ndtr", "gamma", "erfcinv", "j1", "y1"])
 def test_differentiable_rules_match_the_cpu(name):
     low, high = REGISTRY[name].domain
     assert_same(getattr(anb.special, name), [sample(low, high)], create_graph=True)
