@@ -194,9 +194,9 @@ class Saved:
         return self.inputs[k]
 
 
-class DerivativeNotImplemented(RuntimeError):
+class DerivativeNotImplemented(NotImplementedError):
     """A backward needs the gradient of an input whose derivative has no formula
-    (``Op.not_implemented``)."""
+    (``Op.not_implemented``). A NotImplementedError, and so a RuntimeError, as torch's."""
 
 
 class Op:

@@ -10,8 +10,9 @@ digamma``, ``digamma' = polygamma(1, .)``, ``polygamma(n, .)' = polygamma(n + 1,
 gamma and beta functions differentiate in ``x`` by their densities (the ops ``_gamma_density``
 and ``_beta_density``) and in their shape parameters by ops whose scalars carry the derivative
 along the series and continued fractions (``_gammainc_da``, ``_betainc_da``, ``_betainc_db``);
-those differentiate again in ``x`` only: a second derivative in a shape parameter raises
-NotImplementedError (``_MissingDerivative``), never a silent zero.
+those differentiate again in ``x`` only: a backward that needs a second derivative in a shape
+parameter raises ``DerivativeNotImplemented`` (a NotImplementedError) before it runs, never
+gives a silent zero.
 
 The public functions are ``anb.special.<name>`` (:mod:`autograd_nb.special`), registered as
 ``"special.<name>"``: they are no NumPy names, so neither top-level functions nor Tensor
@@ -21,7 +22,7 @@ methods.
 import numpy as np
 
 from .elementwise import ElementwiseOp
-from .registry import Op, call, cuda_twin, publish
+from .registry import DerivativeNotImplemented, Op, call, publish
 
 _TWO_OVER_SQRT_PI = "1.1283791670955126"
 _INV_SQRT_2PI = "0.3989422804014327"
@@ -173,105 +174,58 @@ for _name, _inputs, _forward, _vjps, _domain, _doc in _TABLE:
 # The derivatives of gammainc and betainc in their shape parameters have no closed form: they
 # are the ops ``_gammainc_da``, ``_betainc_da`` and ``_betainc_db``, whose scalars carry the
 # derivative along the series and continued fractions (see ``_scalar``). Their derivatives in
-# x are closed forms; in the shape parameters they are not provided: differentiating there
-# raises (``_MissingDerivative``), never gives a silent zero.
+# x are closed forms; in the shape parameters they have none: those inputs keep their graph
+# edge, and a backward that needs their gradient raises before it runs (the planner asks
+# ``not_implemented_error``), never gives a silent zero.
 
 _PI = "3.141592653589793"
 
 
-@cuda_twin("transfer", "Transfer")  # (that twin calls the op's own methods, device-agnostic)
-class _MissingDerivative(Op):
-    """``value`` unchanged, bound to ``source``: a backward that reaches ``source`` through it
-    raises NotImplementedError with ``message`` (as torch's ``DelayedError``)."""
+class _HelperOp(SpecialOp):
+    """A derivative of a special function, an op of the formulas' vocabulary, not public.
+    ``derivative_of`` names what it is (``"dgammainc/da"``) for the error of a derivative it
+    does not have."""
 
-    name = "_missing_derivative"
-    n_inputs = 2
-    method = False
     family = "special-internal"
 
-    def make_function(self):
-        return None
-
-    def prepare(self, values, attrs):
-        return list(values), {"message": attrs["message"]}
-
-    def forward(self, arrays, attrs):
-        value = arrays[0]
-        if type(value) is np.ndarray:
-            return np.array(value, order="C")
-        from ..cuda import _device  # a device array (numba.cuda loads only for those)
-
-        return _device.copy(value)
-
-    def vjp(self, k, grad_output, saved, attrs, grad_input):
-        if k == 1:
-            raise NotImplementedError(attrs["message"])
-        if type(grad_input) is np.ndarray:
-            grad_input += grad_output.reshape(grad_input.shape)
-        else:
-            from ..cuda import _device
-
-            _device.add_into(grad_input, grad_output)
-
-    vjp_numpy = vjp
-
-    def rule(self, k, grad_output, inputs, output, attrs):
-        if k == 1:
-            raise NotImplementedError(attrs["message"])
-        return grad_output
-
-
-_MissingDerivative()
-
-
-class _ShapeDerivativeOp(SpecialOp):
-    """A special function whose VJPs into the ``shapes`` positions are ops with no derivative
-    in the shape parameters: its differentiable rule binds each such VJP to those inputs
-    (``_MissingDerivative``), so that a second derivative there raises."""
-
-    def __init__(self, *args, shapes=(), **kwargs):
-        self.shapes = shapes
+    def __init__(self, *args, derivative_of=None, **kwargs):
+        self.derivative_of = derivative_of
         super().__init__(*args, **kwargs)
 
-    def rule(self, k, grad_output, inputs, output, attrs):
-        contribution = super().rule(k, grad_output, inputs, output, attrs)
-        if k not in self.shapes:
-            return contribution
-        names = " and ".join(self.input_names[i] for i in self.shapes)
-        message = (f"{self.name}: the derivative of d{self.name}/d{self.input_names[k]} in "
-                   f"{names} (a second derivative in the shape parameters) is not "
-                   "implemented")
-        for i in self.shapes:
-            contribution = call("_missing_derivative", contribution, inputs[i], message=message)
-        return contribution
-
-
-class _HelperOp(SpecialOp):
-    """A derivative of a special function, an op of the formulas' vocabulary, not public."""
-
-    family = "special-internal"
-
     def make_function(self):
         return None
+
+    def not_implemented_error(self, k):
+        if self.derivative_of is None:
+            return super().not_implemented_error(k)
+        name = self.input_names[k]
+        return DerivativeNotImplemented(
+            f"the derivative of {self.derivative_of} in {name} is not implemented (a second "
+            "derivative of the incomplete gamma and beta functions in their shape parameters "
+            f"has no formula); differentiate in x only, or pass {name} without requires_grad"
+        )
 
 
 _GAMMA_DA_X = "g * _gamma_density(a, x) * (log(x) - digamma(a))"
 _BETA_DA_X = "g * _beta_density(a, b, x) * (log(x) - digamma(a) + digamma(a + b))"
 _BETA_DB_X = "g * _beta_density(a, b, x) * (log1p(-x) - digamma(b) + digamma(a + b))"
-# name, inputs, forward formula, {input position: VJP formula}, test domain
+# name, inputs, forward formula, {input position: VJP formula}, test domain, what it is
 _HELPERS = [
     ("_gamma_density", "a x", "_gamma_density(a, x)",
-     {0: "g * y * (log(x) - digamma(a))", 1: "g * y * ((a - 1) / x - 1)"}, (0.5, 4)),
-    ("_gammainc_da", "a x", "_gammainc_da(a, x)", {1: _GAMMA_DA_X}, (0.5, 4)),
+     {0: "g * y * (log(x) - digamma(a))", 1: "g * y * ((a - 1) / x - 1)"}, (0.5, 4), None),
+    ("_gammainc_da", "a x", "_gammainc_da(a, x)", {1: _GAMMA_DA_X}, (0.5, 4),
+     "dgammainc/da (and dgammaincc/da, its negative)"),
     ("_beta_density", "a b x", "_beta_density(a, b, x)",
      {0: "g * y * (log(x) - digamma(a) + digamma(a + b))",
       1: "g * y * (log1p(-x) - digamma(b) + digamma(a + b))",
-      2: "g * y * ((a - 1) / x - (b - 1) / (1 - x))"}, (0.2, 0.8)),
-    ("_betainc_da", "a b x", "_betainc_da(a, b, x)", {2: _BETA_DA_X}, (0.2, 0.8)),
-    ("_betainc_db", "a b x", "_betainc_db(a, b, x)", {2: _BETA_DB_X}, (0.2, 0.8)),
+      2: "g * y * ((a - 1) / x - (b - 1) / (1 - x))"}, (0.2, 0.8), None),
+    ("_betainc_da", "a b x", "_betainc_da(a, b, x)", {2: _BETA_DA_X}, (0.2, 0.8),
+     "dbetainc/da"),
+    ("_betainc_db", "a b x", "_betainc_db(a, b, x)", {2: _BETA_DB_X}, (0.2, 0.8),
+     "dbetainc/db"),
 ]
-for _name, _inputs, _forward, _vjps, _domain in _HELPERS:
-    _HelperOp(_name, _inputs, _forward, _vjps, domain=_domain)
+for _name, _inputs, _forward, _vjps, _domain, _what in _HELPERS:
+    _HelperOp(_name, _inputs, _forward, _vjps, domain=_domain, derivative_of=_what)
 
 # name, inputs, forward formula, {input position: VJP formula}, test domain, docstring
 _GAMMA_TABLE = [
@@ -341,10 +295,9 @@ _GAMMA_TABLE = [
 for _name, _inputs, _forward, _vjps, _domain, _doc in _GAMMA_TABLE:
     SpecialOp(_name, _inputs, _forward, _vjps, domain=_domain, doc=_doc)
 
-_ShapeDerivativeOp(
+SpecialOp(
     "gammainc", "a x", "gammainc(a, x)",
-    {0: "g * _gammainc_da(a, x)", 1: "g * _gamma_density(a, x)"}, shapes=(0,),
-    domain=(0.5, 4),
+    {0: "g * _gammainc_da(a, x)", 1: "g * _gamma_density(a, x)"}, domain=(0.5, 4),
     doc="""The regularized lower incomplete gamma function ``P(a, x)``, the integral of
     ``t**(a - 1) exp(-t) / gamma(a)`` from 0 to ``x``; ``a >= 0``, ``x >= 0`` (NaN
     otherwise), broadcasting.
@@ -361,10 +314,9 @@ _ShapeDerivativeOp(
     >>> anb.special.gammainc(a, anb.tensor([1.0, 2.0]))
     tensor([0.63212056, 0.32332358], grad_fn=<GammaincBackward>)
     """)
-_ShapeDerivativeOp(
+SpecialOp(
     "gammaincc", "a x", "gammaincc(a, x)",
-    {0: "-g * _gammainc_da(a, x)", 1: "-g * _gamma_density(a, x)"}, shapes=(0,),
-    domain=(0.5, 4),
+    {0: "-g * _gammainc_da(a, x)", 1: "-g * _gamma_density(a, x)"}, domain=(0.5, 4),
     doc="""The regularized upper incomplete gamma function ``Q(a, x) = 1 - P(a, x)``,
     accurate in the upper tail; differentiable in ``a`` and ``x`` as :func:`gammainc`.
 
@@ -374,10 +326,10 @@ _ShapeDerivativeOp(
     >>> anb.special.gammaincc(anb.tensor([1.0, 3.0]), anb.tensor([1.0, 40.0]))
     tensor([3.67879441e-01, 3.57286593e-15])
     """)
-_ShapeDerivativeOp(
+SpecialOp(
     "betainc", "a b x", "betainc(a, b, x)",
     {0: "g * _betainc_da(a, b, x)", 1: "g * _betainc_db(a, b, x)",
-     2: "g * _beta_density(a, b, x)"}, shapes=(0, 1), domain=(0.2, 0.8),
+     2: "g * _beta_density(a, b, x)"}, domain=(0.2, 0.8),
     doc="""The regularized incomplete beta function ``I_x(a, b)``, the integral of
     ``t**(a - 1) (1 - t)**(b - 1) / beta(a, b)`` from 0 to ``x``; ``a, b >= 0``,
     ``0 <= x <= 1`` (NaN otherwise), broadcasting.

@@ -94,7 +94,7 @@ def test_shape_derivatives_differentiate_in_x_and_raise_in_a_on_the_device():
         (ga,) = anb.grad(anb.special.gammainc(ta, tx).sum(), ta, create_graph=True)
         (mixed,) = anb.grad(ga.sum(), tx, retain_graph=True)
         results.append([ga.cpu().numpy(), mixed.cpu().numpy()])
-        with pytest.raises(NotImplementedError, match="gammainc: the derivative of"):
+        with pytest.raises(NotImplementedError, match="the derivative of dgammainc/da"):
             anb.grad(ga.sum(), ta)
     for on_device, on_cpu in zip(*results, strict=True):
         np.testing.assert_allclose(on_device, on_cpu, rtol=1e-10)

@@ -280,9 +280,11 @@ def test_derivatives_at_zero():
 
 # -- the order: no derivative -----------------------------------------------------------------
 
+# (the public ones: the incomplete functions' derivative ops, whose shape parameters have no
+# derivative either, are tested in test_special.py)
 NOT_IMPLEMENTED = sorted(
     name for name, op in REGISTRY.items()
-    if isinstance(op, ElementwiseOp) and op.not_implemented
+    if isinstance(op, ElementwiseOp) and op.not_implemented and "special." + name in FUNCTIONS
 )
 
 
