@@ -26,8 +26,9 @@ support gives SciPy's 0 (or ``-inf`` for a log), with a zero gradient. The ``cdf
 beta and gamma functions of :mod:`autograd_nb.special` (differentiable in their shape
 parameters too), the logs of each taken from the other's complement where it is near 1, so
 that both tails keep their digits. Each function is a composition of the registry's
-differentiable functions, so it records inside ``anb.compile`` and runs on every device those
-run on.
+differentiable functions, so it runs on every device those run on; inside ``anb.compile`` a
+function that compares a traced argument (its domain, support or tail) runs eagerly, with
+one warning (``docs/compile.rst``).
 
 >>> import autograd_nb as anb
 >>> from autograd_nb.scipy import stats
