@@ -312,6 +312,10 @@ def _vjp(node, k, grad, saved, buffer, lead, batch, twins=False):
     ``grad``; with ``twins``, through the op's NumPy twin)."""
     if grad.shape[len(lead):] != node.shape:  # (a buffer passed on by an identity)
         grad = grad.reshape(lead + node.shape)
+    if type(grad) is np.ndarray and np.may_share_memory(grad, buffer):
+        # An identity passed this buffer on to its target, which is also this step's (both
+        # edges of x + x): read a copy, so that no VJP writes into the gradient it is given.
+        grad = grad.copy()
     if twins:
         _twin_vjp(node, k, grad, saved, buffer, batch)
     elif type(grad) is not np.ndarray:

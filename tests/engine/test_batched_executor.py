@@ -318,3 +318,34 @@ def test_tiny_batches_match_the_walk(batch, monkeypatch):
     (got,) = batched(y, x, v)
     assert got.shape == (batch, 10) and calls == [False]
     np.testing.assert_allclose(got, walked(y, x, v, monkeypatch)[0], rtol=1e-13, atol=1e-15)
+
+
+def test_both_edges_of_x_plus_x_batched_leave_the_gradient_they_read():
+    # An identity passes its buffer on to x + x's target, which its second edge also
+    # accumulates into: no VJP (kernel or tier 0's twin) may write into its given gradient.
+    rng = np.random.default_rng(5)
+    x = anb.tensor(rng.uniform(-1, 1, (3, 4)), requires_grad=True)
+    h = anb.sin(x)
+    y = anb.sum(h + h)
+    v = np.array([1.0, 2.0, 3.0])
+    seed = anb.tensor(v)
+    (g,) = anb.grad(y, x, grad_outputs=seed, is_grads_batched=True, retain_graph=True)
+    np.testing.assert_array_equal(seed.numpy(), v)
+    np.testing.assert_allclose(g.numpy(), 2 * v[:, None, None] * np.cos(x.numpy()))
+
+
+def test_x_plus_x_leaves_the_given_seeds_unchanged():
+    rng = np.random.default_rng(5)
+    x = anb.tensor(rng.uniform(-1, 1, (3, 4)), requires_grad=True)
+    y = anb.sin(x)
+    z = y + y
+    v = rng.standard_normal((3, 4))
+    seed = anb.tensor(v.copy())
+    (g,) = anb.grad(z, x, grad_outputs=seed, retain_graph=True)
+    np.testing.assert_array_equal(seed.numpy(), v)
+    np.testing.assert_allclose(g.numpy(), 2 * v * np.cos(x.numpy()))
+    vb = rng.standard_normal((2, 3, 4))
+    seed = anb.tensor(vb.copy())
+    (g,) = anb.grad(z, x, grad_outputs=seed, is_grads_batched=True)
+    np.testing.assert_array_equal(seed.numpy(), vb)
+    np.testing.assert_allclose(g.numpy(), 2 * vb * np.cos(x.numpy()))
