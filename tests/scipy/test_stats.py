@@ -228,6 +228,38 @@ def test_a_parameter_outside_its_domain_gives_nan_and_a_nan_gradient(dist, x, pa
     assert np.isnan(g.numpy())
 
 
+@pytest.mark.parametrize("method", ["logpdf", "pdf", "cdf", "logsf", "entropy"])
+@pytest.mark.parametrize("loc, scale", [(0, 2.0), (0.5, [1.0, -1.0, 3.0]), (-1.0, 0.0)])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_norm_with_a_constant_scale_matches_scipy_with_its_gradient(method, loc, scale, dtype):
+    # a constant scale takes a NumPy path of its own (norm._standard_fixed_scale)
+    x = np.array([-1.0, 0.25, 2.0], dtype=dtype)
+    leaf = anb.tensor(x, requires_grad=True)
+    call = getattr(stats.norm, method)
+    reference = getattr(ss.norm, method)
+    with np.errstate(all="ignore"):  # SciPy's own, at scale <= 0
+        if method == "entropy":  # no x: the leaf is loc
+            value, expected = call(leaf, scale), reference(x, scale)
+        else:
+            value, expected = call(leaf, loc, scale), reference(x, loc, scale)
+    assert value.dtype == np.result_type(x, np.float64)
+    np.testing.assert_allclose(value.numpy(), expected, rtol=1e-6 if dtype == np.float32
+                               else 1e-12)
+    (g,) = anb.grad(value.sum(), leaf)
+    fixed = np.broadcast_to(scale, x.shape)
+    if method == "entropy":  # it does not read loc: a zero derivative, also where it is NaN
+        assert (g.numpy() == 0).all()
+        return
+    assert np.isnan(g.numpy()[fixed <= 0]).all()
+    if dtype == np.float64:
+        step = 1e-6
+        with np.errstate(all="ignore"):
+            reference = (reference(x + step, loc, scale) - reference(x - step, loc, scale)) / (
+                2 * step)
+        good = fixed > 0
+        np.testing.assert_allclose(g.numpy()[good], reference[good], rtol=1e-6, atol=1e-9)
+
+
 @pytest.mark.parametrize("dist, x, params", [
     ("gamma", [-1.0, 0.5], [2.0]), ("beta", [-0.5, 1.5, 0.5], [2.0, 3.0]),
     ("chi2", [-1.0, 2.0], [3.0]),
