@@ -18,7 +18,8 @@ order (a block per element of the second operand, or a sequential sum per elemen
 result where that is the smaller), so tier 0 gives the kernel's bits. A
 replayed program (:func:`autograd_nb.compile`) runs the kernel through
 ``_convolve_forward_driver``, and the compiled backward executor its VJPs through
-``_convolve_vjp_driver``.
+``_convolve_vjp_driver``. On CUDA the twin in :mod:`autograd_nb.cuda.signal` runs the same
+sum, one thread per element of the result.
 """
 
 import numpy as np
@@ -27,7 +28,7 @@ from numba import njit
 from ._linalg_common import _accumulating, _float_arrays
 from ._pointers import array_at
 from .assembly import flip
-from .registry import ExecSpec, Op, call
+from .registry import ExecSpec, Op, call, cuda_twin
 
 MODES = ("full", "valid")
 
@@ -211,6 +212,7 @@ def _vjp_operands(k, g, a, b, mode):
     return _reversed(a), g, "valid"
 
 
+@cuda_twin("signal", "Convolve")
 class Convolve(Op):
     """``_convolve(a, b, mode)``: the n-d convolution of ``a`` and ``b`` (the same number of
     dimensions, at least one), ``mode`` ``"full"`` or ``"valid"`` (``a`` at least as large as
@@ -221,8 +223,6 @@ class Convolve(Op):
     n_inputs = 2
     saves = (0, 1)
     method = False
-    #: No CUDA kernels: a CUDA tensor raises NotImplementedError naming the op.
-    cpu_only = True
 
     def make_function(self):
         return None

@@ -12,23 +12,25 @@ def holds_tensor(values):
     return any(isinstance(v, Tensor) for v in values)
 
 
-def float_operands(function, names, values):
-    """``values`` as Tensors on the CPU in one floating dtype, as SciPy's LAPACK-backed
-    functions give: float32 where every one is float32, else float64 (integers and bools
-    included). Raises TypeError naming ``function`` and the argument for a complex or
-    non-numeric one, NotImplementedError for a CUDA Tensor."""
+def float_operands(function, names, values, cuda=False):
+    """``values`` as Tensors in one floating dtype, as SciPy's LAPACK-backed functions give:
+    float32 where every one is float32, else float64 (integers and bools included). Raises
+    TypeError naming ``function`` and the argument for a complex or non-numeric one. A CUDA
+    Tensor raises NotImplementedError unless ``cuda`` (the function runs on the device): then
+    the other values become constants on the Tensors' device."""
+    device = next((v.device for v in values if isinstance(v, Tensor)), "cpu")
     tensors = []
     for name, value in zip(names, values, strict=True):
         if not isinstance(value, Tensor):
             value = numpy.asarray(value)
-        elif value.device != "cpu":
+        elif value.device != "cpu" and not cuda:
             raise NotImplementedError(
                 f"{function} is not implemented for CUDA tensors (yet); move {name} to the "
                 "CPU with .cpu()")
         if value.dtype.kind not in "fiub":
             raise TypeError(f"{function}: {name} has dtype {value.dtype}; supported are "
                             "float32 and float64 (integers and bools become float64)")
-        tensors.append(value if isinstance(value, Tensor) else as_tensor(value))
+        tensors.append(value if isinstance(value, Tensor) else as_tensor(value, device=device))
     single = all(t.dtype == _FLOATS[0] for t in tensors)
     dtype = _FLOATS[0] if single else _FLOATS[1]
     return [t if t.dtype == dtype else t.astype(dtype) for t in tensors]

@@ -9,7 +9,8 @@ Tensor they are SciPy's functions (NumPy results).
 
 The values are the direct sum's whatever ``method`` says (SciPy's ``"fft"`` differs from it
 in the last bits only). Inside :func:`autograd_nb.compile` they replay, forward and backward,
-as every op with drivers does. CPU only: a CUDA Tensor raises NotImplementedError.
+as every op with drivers does. On CUDA Tensors the direct sum runs on the device
+(:mod:`autograd_nb.cuda.signal`).
 
 >>> import autograd_nb as anb
 >>> from autograd_nb.scipy import signal
@@ -56,7 +57,7 @@ def _centered(x, shape):
 
 def _convolve(name, in1, in2, mode, method, same_dims_message):
     _check_flags(mode, method)
-    a, b = float_operands(f"signal.{name}", ("in1", "in2"), (in1, in2))
+    a, b = float_operands(f"signal.{name}", ("in1", "in2"), (in1, in2), cuda=True)
     if a.ndim == b.ndim == 0:
         return a * b
     if a.ndim != b.ndim:
