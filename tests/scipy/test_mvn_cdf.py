@@ -69,6 +69,16 @@ def test_lower_limit_broadcasts_as_scipys():
         ours = getattr(mvn, method)(anb.tensor(x), None, COV3, lower_limit=lower, rng=2)
         close(ours, getattr(ss.multivariate_normal, method)(x, None, COV3, lower_limit=lower,
                                                              rng=2), rtol=1e-13)
+    # lower limits with more points than x, and their gradient
+    x0, lower0, cov = np.array([[0.5, 0.2], [1.0, 0.7]]), RNG.normal(size=(3, 1, 2)) - 1, [
+        [1.0, 0.3], [0.3, 2.0]]
+    x, lower = leaf(x0), leaf(lower0)
+    p = mvn.cdf(x, [0.0, 0.1], cov, lower_limit=lower)
+    close(p, ss.multivariate_normal.cdf(x0, [0.0, 0.1], cov, lower_limit=lower0))
+    gx, gl = anb.grad(p.sum(), (x, lower))
+    assert gx.shape == x.shape and gl.shape == lower.shape
+    close(gl, central(lambda v: ss.multivariate_normal.cdf(x0, [0.0, 0.1], cov, lower_limit=v),
+                      lower0), rtol=1e-7, atol=1e-11)
     # a lower limit above x: SciPy's signed integral
     ours = mvn.cdf(anb.tensor([0.3, -0.5]), [0.0, 0.0], lower_limit=anb.tensor([1.0, -1.0]))
     close(ours, ss.multivariate_normal.cdf([0.3, -0.5], [0.0, 0.0], lower_limit=[1.0, -1.0]))

@@ -284,12 +284,13 @@ def _probability(x, mean, cov, allow_singular, maxpts, abseps, releps, lower_lim
     if lower is not None:
         parts.append(lower)
     dtype = numpy.result_type(*[p.dtype for p in parts])
-    x, mean, cov = (p.astype(numpy.float64) for p in (x, mean, cov))
+    x, mean, cov = (_as_dtype(p, numpy.float64) for p in (x, mean, cov))
     shape = x.shape
     upper = x - mean
     if lower is not None:
         shape = numpy.broadcast_shapes(x.shape, lower.shape)
-        lower = anp.broadcast_to(lower.astype(numpy.float64) - mean, shape).reshape(-1, dim)
+        lower = anp.broadcast_to(_as_dtype(lower, numpy.float64) - mean, shape)
+        lower = lower.reshape(-1, dim)
     upper = anp.broadcast_to(upper, shape).reshape(-1, dim)
     options = dict(maxpts=maxpts, abseps=abseps, releps=releps, rng=rng)
     probability = _BoxProbability.apply(dict(options, allow_singular=allow_singular),
