@@ -5,7 +5,8 @@ Each distribution is a module with SciPy's functions, arguments and defaults:
 
 ========================  ==============================================================
 ``norm``                  ``pdf logpdf cdf logcdf sf logsf entropy`` (``loc``, ``scale``)
-``multivariate_normal``   ``pdf logpdf`` (``mean``, ``cov``, ``allow_singular``), ``entropy``
+``multivariate_normal``   ``pdf logpdf cdf logcdf`` (``mean``, ``cov``, ``allow_singular``;
+                          ``cdf``'s ``lower_limit`` and integration options), ``entropy``
 ``t``                     ``pdf logpdf cdf logcdf sf logsf entropy`` (``df``, ``loc``,
                           ``scale``)
 ``gamma``                 ``pdf logpdf cdf logcdf sf logsf entropy`` (``a``, ``loc``,
@@ -25,10 +26,12 @@ support gives SciPy's 0 (or ``-inf`` for a log), with a zero gradient. The ``cdf
 ``sf`` of ``t``, ``gamma``, ``beta``, ``chi2`` and ``poisson`` are the regularized incomplete
 beta and gamma functions of :mod:`autograd_nb.special` (differentiable in their shape
 parameters too), the logs of each taken from the other's complement where it is near 1, so
-that both tails keep their digits. Each function is a composition of the registry's
-differentiable functions, so it runs on every device those run on; inside ``anb.compile`` a
-function that compares a traced argument (its domain, support or tail) runs eagerly, with
-one warning (``docs/compile.rst``).
+that both tails keep their digits. ``multivariate_normal.cdf`` is SciPy's quasi-Monte Carlo
+integral, its gradient closed forms in SciPy's integrals of lower dimension. The other
+functions are compositions of the registry's differentiable functions, so they run on every
+device those run on; inside ``anb.compile`` a function that compares a traced argument (its
+domain, support or tail) runs eagerly, with one warning (``docs/compile.rst``), as does
+``multivariate_normal.cdf``.
 
 >>> import autograd_nb as anb
 >>> from autograd_nb.scipy import stats

@@ -4,7 +4,8 @@ gradient), and values outside the support without NaN in the branch that is not 
 
 A function of a distribution here is a composition of the registry's differentiable functions
 (``autograd_nb.numpy``'s and ``autograd_nb.special``'s names), so it records, differentiates to
-any order, batches and runs wherever those do; none has a kernel of its own.
+any order, batches and runs wherever those do; none has a kernel of its own. The exception is
+``multivariate_normal.cdf``, SciPy's integral in an ``autograd.Function``.
 """
 
 import functools
