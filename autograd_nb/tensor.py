@@ -27,7 +27,7 @@ def provide(name, value):
     _above[name] = value
 
 
-_FLOAT_DTYPES = dtypes.FLOATS
+_FLOAT_DTYPES = dtypes.DIFFERENTIABLE  # (float and complex: those that take a gradient)
 
 REQUIRES_GRAD_DTYPE = "only Tensors of floating point dtype can require gradients"
 LEAF_INPLACE = "a leaf Variable that requires grad is being used in an in-place operation."
