@@ -132,15 +132,6 @@ _COMPLEX_NAMESPACE.update(
 )
 
 
-def _complex_error(name, dtype):
-    """The TypeError of an op with no complex case given complex operands (as torch's)."""
-    return TypeError(
-        f"{name} is not implemented for complex tensors ({np.dtype(dtype).name}): it has no "
-        "complex case in NumPy or torch, or autograd_nb does not provide it yet "
-        "(see docs/complex.rst)"
-    )
-
-
 def _sum_to(values, shape):
     """``values`` (broadcast to the result's shape) summed back to an input's ``shape``."""
     values = np.asarray(values)
@@ -248,11 +239,16 @@ class ElementwiseOp(Op):
             k: _kernels.vjp_arguments(self.input_names, self.params, formula)
             for k, formula in self.vjp_formulas.items()
         }
+        self._complex_vjp_args = {
+            k: _kernels.vjp_arguments(self.input_names, self.params, formula)
+            for k, formula in self._complex_vjps.items()
+        } if self.complex else {}
         used = set()
-        for positions, _, _ in self._vjp_args.values():
+        reads = (*self._vjp_args.values(), *self._complex_vjp_args.values())
+        for positions, _, _ in reads:
             used.update(positions)
         self.saves = tuple(sorted(used))
-        self.saves_output = any(reads_y for _, _, reads_y in self._vjp_args.values())
+        self.saves_output = any(reads_y for _, _, reads_y in reads)
         self._compiled_rules = {
             k: compile(formula, f"<{name} vjp {k}>", "eval")
             for k, formula in self.vjp_formulas.items()
@@ -323,7 +319,7 @@ class ElementwiseOp(Op):
             extra = [attrs[p] for p in self.params if attrs[p] is not None]
             dtype = self.result_dtype(values + extra)
             if dtype.kind == "c" and not self.complex:
-                raise _complex_error(self.name, dtype)
+                raise registry.complex_error(self.name, dtype)
             arrays = [np.asarray(v, dtype=dtype, order="C") for v in values]
             if dtype.kind in "biu":
                 self._refuse(dtype, arrays)
@@ -432,7 +428,7 @@ class ElementwiseOp(Op):
         """VJP ``k`` where an operand or the gradient is complex: the complex formula in
         NumPy, summed back to the input's shape and added into ``grad_input`` (complex:
         the engine gives a real input a complex buffer and keeps its real part)."""
-        used, _, reads_y = self._vjp_args[k]
+        used, _, reads_y = self._complex_vjp_args[k]
         names = {self.input_names[i]: saved[i] for i in used}
         g = grad_output.reshape(attrs["shape"])
         names["g"] = np.conj(g) if self._complex_conjugated else g
@@ -646,13 +642,14 @@ class ElementwiseOp(Op):
         # Float operands (integer arithmetic stays the kernels'), and a formula NumPy can
         # evaluate with the kernel's bits (not the special functions; the C library's, on
         # small enough arrays: ``_libm_fits``).
+        kinds = self.input_kinds or ("like",) * self.n_inputs
+        if any(saved[i] is not None and saved[i].dtype.kind == "c" and kinds[i] != "bool"
+               for i in self.saves):
+            return True  # (the complex case is NumPy's in both tiers)
         formula = self._numpy_vjp_formula(k)
         if not formula:
             return False
-        kinds = self.input_kinds or ("like",) * self.n_inputs
         floats = [saved[i].dtype for i in self._vjp_args[k][0] if kinds[i] != "bool"]
-        if any(dtype.kind == "c" for dtype in floats):
-            return True  # (the complex case is NumPy's in both tiers)
         if any(dtype.kind != "f" for dtype in floats):
             return False
         return _libm_fits(formula, attrs["shape"], np.result_type(*floats, np.float32))
@@ -863,7 +860,8 @@ class ComplexPartOp(ElementwiseOp):
     family = "complex"
 
     def __init__(self, name, forward, vjp):
-        super().__init__(name, "x", "x", {0: "g"},
+        # (the formulas serve as the real ones too: no kernel is ever made of them)
+        super().__init__(name, "x", forward, {0: vjp},
                          complex={"forward": forward, "vjps": {0: vjp}})
 
     def prepare(self, values, attrs):
@@ -1115,6 +1113,8 @@ def fabs(x):
     >>> anb.fabs(anb.tensor([-1.5, 2.0]))
     tensor([1.5, 2. ])
     """
+    if _is_complex(_operand(x)):
+        raise registry.complex_error("fabs", _operand(x).dtype)  # (as NumPy's fabs)
     result = call("abs", x)
     return result if result.dtype.kind == "f" else result.astype(np.float64)
 
@@ -1141,6 +1141,8 @@ _DEGREES_PER_RADIAN = {"f": 180.0 / np.pi, "f4": float(np.float32(180.0) / np.fl
 def _converted(x, factors):
     """``x`` times the factor for its dtype (integers and bools give float64, as NumPy's)."""
     x = _operand(x)
+    if _is_complex(x):
+        raise registry.complex_error("the angle conversions", x.dtype)  # (as NumPy's)
     return call("multiply", x, factors["f4" if x.dtype == np.float32 else "f"])
 
 
@@ -1213,6 +1215,9 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     tensor([ 0.,  1., -9.])
     """
     x = _operand(x)
+    if _is_complex(x):  # (NumPy's: the real and imaginary parts each)
+        parts = [nan_to_num(part, copy, nan, posinf, neginf) for part in (real(x), imag(x))]
+        return call("add", parts[0], call("multiply", parts[1], 1j))
     if x.dtype.kind != "f":
         return call("add", x, 0)  # integers and bools are finite: a copy
     info = np.finfo(x.dtype)
