@@ -257,6 +257,39 @@ def test_shapes_indexing_and_assembly(case):
     check_complex_gradients(_structural_cases()[case], [z])
 
 
+#: The composites docs/complex.rst lists, each with its NumPy reference.
+_COMPOSITES = {
+    "reciprocal": (anb.reciprocal, np.reciprocal),
+    "exp2": (anb.exp2, np.exp2),
+    "sinc": (anb.sinc, np.sinc),
+    "nan_to_num": (anb.nan_to_num, np.nan_to_num),
+    "nansum": (lambda z: anb.nansum(z, axis=0), lambda z: np.nansum(z, axis=0)),
+    "average": (lambda z: anb.average(z, axis=1, weights=[1.0, 2.0, 0.5]),
+                lambda z: np.average(z, axis=1, weights=[1.0, 2.0, 0.5])),
+    "inner": (lambda z: anb.inner(z, z[::-1]), lambda z: np.inner(z, z[::-1])),
+    "kron": (lambda z: anb.kron(z, z[:1]), lambda z: np.kron(z, z[:1])),
+    "trace": (anb.trace, np.trace),
+    "take": (lambda z: anb.take(z, [2, 0, 2]), lambda z: np.take(z, [2, 0, 2])),
+    "squeeze": (lambda z: anb.squeeze(z[:1]), lambda z: np.squeeze(z[:1])),
+    "hstack": (lambda z: anb.hstack([z, z]), lambda z: np.hstack([z, z])),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_COMPOSITES))
+def test_composites(case):
+    ours, theirs = _COMPOSITES[case]
+    z = _complex(np.random.default_rng(12), (2, 3))
+    got = ours(anb.tensor(z))
+    assert got.dtype == np.asarray(theirs(z)).dtype
+    np.testing.assert_allclose(got.numpy(), theirs(z), rtol=1e-13)
+    check_complex_gradients(ours, [z])
+
+
+def test_nan_to_num_of_complex_parts():
+    z = np.array([complex(np.nan, 1.0), complex(2.0, np.inf), complex(-np.inf, np.nan)])
+    np.testing.assert_array_equal(anb.nan_to_num(anb.tensor(z)).numpy(), np.nan_to_num(z))
+
+
 def test_assembly_of_complex_and_real_parts():
     rng = np.random.default_rng(9)
     z, x = _complex(rng, (2, 3)), rng.standard_normal((2, 3))
