@@ -12,6 +12,7 @@ and, where asked, second derivatives against central differences of the first on
 import numpy as np
 
 import autograd_nb as anb
+from tests.checks import COVERED, ops_in_graph
 
 
 def numerical_grad(scalar, arrays, eps=1e-6):
@@ -57,6 +58,7 @@ def check_complex_gradients(function, arrays, rtol=1e-6, atol=1e-7, seed=0,
     arrays = [np.array(a) for a in arrays]
     tensors = [anb.tensor(a, requires_grad=True) for a in arrays]
     y = function(*tensors)
+    recorded = ops_in_graph(y)
     v = _cotangent(y.shape, y.dtype.kind == "c", rng)
     kernel = anb.grad(y, tensors, grad_outputs=anb.tensor(v.astype(y.dtype)),
                       retain_graph=True)
@@ -72,8 +74,10 @@ def check_complex_gradients(function, arrays, rtol=1e-6, atol=1e-7, seed=0,
         np.testing.assert_allclose(k.numpy(), n, rtol=rtol, atol=atol, err_msg=f"vjp {i}")
         np.testing.assert_allclose(r.numpy(), k.numpy(), rtol=1e-9, atol=1e-12,
                                    err_msg=f"rule vjp {i}")
+    COVERED["first"].update(recorded)
     if second_order:
         check_complex_second_order(function, arrays, v, rtol=rtol * 10, atol=atol * 10)
+        COVERED["second"].update(recorded)
     return kernel
 
 
