@@ -38,10 +38,14 @@ forward and backward, in both tiers (``forward_numpy`` and ``vjp_numpy`` are ``f
 their backward runs in the Python walk. CUDA tensors raise ``NotImplementedError``.
 """
 
+import operator
+import warnings
+
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
-from .registry import Op, call
+from .assembly import roll
+from .registry import Op, call, public
 
 NORMS = ("backward", "ortho", "forward")
 #: The norm of the adjoint transform: ``F^H`` is the opposite transform under this norm.
@@ -326,3 +330,416 @@ def _resized(x, axis, length, m):
     """``x`` (of ``length`` points along ``axis``) resized to ``m``, recorded where they
     differ."""
     return x if length == m else call("_fft_resize", x, axis=axis, n=m)
+
+
+# -- the public functions (``autograd_nb.numpy.fft``) -----------------------------------------
+
+
+def _shape(a):
+    shape = getattr(a, "shape", None)
+    return shape if type(shape) is tuple else np.shape(a)
+
+
+def _on_cpu(name, a):
+    if getattr(a, "device", "cpu") != "cpu":
+        raise NotImplementedError(
+            f"numpy.fft.{name} is not implemented for CUDA tensors (yet): autograd_nb runs "
+            "NumPy's pocketfft on the host; move the operand to the CPU with .cpu()")
+    return a
+
+
+def _points_or_none(n):
+    return None if n is None else check_points(n)
+
+
+def _one_axis(name, op, a, n, axis, norm, **flags):
+    _on_cpu(name, a)
+    return call(op, a, n=_points_or_none(n), axis=axis, norm=check_norm(norm), **flags)
+
+
+def _nd_args(shape, s, axes, invreal=False):
+    """NumPy's ``_cook_nd_args``: the points and axes of an n-dimensional transform
+    (``s`` entries of -1 take the axis's length; None keeps the 1-D default)."""
+    shapeless = s is None
+    if shapeless:
+        s = list(shape) if axes is None else [shape[axis] for axis in axes]
+    s = list(s)
+    if axes is None:
+        if not shapeless:
+            warnings.warn(_AXES_NONE, DeprecationWarning, stacklevel=4)
+        axes = list(range(-len(s), 0))
+    axes = list(axes)
+    if len(s) != len(axes):
+        raise ValueError("Shape and axes have different lengths.")
+    if invreal and shapeless:
+        s[-1] = (shape[axes[-1]] - 1) * 2
+    if None in s:
+        warnings.warn(_S_NONE, DeprecationWarning, stacklevel=4)
+    s = [shape[axis] if points == -1 else points for points, axis in zip(s, axes)]
+    for points, axis in zip(s, axes):  # every error before anything records
+        normalize_axis_index(operator.index(axis), len(shape))
+        _points_or_none(points)
+    return s, axes
+
+
+_AXES_NONE = (
+    "`axes` should not be `None` if `s` is not `None` (Deprecated in NumPy 2.0). In a future "
+    "version of NumPy, this will raise an error and `s[i]` will correspond to the size along "
+    "the transformed axis specified by `axes[i]`. To retain current behaviour, pass a "
+    "sequence [0, ..., k-1] to `axes` for an array of dimension k.")
+_S_NONE = (
+    "Passing an array containing `None` values to `s` is deprecated in NumPy 2.0 and will "
+    "raise an error in a future version of NumPy. To use the default behaviour of the "
+    "corresponding 1-D transform, pass the value matching the default for its `n` "
+    "parameter. To use the default behaviour for every axis, the `s` argument can be "
+    "omitted.")
+
+
+def _c2c_nd(name, a, s, axes, norm, inverse):
+    _on_cpu(name, a)
+    norm = check_norm(norm)
+    s, axes = _nd_args(_shape(a), s, axes)
+    for points, axis in zip(reversed(s), reversed(axes)):
+        a = call("_fft_c2c", a, n=points, axis=axis, norm=norm, inverse=inverse)
+    return a
+
+
+@public("fft.fft", method=False, family="fft")
+def fft(a, n=None, axis=-1, norm=None):
+    """The one-dimensional discrete Fourier transform, as ``numpy.fft.fft``.
+
+    Parameters
+    ----------
+    a : Tensor or array_like
+        Real or complex.
+    n : int, optional
+        Points of the transform: ``a`` is truncated or zero-padded to ``n`` along ``axis``
+        (default: its length there).
+    axis : int, optional
+        The axis transformed (default -1).
+    norm : {"backward", "ortho", "forward"}, optional
+        NumPy's normalization (None is ``"backward"``: no scaling forward, ``1/n`` inverse).
+
+    Returns
+    -------
+    Tensor
+        Complex. Its gradient is ``n * ifft(g)`` for ``norm="backward"`` (the conjugate
+        transpose), truncated or zero-padded back to ``a``'s length, its real part for a
+        real ``a``.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> import autograd_nb.numpy as np
+    >>> x = anb.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    >>> y = np.fft.fft(x)
+    >>> y
+    tensor([ 6. +0.j        , -1.5+0.8660254j, -1.5-0.8660254j], grad_fn=<_fft_c2cBackward>)
+    >>> (np.abs(y) ** 2).sum().backward()
+    >>> x.grad  # Parseval: |fft(x)|^2 sums to 3 |x|^2
+    tensor([ 6., 12., 18.])
+    """
+    return _one_axis("fft", "_fft_c2c", a, n, axis, norm, inverse=False)
+
+
+@public("fft.ifft", method=False, family="fft")
+def ifft(a, n=None, axis=-1, norm=None):
+    """The one-dimensional inverse discrete Fourier transform, as ``numpy.fft.ifft``.
+
+    Parameters are those of :func:`fft`; its gradient is ``fft(g) / n`` for
+    ``norm="backward"``, resized back to ``a``'s length.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> import autograd_nb.numpy as np
+    >>> np.fft.ifft(anb.tensor([6.0, 0.0, 0.0]))
+    tensor([2.+0.j, 2.+0.j, 2.+0.j])
+    """
+    return _one_axis("ifft", "_fft_c2c", a, n, axis, norm, inverse=True)
+
+
+@public("fft.rfft", method=False, family="fft")
+def rfft(a, n=None, axis=-1, norm=None):
+    """The discrete Fourier transform of a real input, its ``n//2 + 1`` non-negative
+    frequencies, as ``numpy.fft.rfft``.
+
+    Parameters are those of :func:`fft`; ``a`` must be real. The gradient is torch's
+    ``fft_r2c_backward``: the real part of the full transform's adjoint applied to the
+    gradient padded with zeros to ``n`` bins (``irfft`` of the gradient with the bins that
+    stand for two frequencies halved, times ``n`` for ``norm="backward"``).
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> import autograd_nb.numpy as np
+    >>> x = anb.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    >>> np.fft.rfft(x)
+    tensor([10.+0.j, -2.+2.j, -2.+0.j], grad_fn=<_fft_r2cBackward>)
+    """
+    return _one_axis("rfft", "_fft_r2c", a, n, axis, norm)
+
+
+@public("fft.irfft", method=False, family="fft")
+def irfft(a, n=None, axis=-1, norm=None):
+    """The inverse of :func:`rfft`: ``n`` real points from a half spectrum, as
+    ``numpy.fft.irfft``.
+
+    Parameters
+    ----------
+    a : Tensor or array_like
+        The half spectrum (complex, or real).
+    n : int, optional
+        Points of the output (default ``2 * (m - 1)``, ``m`` the length of ``a`` along
+        ``axis``); ``a`` is truncated or zero-padded to ``n//2 + 1`` bins.
+    axis : int, optional
+    norm : {"backward", "ortho", "forward"}, optional
+
+    Returns
+    -------
+    Tensor
+        Real. Its gradient is torch's ``fft_c2r_backward``: ``rfft`` of the gradient (divided
+        by ``n`` for ``norm="backward"``) with the bins that stand for two frequencies
+        doubled. The imaginary parts of the zero-frequency bin (and, for even ``n``, of the
+        Nyquist bin) do not reach the output, and their gradient is zero.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> import autograd_nb.numpy as np
+    >>> np.fft.irfft(anb.tensor([10.0, -2.0, -2.0]), n=4)
+    tensor([1.5, 3.5, 1.5, 3.5])
+    """
+    return _one_axis("irfft", "_fft_c2r", a, n, axis, norm)
+
+
+@public("fft.hfft", method=False, family="fft")
+def hfft(a, n=None, axis=-1, norm=None):
+    """The transform of a signal with Hermitian symmetry (a real spectrum), as
+    ``numpy.fft.hfft``: ``irfft(conj(a), n, axis)`` under the swapped norm.
+
+    Parameters are those of :func:`irfft`.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> import autograd_nb.numpy as np
+    >>> np.fft.hfft(anb.tensor([1.0, 2.0, 3.0]))
+    tensor([ 9., -1., -3., -1.])
+    """
+    norm = SWAPPED[check_norm(norm)]
+    return _one_axis("hfft", "_fft_c2r", a, n, axis, norm, conj=True)
+
+
+@public("fft.ihfft", method=False, family="fft")
+def ihfft(a, n=None, axis=-1, norm=None):
+    """The inverse of :func:`hfft`, as ``numpy.fft.ihfft``: ``conj(rfft(a, n, axis))`` under
+    the swapped norm; ``a`` real.
+
+    Parameters are those of :func:`rfft`.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> import autograd_nb.numpy as np
+    >>> np.fft.ihfft(anb.tensor([9.0, -1.0, -3.0, -1.0]))
+    tensor([1.-0.j, 2.-0.j, 3.-0.j])
+    """
+    norm = SWAPPED[check_norm(norm)]
+    return _one_axis("ihfft", "_fft_r2c", a, n, axis, norm, conj=True)
+
+
+@public("fft.fftn", method=False, family="fft")
+def fftn(a, s=None, axes=None, norm=None):
+    """The n-dimensional discrete Fourier transform, as ``numpy.fft.fftn``: :func:`fft`
+    along each of ``axes``, the last first.
+
+    Parameters
+    ----------
+    a : Tensor or array_like
+    s : sequence of int, optional
+        Points along each of ``axes`` (-1: the axis's length); default the input's shape.
+    axes : sequence of int, optional
+        Default: all axes, or the last ``len(s)`` where ``s`` is given (NumPy's deprecated
+        rule, with its warning).
+    norm : {"backward", "ortho", "forward"}, optional
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> import autograd_nb.numpy as np
+    >>> np.fft.fftn(anb.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    tensor([[10.+0.j, -2.+0.j],
+            [-4.+0.j,  0.+0.j]])
+    """
+    return _c2c_nd("fftn", a, s, axes, norm, inverse=False)
+
+
+@public("fft.ifftn", method=False, family="fft")
+def ifftn(a, s=None, axes=None, norm=None):
+    """The n-dimensional inverse discrete Fourier transform, as ``numpy.fft.ifftn``.
+
+    Parameters are those of :func:`fftn`.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> import autograd_nb.numpy as np
+    >>> np.fft.ifftn(anb.tensor([[4.0, 0.0], [0.0, 0.0]]))
+    tensor([[1.+0.j, 1.+0.j],
+            [1.+0.j, 1.+0.j]])
+    """
+    return _c2c_nd("ifftn", a, s, axes, norm, inverse=True)
+
+
+@public("fft.fft2", method=False, family="fft")
+def fft2(a, s=None, axes=(-2, -1), norm=None):
+    """The two-dimensional discrete Fourier transform, as ``numpy.fft.fft2``: :func:`fftn`
+    over the last two axes by default.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> import autograd_nb.numpy as np
+    >>> np.fft.fft2(anb.ones((2, 2)))
+    tensor([[4.+0.j, 0.+0.j],
+            [0.+0.j, 0.+0.j]])
+    """
+    return _c2c_nd("fft2", a, s, axes, norm, inverse=False)
+
+
+@public("fft.ifft2", method=False, family="fft")
+def ifft2(a, s=None, axes=(-2, -1), norm=None):
+    """The two-dimensional inverse discrete Fourier transform, as ``numpy.fft.ifft2``.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> import autograd_nb.numpy as np
+    >>> np.fft.ifft2(anb.tensor([[4.0, 0.0], [0.0, 0.0]]))
+    tensor([[1.+0.j, 1.+0.j],
+            [1.+0.j, 1.+0.j]])
+    """
+    return _c2c_nd("ifft2", a, s, axes, norm, inverse=True)
+
+
+@public("fft.rfftn", method=False, family="fft")
+def rfftn(a, s=None, axes=None, norm=None):
+    """The n-dimensional discrete Fourier transform of a real input, as
+    ``numpy.fft.rfftn``: :func:`rfft` along the last of ``axes``, then :func:`fft` along
+    the others.
+
+    Parameters are those of :func:`fftn`.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> import autograd_nb.numpy as np
+    >>> np.fft.rfftn(anb.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    tensor([[10.+0.j, -2.+0.j],
+            [-4.+0.j,  0.+0.j]])
+    """
+    _on_cpu("rfftn", a)
+    norm = check_norm(norm)
+    s, axes = _nd_args(_shape(a), s, axes)
+    a = call("_fft_r2c", a, n=s[-1], axis=axes[-1], norm=norm)
+    for ii in range(len(axes) - 2, -1, -1):
+        a = call("_fft_c2c", a, n=s[ii], axis=axes[ii], norm=norm, inverse=False)
+    return a
+
+
+@public("fft.irfftn", method=False, family="fft")
+def irfftn(a, s=None, axes=None, norm=None):
+    """The inverse of :func:`rfftn`, as ``numpy.fft.irfftn``: :func:`ifft` along all but the
+    last of ``axes``, then :func:`irfft` along it (by default to ``2 * (m - 1)`` points).
+
+    Parameters are those of :func:`fftn`.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> import autograd_nb.numpy as np
+    >>> np.fft.irfftn(anb.tensor([[10.0, -2.0], [-4.0, 0.0]]))
+    tensor([[1., 2.],
+            [3., 4.]])
+    """
+    _on_cpu("irfftn", a)
+    norm = check_norm(norm)
+    s, axes = _nd_args(_shape(a), s, axes, invreal=True)
+    for ii in range(len(axes) - 1):
+        a = call("_fft_c2c", a, n=s[ii], axis=axes[ii], norm=norm, inverse=True)
+    return call("_fft_c2r", a, n=s[-1], axis=axes[-1], norm=norm)
+
+
+@public("fft.rfft2", method=False, family="fft")
+def rfft2(a, s=None, axes=(-2, -1), norm=None):
+    """:func:`rfftn` over the last two axes by default, as ``numpy.fft.rfft2``.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> import autograd_nb.numpy as np
+    >>> np.fft.rfft2(anb.ones((2, 3))).shape
+    (2, 2)
+    """
+    return rfftn(a, s, axes, norm)
+
+
+@public("fft.irfft2", method=False, family="fft")
+def irfft2(a, s=None, axes=(-2, -1), norm=None):
+    """:func:`irfftn` over the last two axes by default, as ``numpy.fft.irfft2``.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> import autograd_nb.numpy as np
+    >>> np.fft.irfft2(anb.ones((2, 2))).shape
+    (2, 2)
+    """
+    return irfftn(a, s, axes, norm)
+
+
+def _shifts(shape, axes, sign):
+    if axes is None:
+        axes = tuple(range(len(shape)))
+        return [sign * (dim // 2) for dim in shape], axes
+    if isinstance(axes, (int, np.integer)):
+        return sign * (shape[axes] // 2), axes
+    return [sign * (shape[axis] // 2) for axis in axes], axes
+
+
+@public("fft.fftshift", method=False, family="fft")
+def fftshift(x, axes=None):
+    """The zero frequency moved to the centre, as ``numpy.fft.fftshift``: a ``roll`` by half
+    of each axis's length (its gradient rolls back).
+
+    Parameters
+    ----------
+    x : Tensor or array_like
+    axes : int or sequence of int, optional
+        Default: every axis.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> import autograd_nb.numpy as np
+    >>> np.fft.fftshift(anb.arange(5.0))
+    tensor([3., 4., 0., 1., 2.])
+    """
+    shift, axes = _shifts(_shape(x), axes, 1)
+    return roll(x, shift, axes)
+
+
+@public("fft.ifftshift", method=False, family="fft")
+def ifftshift(x, axes=None):
+    """The inverse of :func:`fftshift`, as ``numpy.fft.ifftshift``.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> import autograd_nb.numpy as np
+    >>> np.fft.ifftshift(anb.tensor([3.0, 4.0, 0.0, 1.0, 2.0]))
+    tensor([0., 1., 2., 3., 4.])
+    """
+    shift, axes = _shifts(_shape(x), axes, -1)
+    return roll(x, shift, axes)
