@@ -162,10 +162,10 @@ def _add(grad_input, value):
     grad_input += value
 
 
-def _real_if(x, value):
-    """``value``, or its real part where the input ``x`` is real (torch's rule for a real
+def _real_if(attrs, value):
+    """``value``, or its real part where the op's input was real (torch's rule for a real
     input meeting a complex gradient)."""
-    if np.dtype(x.dtype).kind != "c" and np.dtype(value.dtype).kind == "c":
+    if attrs["real_input"] and np.dtype(value.dtype).kind == "c":
         return call("real", value)
     return value
 
@@ -220,7 +220,7 @@ class _Transform(FftOp):
         (x,) = [_array(v) for v in values]
         axis = self._axis(x, attrs["axis"])
         prepared = dict(attrs, axis=axis, norm=check_norm(attrs.get("norm")),
-                        m=x.shape[axis])
+                        m=x.shape[axis], real_input=x.dtype.kind != "c")
         prepared["n"] = check_points(self.default_points(x.shape[axis])
                                      if attrs.get("n") is None else attrs["n"])
         return [self.cast(x)], prepared
@@ -248,7 +248,7 @@ class FftC2C(_Transform):
     def rule(self, k, grad_output, inputs, output, attrs):
         adjoint = call("_fft_c2c", grad_output, n=attrs["n"], axis=attrs["axis"],
                        norm=SWAPPED[attrs["norm"]], inverse=not attrs["inverse"])
-        return _real_if(inputs[0], _resized(adjoint, attrs["axis"], attrs["n"], attrs["m"]))
+        return _real_if(attrs, _resized(adjoint, attrs["axis"], attrs["n"], attrs["m"]))
 
 
 FftC2C()
@@ -320,7 +320,7 @@ class FftC2R(_Transform):
         adjoint = call("_fft_r2c", grad_output, n=n, axis=attrs["axis"],
                        norm=SWAPPED[attrs["norm"]], double=not attrs["halve"],
                        conj=attrs["conj"])
-        return _real_if(inputs[0], _resized(adjoint, attrs["axis"], n // 2 + 1, attrs["m"]))
+        return _real_if(attrs, _resized(adjoint, attrs["axis"], n // 2 + 1, attrs["m"]))
 
 
 FftC2R()
