@@ -1,7 +1,8 @@
 """The element types a Tensor may hold, and how other data is brought to one of them.
 
-A tensor is float32, float64, int64, int32 or bool, in the machine's byte order: the kernels
-are compiled for those alone. Other data is converted where NumPy converts it without loss
+A tensor is float32, float64, complex64, complex128, int64, int32 or bool, in the machine's
+byte order: the kernels are compiled for those alone (complex ones run NumPy code: see
+``docs/complex.rst``). Other data is converted where NumPy converts it without loss
 (big-endian to native, float16 to float32, smaller integers to int64, uint64 whose values fit
 to int64) and refused otherwise, here, when the tensor is made: never a numba error later.
 
@@ -10,10 +11,14 @@ to int64) and refused otherwise, here, when the tensor is made: never a numba er
 >>> dtypes.for_request(">f8")
 dtype('float64')
 >>> dtypes.for_request(np.complex128)
+dtype('complex128')
+>>> dtypes.for_request(np.float16)
+dtype('float32')
+>>> dtypes.for_request(object)
 Traceback (most recent call last):
 ...
-TypeError: autograd_nb does not support the dtype complex128; supported: float32, float64, \
-int64, int32, bool (float16 data becomes float32, other integers int64)
+TypeError: autograd_nb does not support the dtype object; supported: float32, float64, \
+complex64, complex128, int64, int32, bool (float16 data becomes float32, other integers int64)
 """
 
 import numbers
@@ -25,9 +30,14 @@ FLOAT64 = np.dtype(np.float64)
 INT64 = np.dtype(np.int64)
 INT32 = np.dtype(np.int32)
 BOOL = np.dtype(bool)
+COMPLEX64 = np.dtype(np.complex64)
+COMPLEX128 = np.dtype(np.complex128)
 
-SUPPORTED = (FLOAT32, FLOAT64, INT64, INT32, BOOL)
+SUPPORTED = (FLOAT32, FLOAT64, COMPLEX64, COMPLEX128, INT64, INT32, BOOL)
 FLOATS = (FLOAT32, FLOAT64)
+COMPLEXES = (COMPLEX64, COMPLEX128)
+#: The dtypes whose tensors may require grad (torch's floating point and complex ones).
+DIFFERENTIABLE = FLOATS + COMPLEXES
 
 _INT64_MAX = np.iinfo(np.int64).max
 
@@ -64,12 +74,15 @@ def for_request(dtype):
 
 
 def for_data(dtype):
-    """The tensor dtype that data of ``dtype`` becomes when no dtype is requested: float32 and
-    float64 keep theirs, float16 gives float32, integers int64, bool bool."""
+    """The tensor dtype that data of ``dtype`` becomes when no dtype is requested: float32,
+    float64, complex64 and complex128 keep theirs, float16 gives float32, integers int64,
+    bool bool."""
     dtype = _native(np.dtype(dtype))
     kind = dtype.kind
     if kind == "f" and dtype.itemsize <= 8:
         return FLOAT32 if dtype.itemsize <= 4 else FLOAT64
+    if kind == "c" and dtype.itemsize <= 16:
+        return COMPLEX64 if dtype.itemsize <= 8 else COMPLEX128
     if kind in "iu":
         return INT64
     if kind == "b":
@@ -89,7 +102,7 @@ def convert(array, dtype=None):
                 f"uint64 value {int(array.max())} does not fit in int64, the integer dtype "
                 "of tensors"
             )
-    elif source.kind in "cOSUVMm":
+    elif source.kind in "OSUVMm" or (source.kind == "c" and wanted.kind != "c"):
         # NumPy would cast complex to real (dropping the imaginary part) or parse objects
         # and strings: refuse data that does not convert without loss.
         raise unsupported(source)
@@ -97,9 +110,10 @@ def convert(array, dtype=None):
 
 
 def check_scalar(value):
-    """A Python scalar operand of an op: complex (and other non-real numbers) raise the
-    dtype TypeError."""
-    if isinstance(value, numbers.Number) and not isinstance(value, numbers.Real):
-        raise unsupported(np.complex128)  # Python's complex (np.generic ones: below)
-    if isinstance(value, np.generic) and value.dtype.kind not in "fiub":
-        raise unsupported(value.dtype)
+    """A Python scalar operand of an op: numbers that are neither real nor complex, and NumPy
+    scalars of a dtype no tensor holds, raise the dtype TypeError."""
+    if isinstance(value, np.generic):
+        if value.dtype.kind not in "fiubc" or value.dtype.itemsize > 16:
+            raise unsupported(value.dtype)
+    elif isinstance(value, numbers.Number) and not isinstance(value, numbers.Complex):
+        raise unsupported(np.dtype(object))

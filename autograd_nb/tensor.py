@@ -27,7 +27,7 @@ def provide(name, value):
     _above[name] = value
 
 
-_FLOAT_DTYPES = dtypes.FLOATS
+_FLOAT_DTYPES = dtypes.DIFFERENTIABLE  # (float and complex: those that take a gradient)
 
 REQUIRES_GRAD_DTYPE = "only Tensors of floating point dtype can require gradients"
 LEAF_INPLACE = "a leaf Variable that requires grad is being used in an in-place operation."
@@ -747,8 +747,16 @@ def _numpy_namespace():
     return _above["numpy"]
 
 
+#: The comparisons that order their operands: complex numbers have no order (torch refuses
+#: them; NumPy's lexicographic order of complex numbers is no gradient's business).
+_ORDERINGS = (np.less, np.less_equal, np.greater, np.greater_equal)
+
+
 def _no_grad_result(ufunc, *args):
     values = [_data_of(a) for a in args]
+    if ufunc in _ORDERINGS and any(np.iscomplexobj(v) for v in values):
+        raise registry.complex_error(f"{ufunc.__name__} (an ordering comparison)",
+                                     np.result_type(*values))
     if _cuda_used and _cuda_device.any_device_array(values):
         from .cuda import elementwise
 

@@ -64,6 +64,12 @@ def _make_seeds(outputs, grad_outputs, create_graph, is_grads_batched):
                     f"[{i}] has shape {output.shape}; pass grad_outputs (the vector v of "
                     "the vector-Jacobian product, dL/d output, of the output's shape)."
                 )
+            if output.dtype.kind == "c":
+                raise RuntimeError(
+                    "grad can be implicitly created only for real scalar outputs but got "
+                    f"{output.dtype} (output[{i}]; for a complex output pass its grad_output, "
+                    "or take a real loss of it, such as abs(z) ** 2)"
+                )
             if is_grads_batched:
                 raise RuntimeError(
                     "is_grads_batched=True needs an explicit batch of grad_outputs for "
@@ -98,8 +104,7 @@ def _check_grad_output(i, output, grad_output, create_graph, is_grads_batched):
             f"grad_output[{i}] is on device {device} but output[{i}] is on device "
             f"{output.device}; move one of them (Tensor.to)"
         )
-    if data.dtype.kind not in "fiub":
-        raise TypeError(f"grad_output[{i}] must be numeric, not {data.dtype}")
+    _check_grad_dtype(i, data.dtype, output.dtype)
     shape = tuple(data.shape)
     if is_grads_batched:
         if len(shape) == 0 or shape[1:] != output.shape:
@@ -125,6 +130,18 @@ def _check_grad_output(i, output, grad_output, create_graph, is_grads_batched):
 
         return data if data.dtype == output.dtype else _device.copy(data, output.dtype)
     return np.asarray(data, dtype=output.dtype)
+
+
+def _check_grad_dtype(i, dtype, output_dtype):
+    """A grad_output's dtype: numeric, and complex exactly where its output is (torch's)."""
+    if dtype.kind not in "fiubc":
+        raise TypeError(f"grad_output[{i}] must be numeric, not {dtype}")
+    if (dtype.kind == "c") != (output_dtype.kind == "c"):
+        raise RuntimeError(
+            "For complex Tensors, both grad_output and output are required to have the same "
+            f"dtype. Mismatch in dtype: grad_output[{i}] has a dtype of {dtype} and "
+            f"output[{i}] has a dtype of {output_dtype}."
+        )
 
 
 def _targets(inputs, what):

@@ -309,7 +309,13 @@ def _walk_kernels(steps, buffers, retain_graph, lead, batch, twins=False):
 
 def _vjp(node, k, grad, saved, buffer, lead, batch, twins=False):
     """Accumulate VJP ``k`` of ``node`` of ``grad`` into ``buffer`` (on the device of
-    ``grad``; with ``twins``, through the op's NumPy twin)."""
+    ``grad``; with ``twins``, through the op's NumPy twin). A real input's buffer receives
+    the real part of a complex contribution (:func:`real_part_for`)."""
+    if grad.dtype.kind == "c" and buffer.dtype.kind != "c":
+        whole = np.zeros(buffer.shape, np.result_type(buffer.dtype, np.complex64))
+        _vjp(node, k, grad, saved, whole, lead, batch, twins)
+        buffer += whole.real
+        return
     if grad.shape[len(lead):] != node.shape:  # (a buffer passed on by an identity)
         grad = grad.reshape(lead + node.shape)
     if type(grad) is np.ndarray and np.may_share_memory(grad, buffer):
@@ -377,10 +383,21 @@ def _walk_rule_steps(steps, buffers, retain_graph):
         else:
             contribution = origin.op.rule(k, grad, inputs, output, origin.attrs)
         edge = slots[target].edge if k < 0 else origin.edges[k]
+        contribution = real_part_for(edge, contribution)
         if contribution.dtype != edge.dtype:
             contribution = contribution.astype(edge.dtype)
         current_value = buffers[target]
         buffers[target] = contribution if current_value is None else current_value + contribution
+
+
+def real_part_for(edge, contribution):
+    """``contribution`` to the gradient of ``edge``, its real part where ``edge`` is real and
+    it is complex (torch's ``handle_r_to_c``: a real input of an op that computed in complex,
+    ``x * 1j``, has the real part of the complex gradient, ``dL/dx``). The kernels' walk keeps
+    the same part in :func:`_vjp`; the compiled executor runs no complex plan."""
+    if contribution.dtype.kind == "c" and edge.dtype.kind != "c":
+        return call("real", contribution)
+    return contribution
 
 
 def _free(origin):

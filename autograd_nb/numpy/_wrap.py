@@ -5,6 +5,7 @@ run NumPy's function on the Tensors' data and give Tensors without grad."""
 import numpy
 
 from .. import tape
+from ..ops import registry
 from ..tensor import Tensor, _host, as_tensor
 
 
@@ -69,6 +70,13 @@ def differentiable(qualified, ours, theirs):
     return function
 
 
+#: The comparisons that order their operands, refused on complex Tensors as the operators
+#: refuse them (``Tensor.__lt__``).
+_ORDERINGS = frozenset(
+    f"numpy.{name}" for name in ("less", "less_equal", "greater", "greater_equal")
+)
+
+
 def constant(qualified, theirs, grad_refused_from=None):
     """``qualified``, a function with no gradient (a rounding, a comparison, an index, a
     creation function): NumPy's function on the Tensors' data. Where it was given a Tensor,
@@ -89,6 +97,9 @@ def constant(qualified, theirs, grad_refused_from=None):
         devices = []
         args = [_unwrap(a, devices, qualified) for a in args]
         kwargs = {k: _unwrap(v, devices, qualified) for k, v in kwargs.items()}
+        if qualified in _ORDERINGS and any(numpy.iscomplexobj(a) for a in args):
+            raise registry.complex_error(f"{qualified} (an ordering comparison)",
+                                         numpy.result_type(*args))
         result = implementation(*args, **kwargs)
         return _as_tensors(result, "cuda" if "cuda" in devices else "cpu")
 

@@ -38,7 +38,7 @@ function.
 import numpy as np
 from numba import njit
 
-from . import _lapack
+from . import _lapack, registry
 from ._blas import (
     LAPACK_THREAD_CONTROLS,
     SPLIT_MIN_WORK,
@@ -122,6 +122,8 @@ def _operands(name, *xs):
                 "CPU with .cpu()"
             )
         dtypes.append(_dtype_of(x))
+        if dtypes[-1].kind == "c":
+            raise registry.complex_error(name, dtypes[-1])  # (not yet: docs/complex.rst)
     dtype = dtypes[0]
     if dtype not in _FLOATS or dtypes.count(dtype) != len(dtypes):
         dtype = _compute_dtype(*dtypes)

@@ -107,11 +107,58 @@ def _libm_fits(code, shape, dtype):
     return math.prod(shape) <= config.TIER0_LIBM_ELEMENTS.get(np.dtype(dtype).name, 0)
 
 
+def _numpy_sgn(z):
+    """``z / |z|``, 0 at 0 (torch's ``sgn``: the derivative of ``abs`` at a complex ``z``)."""
+    size = np.abs(z)
+    return np.where(size == 0, 0, z / np.where(size == 0, 1, size))
+
+
+def _numpy_sigmoid(z):
+    return 1 / (1 + np.exp(-z))
+
+
+#: The formulas' names over complex NumPy arrays: complex tensors run NumPy's complex
+#: functions, in both tiers (docs/complex.rst), constants as Python numbers (weak: complex64
+#: stays complex64, as in NumPy).
+_COMPLEX_NAMESPACE = {
+    name: getattr(np, name) for name in (
+        "exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "sin", "cos", "tan", "arcsin",
+        "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "where",
+        "abs", "conj", "real", "imag",
+    )
+}
+_COMPLEX_NAMESPACE.update(
+    sgn=_numpy_sgn, sigmoid=_numpy_sigmoid, angle=np.angle, __builtins__={}
+)
+
+
+def _sum_to(values, shape):
+    """``values`` (broadcast to the result's shape) summed back to an input's ``shape``."""
+    values = np.asarray(values)
+    if values.shape == shape:
+        return values
+    lead = values.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, n in enumerate(shape) if n == 1 and values.shape[lead + i] != 1
+    )
+    return values.sum(axis=axes).reshape(shape) if axes else values.reshape(shape)
+
+
 def _tensor_namespace():
     def bind(name):
         return lambda *args: call(name, *args)
 
     return {name: bind(name) for name in _FORMULA_FUNCTIONS}
+
+
+def _complex_tensor_namespace():
+    """The complex formulas' own names over Tensors (``conj``, ``real``, ``imag``, ``sgn``)."""
+    return {
+        "conj": lambda x: registry.FUNCTIONS["conj"](x),
+        "real": lambda x: registry.FUNCTIONS["real"](x),
+        "imag": lambda x: registry.FUNCTIONS["imag"](x),
+        "sgn": _sgn,
+    }
 
 
 @cuda_twin("elementwise", "Elementwise")
@@ -143,6 +190,13 @@ class ElementwiseOp(Op):
         Called with the prepared arrays when they are integers, to raise where NumPy does
         on their values (``2 ** -1``); integer layouts then skip the run cache, which would
         skip the check.
+    complex : bool or dict, optional
+        The op's complex case (docs/complex.rst): False (the default) refuses complex
+        operands with a TypeError; True means the op is holomorphic and its formulas hold
+        as written, the VJP conjugated as torch's convention has it (``g * conj(f'(z))``,
+        evaluated as ``conj(vjp(conj(g)))``); a dict gives formulas of its own, ``"forward"``
+        and ``"vjps"`` (the VJPs as they are: ``g * conj(...)`` written out). Complex
+        operands run these formulas in NumPy, in both tiers.
     """
 
     family = "elementwise"
@@ -154,8 +208,14 @@ class ElementwiseOp(Op):
     input_kinds = None
 
     def __init__(self, name, inputs, forward, vjps, params="", keeps_int=False, domain=(-3, 3),
-                 bool_error=None, integer_check=None):
+                 bool_error=None, integer_check=None, complex=False):  # noqa: A002
         self.name = name
+        self.complex = bool(complex)
+        own = complex if isinstance(complex, dict) else {}
+        self._complex_conjugated = complex is True  # (the VJPs are the real ones: conjugate)
+        self._complex_forward = own.get("forward", forward)
+        self._complex_vjps = dict(own.get("vjps", vjps))
+        self._complex_compiled = None
         self.bool_error = bool_error
         self.integer_check = integer_check
         self.input_names = tuple(inputs.split())
@@ -179,11 +239,16 @@ class ElementwiseOp(Op):
             k: _kernels.vjp_arguments(self.input_names, self.params, formula)
             for k, formula in self.vjp_formulas.items()
         }
+        self._complex_vjp_args = {
+            k: _kernels.vjp_arguments(self.input_names, self.params, formula)
+            for k, formula in self._complex_vjps.items()
+        } if self.complex else {}
         used = set()
-        for positions, _, _ in self._vjp_args.values():
+        reads = (*self._vjp_args.values(), *self._complex_vjp_args.values())
+        for positions, _, _ in reads:
             used.update(positions)
         self.saves = tuple(sorted(used))
-        self.saves_output = any(reads_y for _, _, reads_y in self._vjp_args.values())
+        self.saves_output = any(reads_y for _, _, reads_y in reads)
         self._compiled_rules = {
             k: compile(formula, f"<{name} vjp {k}>", "eval")
             for k, formula in self.vjp_formulas.items()
@@ -253,6 +318,8 @@ class ElementwiseOp(Op):
         else:
             extra = [attrs[p] for p in self.params if attrs[p] is not None]
             dtype = self.result_dtype(values + extra)
+            if dtype.kind == "c" and not self.complex:
+                raise registry.complex_error(self.name, dtype)
             arrays = [np.asarray(v, dtype=dtype, order="C") for v in values]
             if dtype.kind in "biu":
                 self._refuse(dtype, arrays)
@@ -337,8 +404,48 @@ class ElementwiseOp(Op):
         out[...] = value
         return out
 
+    def _complex_codes(self):
+        """The complex case's formulas compiled for NumPy arrays: the forward's, and the
+        VJPs' by input."""
+        if self._complex_compiled is None:
+            self._complex_compiled = (
+                compile(self._complex_forward, f"<{self.name} complex>", "eval"),
+                {k: compile(f, f"<{self.name} complex vjp {k}>", "eval")
+                 for k, f in self._complex_vjps.items()},
+            )
+        return self._complex_compiled
+
+    def _forward_complex(self, arrays, attrs):
+        names = dict(zip(self.input_names, arrays, strict=True))
+        names.update(zip(self.params, attrs["params"]))
+        with np.errstate(all="ignore"):
+            value = np.asarray(eval(self._complex_codes()[0], _COMPLEX_NAMESPACE, names))  # noqa: S307
+        out = np.empty(attrs["shape"], dtype=value.dtype)
+        out[...] = value
+        return out
+
+    def _vjp_complex(self, k, grad_output, saved, attrs, grad_input):
+        """VJP ``k`` where an operand or the gradient is complex: the complex formula in
+        NumPy, summed back to the input's shape and added into ``grad_input`` (complex:
+        the engine gives a real input a complex buffer and keeps its real part)."""
+        used, _, reads_y = self._complex_vjp_args[k]
+        names = {self.input_names[i]: saved[i] for i in used}
+        g = grad_output.reshape(attrs["shape"])
+        names["g"] = np.conj(g) if self._complex_conjugated else g
+        if reads_y:
+            names["y"] = saved.output
+        names.update(zip(self.params, attrs["params"]))
+        with np.errstate(all="ignore"):
+            value = eval(self._complex_codes()[1][k], _COMPLEX_NAMESPACE, names)  # noqa: S307
+        if self._complex_conjugated:
+            value = np.conj(value)
+        value = np.broadcast_to(value, attrs["shape"])
+        grad_input += _sum_to(value, grad_input.shape)
+
     def forward(self, arrays, attrs):
         shape = attrs["shape"]
+        if arrays[-1].dtype.kind == "c":
+            return self._forward_complex(arrays, attrs)
         out = np.empty(shape, dtype=arrays[-1].dtype)
         # ``ravel``: the arrays are C-contiguous, so it is a view (and cheaper than reshape).
         if attrs["flat"]:
@@ -436,7 +543,8 @@ class ElementwiseOp(Op):
         of their dtype."""
         arrays, attrs = self.prepare(values, attrs)
         out = self.forward(arrays, attrs)
-        if key is None or not self._runs_cached or "exec" not in attrs:
+        if (key is None or not self._runs_cached or "exec" not in attrs
+                or arrays[-1].dtype.kind == "c"):  # (complex: NumPy's formula, no kernel)
             return arrays, attrs, out
         if self.integer_check is not None and out.dtype.kind in "iu":
             return arrays, attrs, out  # the check reads the values: every call prepares
@@ -475,6 +583,9 @@ class ElementwiseOp(Op):
         return args, strides[-1], collapsed
 
     def vjp(self, k, grad_output, saved, attrs, grad_input):
+        if grad_input.dtype.kind == "c":
+            self._vjp_complex(k, grad_output, saved, attrs, grad_input)
+            return
         used, reads_g, reads_y = self._vjp_args[k]
         shape = attrs["shape"]
         shapes = attrs["shapes"]
@@ -503,6 +614,9 @@ class ElementwiseOp(Op):
         # The formula over the arrays, typed as the kernels type it (``_numpy_formula``),
         # then added as the kernel adds it: elementwise where the input has the result's
         # shape (the flat and scalar layouts), else summed back in the strided kernel's order.
+        if grad_input.dtype.kind == "c":
+            self._vjp_complex(k, grad_output, saved, attrs, grad_input)
+            return
         formula = self._numpy_vjp_formula(k)
         used, _, reads_y = self._vjp_args[k]
         names = {self.input_names[i]: saved[i] for i in used}
@@ -528,10 +642,13 @@ class ElementwiseOp(Op):
         # Float operands (integer arithmetic stays the kernels'), and a formula NumPy can
         # evaluate with the kernel's bits (not the special functions; the C library's, on
         # small enough arrays: ``_libm_fits``).
+        kinds = self.input_kinds or ("like",) * self.n_inputs
+        if any(saved[i] is not None and saved[i].dtype.kind == "c" and kinds[i] != "bool"
+               for i in self.saves):
+            return True  # (the complex case is NumPy's in both tiers)
         formula = self._numpy_vjp_formula(k)
         if not formula:
             return False
-        kinds = self.input_kinds or ("like",) * self.n_inputs
         floats = [saved[i].dtype for i in self._vjp_args[k][0] if kinds[i] != "bool"]
         if any(dtype.kind != "f" for dtype in floats):
             return False
@@ -546,6 +663,10 @@ class ElementwiseOp(Op):
         return formula
 
     def vjp_batched(self, k, grad_outputs, saved, attrs, grad_inputs):
+        if grad_inputs.dtype.kind == "c":
+            for b in range(grad_outputs.shape[0]):
+                self._vjp_complex(k, grad_outputs[b, ...], saved, attrs, grad_inputs[b, ...])
+            return
         # One kernel call for the whole batch: in parallel when it is large enough to pay for
         # starting the threads (and this process may start them), else on this thread.
         parallel = use_threads(grad_outputs.size)
@@ -611,8 +732,8 @@ class ElementwiseOp(Op):
         # forward that converts the kernel's result is not the kernel's alone.
         if self.integer_check is not None and output.dtype.kind in "iu":
             return None
-        if output.dtype != arrays[-1].dtype:
-            return None
+        if output.dtype != arrays[-1].dtype or output.dtype.kind == "c":
+            return None  # (complex: NumPy's formula, no kernel; the program runs eagerly)
         # (laid out once per shapes where the attributes are shared: "exec", as ``exec_spec``
         # keeps its VJPs'; a program records the op once per use)
         per_shape = attrs.get("exec")
@@ -643,7 +764,17 @@ class ElementwiseOp(Op):
         namespace.update(g=grad_output, y=output)
         for i, p in enumerate(self.params):
             namespace[p] = float(attrs["params"][i])
-        result = eval(self._compiled_rules[k], {"__builtins__": {"abs": abs}}, namespace)
+        code = self._compiled_rules[k]
+        conjugated = False
+        if any(t is not None and t.dtype.kind == "c" for t in (*inputs, grad_output, output)):
+            code = self._complex_codes()[1][k]
+            namespace.update(_complex_tensor_namespace())
+            conjugated = self._complex_conjugated
+            if conjugated:
+                namespace["g"] = call("_conj", grad_output)
+        result = eval(code, {"__builtins__": {"abs": abs}}, namespace)
+        if conjugated:
+            result = call("_conj", result)
         return _broadcast.sum_to_shape(result, attrs["shapes"][k])
 
 
@@ -721,6 +852,25 @@ class WhereOp(ElementwiseOp):
         return out if out.dtype == arrays[1].dtype else out.astype(arrays[1].dtype)
 
 
+class ComplexPartOp(ElementwiseOp):
+    """``real``, ``imag``, ``conj`` and ``angle`` of a complex tensor: complex operands only
+    (the public functions give real ones to other ops), NumPy's formula forward and the VJP
+    of torch's convention. Their own family: the real elementwise ops' tests skip them."""
+
+    family = "complex"
+
+    def __init__(self, name, forward, vjp):
+        # (the formulas serve as the real ones too: no kernel is ever made of them)
+        super().__init__(name, "x", forward, {0: vjp},
+                         complex={"forward": forward, "vjps": {0: vjp}})
+
+    def prepare(self, values, attrs):
+        arrays, attrs = super().prepare(values, attrs)
+        if arrays[0].dtype.kind != "c":
+            raise TypeError(f"{self.name} takes a complex operand, not {arrays[0].dtype}")
+        return arrays, attrs
+
+
 class RoundingOp(ElementwiseOp):
     """``floor``: piecewise constant, so its gradient is 0 (as torch's). Integers and bools are
     whole already: they come back as they are, with their dtype (NumPy 2's), never through a
@@ -780,14 +930,23 @@ _BOOL_SUBTRACT = (
 # inner ``where``), so that the branch's share of a higher derivative is 0, not 0 * inf = nan.
 _ZERO_TO_ZERO = "(a == 0) & (b == 0)"
 _ZERO_BASE = "(a == 0) & (b >= 0)"
+#: A row's option for an op whose formulas hold for complex numbers as written (docs/complex.rst).
+_HOLOMORPHIC = {"complex": True}
+# Complex ``power`` (torch's ``pow_backward``): the base's derivative 0 where ``b == 0``, the
+# exponent's where ``a == 0`` (``0 ** b``: 0 or 1).
+_POWER_COMPLEX = {"vjps": {
+    0: "g * conj(where(b == 0, 0, b * where(b == 0, 1, a) ** (b - 1)))",
+    1: "g * conj(where(a == 0, 0, y * log(where(a == 0, 1, a))))",
+}}
 
 
 # name, inputs, forward formula, {input position: VJP formula}
 _define(
     [
-        ("add", "a b", "a + b", {0: "g", 1: "g"}),
-        ("subtract", "a b", "a - b", {0: "g", 1: "-g"}, {"bool_error": _BOOL_SUBTRACT}),
-        ("multiply", "a b", "a * b", {0: "g * b", 1: "g * a"}),
+        ("add", "a b", "a + b", {0: "g", 1: "g"}, _HOLOMORPHIC),
+        ("subtract", "a b", "a - b", {0: "g", 1: "-g"}, _HOLOMORPHIC,
+         {"bool_error": _BOOL_SUBTRACT}),
+        ("multiply", "a b", "a * b", {0: "g * b", 1: "g * a"}, _HOLOMORPHIC),
         ("maximum", "a b", "maximum(a, b)",
          {0: "g * (a > b) + 0.5 * g * (a == b)", 1: "g * (b > a) + 0.5 * g * (a == b)"}),
         ("minimum", "a b", "minimum(a, b)",
@@ -795,10 +954,10 @@ _define(
         ("power", "a b", "a ** b",
          {0: f"g * where({_ZERO_TO_ZERO}, 0.0, b * where({_ZERO_TO_ZERO}, 1.0, a) ** (b - 1))",
           1: f"g * where({_ZERO_BASE}, 0.0, y * log(where({_ZERO_BASE}, 1.0, a)))"},
-         (0.2, 2), {"integer_check": _no_negative_powers}),
-        ("negative", "x", "-x", {0: "-g"}, {"bool_error": _BOOL_NEGATIVE}),
-        ("square", "x", "x * x", {0: "2 * g * x"}),
-        ("abs", "x", "abs(x)", {0: "g * sign(x)"}),
+         (0.2, 2), {"integer_check": _no_negative_powers, "complex": _POWER_COMPLEX}),
+        ("negative", "x", "-x", {0: "-g"}, _HOLOMORPHIC, {"bool_error": _BOOL_NEGATIVE}),
+        ("square", "x", "x * x", {0: "2 * g * x"}, _HOLOMORPHIC),
+        ("abs", "x", "abs(x)", {0: "g * sign(x)"}, {"complex": {"vjps": {0: "g * sgn(x)"}}}),
         ("sign", "x", "sign(x)", {0: "0 * g"}),
         ("relu", "x", "maximum(x, 0)", {0: "g * (y > 0)"}),
         # Python's (and NumPy's) remainder: the sign of b. Away from its jumps (a / b whole),
@@ -809,35 +968,35 @@ _define(
 )
 _define(
     [
-        ("divide", "a b", "a / b", {0: "g / b", 1: "-g * y / b"}, (0.5, 3)),
-        ("exp", "x", "exp(x)", {0: "g * y"}),
-        ("expm1", "x", "expm1(x)", {0: "g * (y + 1)"}),
-        ("log", "x", "log(x)", {0: "g / x"}, (0.1, 4)),
-        ("log1p", "x", "log1p(x)", {0: "g / (x + 1)"}, (-0.8, 3)),
-        ("sqrt", "x", "sqrt(x)", {0: "g / (2 * y)"}, (0.1, 4)),
+        ("divide", "a b", "a / b", {0: "g / b", 1: "-g * y / b"}, (0.5, 3), _HOLOMORPHIC),
+        ("exp", "x", "exp(x)", {0: "g * y"}, _HOLOMORPHIC),
+        ("expm1", "x", "expm1(x)", {0: "g * (y + 1)"}, _HOLOMORPHIC),
+        ("log", "x", "log(x)", {0: "g / x"}, (0.1, 4), _HOLOMORPHIC),
+        ("log1p", "x", "log1p(x)", {0: "g / (x + 1)"}, (-0.8, 3), _HOLOMORPHIC),
+        ("sqrt", "x", "sqrt(x)", {0: "g / (2 * y)"}, (0.1, 4), _HOLOMORPHIC),
         # ``std``'s square root of the variance: a gradient of 0 where it is 0, to every
         # order, as torch's (``sqrt``'s is infinite there). One op, not a comparison and two
         # ``where``: a comparison's mask reaches Python, and ``anb.compile`` cannot replay it.
         ("_std_root", "x", "sqrt(x)", {0: "where(y == 0, 0.0, g / (2 * where(y == 0, 1.0, y)))"},
          (0.1, 4)),
-        ("sin", "x", "sin(x)", {0: "g * cos(x)"}),
-        ("cos", "x", "cos(x)", {0: "-g * sin(x)"}),
-        ("tan", "x", "tan(x)", {0: "g * (1 + y * y)"}, (-1.2, 1.2)),
-        ("arcsin", "x", "arcsin(x)", {0: "g / sqrt(1 - x * x)"}, (-0.9, 0.9)),
-        ("arccos", "x", "arccos(x)", {0: "-g / sqrt(1 - x * x)"}, (-0.9, 0.9)),
-        ("arctan", "x", "arctan(x)", {0: "g / (1 + x * x)"}),
-        ("sinh", "x", "sinh(x)", {0: "g * cosh(x)"}),
-        ("cosh", "x", "cosh(x)", {0: "g * sinh(x)"}),
-        ("tanh", "x", "tanh(x)", {0: "g * (1 - y * y)"}),
-        ("sigmoid", "x", "sigmoid(x)", {0: "g * y * (1 - y)"}),
+        ("sin", "x", "sin(x)", {0: "g * cos(x)"}, _HOLOMORPHIC),
+        ("cos", "x", "cos(x)", {0: "-g * sin(x)"}, _HOLOMORPHIC),
+        ("tan", "x", "tan(x)", {0: "g * (1 + y * y)"}, (-1.2, 1.2), _HOLOMORPHIC),
+        ("arcsin", "x", "arcsin(x)", {0: "g / sqrt(1 - x * x)"}, (-0.9, 0.9), _HOLOMORPHIC),
+        ("arccos", "x", "arccos(x)", {0: "-g / sqrt(1 - x * x)"}, (-0.9, 0.9), _HOLOMORPHIC),
+        ("arctan", "x", "arctan(x)", {0: "g / (1 + x * x)"}, _HOLOMORPHIC),
+        ("sinh", "x", "sinh(x)", {0: "g * cosh(x)"}, _HOLOMORPHIC),
+        ("cosh", "x", "cosh(x)", {0: "g * sinh(x)"}, _HOLOMORPHIC),
+        ("tanh", "x", "tanh(x)", {0: "g * (1 - y * y)"}, _HOLOMORPHIC),
+        ("sigmoid", "x", "sigmoid(x)", {0: "g * y * (1 - y)"}, _HOLOMORPHIC),
         ("softplus", "x", "log1p(exp(-abs(x))) + maximum(x, 0)", {0: "g * sigmoid(x)"}),
         # libm's log2 and log10, exact at powers of 2 and 10 (log(x) / log(2) is not:
         # int(log2(1024)) would be 9).
-        ("log2", "x", "log2(x)", {0: "g / (x * 0.6931471805599453)"}, (0.1, 4)),
-        ("log10", "x", "log10(x)", {0: "g / (x * 2.302585092994046)"}, (0.1, 4)),
-        ("arcsinh", "x", "arcsinh(x)", {0: "g / sqrt(x * x + 1)"}),
-        ("arccosh", "x", "arccosh(x)", {0: "g / sqrt((x - 1) * (x + 1))"}, (1.1, 4)),
-        ("arctanh", "x", "arctanh(x)", {0: "g / ((1 - x) * (1 + x))"}, (-0.9, 0.9)),
+        ("log2", "x", "log2(x)", {0: "g / (x * 0.6931471805599453)"}, (0.1, 4), _HOLOMORPHIC),
+        ("log10", "x", "log10(x)", {0: "g / (x * 2.302585092994046)"}, (0.1, 4), _HOLOMORPHIC),
+        ("arcsinh", "x", "arcsinh(x)", {0: "g / sqrt(x * x + 1)"}, _HOLOMORPHIC),
+        ("arccosh", "x", "arccosh(x)", {0: "g / sqrt((x - 1) * (x + 1))"}, (1.1, 4), _HOLOMORPHIC),
+        ("arctanh", "x", "arctanh(x)", {0: "g / ((1 - x) * (1 + x))"}, (-0.9, 0.9), _HOLOMORPHIC),
         ("arctan2", "a b", "arctan2(a, b)",
          {0: "g * b / (a * a + b * b)", 1: "-g * a / (a * a + b * b)"}),
         ("hypot", "a b", "hypot(a, b)", {0: "g * a / y", 1: "g * b / y"}),
@@ -849,7 +1008,8 @@ _define(
     ],
 )
 WhereOp(
-    "where", "c a b", "where(c, a, b)", {1: "where(c, g, 0)", 2: "where(c, 0, g)"}, keeps_int=True
+    "where", "c a b", "where(c, a, b)", {1: "where(c, g, 0)", 2: "where(c, 0, g)"}, keeps_int=True,
+    complex=True,
 )
 ElementwiseOp(
     "clip",
@@ -860,6 +1020,13 @@ ElementwiseOp(
     keeps_int=True,
 )
 RoundingOp("floor", "x", "floor(x)", {0: "0 * g"}, keeps_int=True)
+# The parts of a complex number, each VJP in torch's convention (for a real loss L of the
+# result, dL/dx + i dL/dy of the operand x + iy): the real part passes g on, the imaginary
+# part gives i g, the conjugate conj(g), the angle atan2(y, x) i g z / |z|^2 (0 at 0, as torch).
+ComplexPartOp("_real", "real(x)", "g")
+ComplexPartOp("_imag", "imag(x)", "1j * g")
+ComplexPartOp("_conj", "conj(x)", "conj(g)")
+ComplexPartOp("_angle", "angle(x)", "where(x == 0, 0, 1j * g * x / where(x == 0, 1, abs(x) ** 2))")
 # NumPy's rint gives floats for integers, as for floats: half to even, gradient 0.
 ElementwiseOp("rint", "x", "rint(x)", {0: "0 * g"})
 
@@ -946,6 +1113,8 @@ def fabs(x):
     >>> anb.fabs(anb.tensor([-1.5, 2.0]))
     tensor([1.5, 2. ])
     """
+    if _is_complex(_operand(x)):
+        raise registry.complex_error("fabs", _operand(x).dtype)  # (as NumPy's fabs)
     result = call("abs", x)
     return result if result.dtype.kind == "f" else result.astype(np.float64)
 
@@ -972,6 +1141,8 @@ _DEGREES_PER_RADIAN = {"f": 180.0 / np.pi, "f4": float(np.float32(180.0) / np.fl
 def _converted(x, factors):
     """``x`` times the factor for its dtype (integers and bools give float64, as NumPy's)."""
     x = _operand(x)
+    if _is_complex(x):
+        raise registry.complex_error("the angle conversions", x.dtype)  # (as NumPy's)
     return call("multiply", x, factors["f4" if x.dtype == np.float32 else "f"])
 
 
@@ -1044,6 +1215,9 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     tensor([ 0.,  1., -9.])
     """
     x = _operand(x)
+    if _is_complex(x):  # (NumPy's: the real and imaginary parts each)
+        parts = [nan_to_num(part, copy, nan, posinf, neginf) for part in (real(x), imag(x))]
+        return call("add", parts[0], call("multiply", parts[1], 1j))
     if x.dtype.kind != "f":
         return call("add", x, 0)  # integers and bools are finite: a copy
     info = np.finfo(x.dtype)
@@ -1086,6 +1260,127 @@ def trunc(x):
     if x.dtype.kind in "biu":
         return call("floor", x)
     return call("sign", x) * call("floor", call("abs", x))
+
+
+def _is_complex(x):
+    return x.dtype.kind == "c"
+
+
+@public(family="elementwise")
+def real(val):
+    """The real part, elementwise (NumPy's ``real``): a real ``val`` as it is.
+
+    Its gradient is torch's convention (:doc:`/complex`): the real part's gradient ``g``
+    reaches a complex operand as ``g + 0j``.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> z = anb.tensor([1 + 2j, 3 - 1j], requires_grad=True)
+    >>> anb.real(z).sum().backward()
+    >>> z.grad
+    tensor([1.+0.j, 1.+0.j], dtype=complex128)
+    """
+    x = _operand(val)
+    return call("_real", x) if _is_complex(x) else x
+
+
+@public(family="elementwise")
+def imag(val):
+    """The imaginary part, elementwise (NumPy's ``imag``): zeros for a real ``val``.
+
+    A complex operand receives the gradient ``i g`` (torch's convention, :doc:`/complex`).
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> z = anb.tensor([1 + 2j, 3 - 1j], requires_grad=True)
+    >>> anb.imag(z)
+    tensor([ 2., -1.], grad_fn=<_imagBackward>)
+    >>> anb.imag(z).sum().backward()
+    >>> z.grad
+    tensor([0.+1.j, 0.+1.j], dtype=complex128)
+    """
+    x = _operand(val)
+    if _is_complex(x):
+        return call("_imag", x)
+    return call("multiply", call("where", x != x, 0, x), 0)  # (zeros, NaN and inf too)
+
+
+@public(family="elementwise")
+def conj(x):
+    """The complex conjugate, elementwise (NumPy's ``conj``): a real ``x`` as it is.
+
+    A complex operand receives ``conj(g)`` (torch's convention, :doc:`/complex`).
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.conj(anb.tensor([1 + 2j]))
+    tensor([1.-2.j], dtype=complex128)
+    """
+    x = _operand(x)
+    return call("_conj", x) if _is_complex(x) else x
+
+
+@public(family="elementwise")
+def conjugate(x):
+    """The complex conjugate, elementwise: NumPy's other name for :func:`conj`.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.conjugate(anb.tensor([1 - 1j]))
+    tensor([1.+1.j], dtype=complex128)
+    """
+    return conj(x)
+
+
+@public(family="elementwise")
+def angle(z, deg=False):
+    """The argument ``atan2(imag, real)`` of a complex number, elementwise (NumPy's
+    ``angle``; in degrees where ``deg``). A real ``z`` gives 0 or pi.
+
+    A complex operand receives ``g i z / |z|**2``, 0 at 0 (torch's convention, :doc:`/complex`).
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.angle(anb.tensor([1j, -1.0 + 0j]))
+    tensor([1.57079633, 3.14159265])
+    """
+    x = _operand(z)
+    result = call("_angle", x) if _is_complex(x) else call("arctan2", 0.0, x)
+    return call("multiply", result, 180.0 / np.pi) if deg else result
+
+
+@public(family="elementwise")
+def real_if_close(a, tol=100):
+    """The real part where every imaginary part is within ``tol`` machine epsilons of 0
+    (``tol`` > 1; an absolute bound where ``tol`` <= 1), else ``a`` as it is (NumPy's
+    ``real_if_close``).
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.real_if_close(anb.tensor([2.0 + 1e-16j, 1.0]))
+    tensor([2., 1.])
+    >>> anb.real_if_close(anb.tensor([2.0 + 0.1j])).dtype
+    dtype('complex128')
+    """
+    x = _operand(a)
+    if not _is_complex(x):
+        return x
+    bound = tol * np.finfo(x.dtype).eps if tol > 1 else tol
+    parts = np.imag(registry.host_values(x))
+    return call("_real", x) if bool(np.all(np.abs(parts) < bound)) else x
+
+
+def _sgn(z):
+    """``z / |z|``, 0 at 0, over Tensors (the complex ``abs``'s derivative, as torch's)."""
+    size = call("abs", z)
+    zero = size == 0
+    return call("where", zero, 0, call("divide", z, call("where", zero, 1, size)))
 
 
 def _nan_ignoring(x1, x2, comparison):

@@ -38,7 +38,7 @@ from ._blas import (
 from ._gemm import own_fits, own_gemm_add
 from ._parallel import parallel_allowed, threads_started
 from ._pointers import array_at
-from .registry import ExecSpec, Op, call, call_view, cuda_twin, public, remember
+from .registry import FUNCTIONS, ExecSpec, Op, call, call_view, cuda_twin, public, remember
 
 # Matrix-vector products (``W @ x``: one batch entry, one column) of
 # ``config.MATVEC_SPLIT_MIN`` up to ``config.MATVEC_SPLIT_MAX`` multiply-adds run as blocks of
@@ -710,6 +710,8 @@ class BatchedMatmul(Op):
             compute = np.dtype(np.int64)  # OR of ANDs: a positive count of products
         elif dtype.kind in "iu":
             compute = dtype
+        elif dtype.kind == "c":
+            compute = dtype  # (NumPy's complex products: docs/complex.rst)
         else:
             compute = dtype if dtype in (np.float32, np.float64) else np.dtype(np.float64)
             dtype = compute
@@ -730,6 +732,10 @@ class BatchedMatmul(Op):
 
     def forward(self, arrays, attrs):
         a, b = arrays
+        if a.dtype.kind == "c":  # NumPy's product (BLAS's zgemm), in both tiers
+            out = np.matmul(a, b)
+            views = attrs.get("views")
+            return out if views is None else out.reshape(views[2])
         out = np.empty((a.shape[0], a.shape[1], b.shape[2]), dtype=a.dtype)
         path = _forward_path(a, b)
         if path == _ZEROS:
@@ -777,6 +783,8 @@ class BatchedMatmul(Op):
     def forward_spec(self, arrays, attrs, output):
         # (The drivers read flat buffers: the views need nothing of them.)
         a, b = arrays
+        if a.dtype.kind == "c":
+            return None  # (NumPy's complex product: the program runs eagerly)
         path = _forward_path(a, b)
         batch, m, inner = a.shape
         ints = [path, batch, m, inner, b.shape[2], 0, *THREAD_CONTROLS]
@@ -792,6 +800,9 @@ class BatchedMatmul(Op):
         a, b = saved[0], saved[1]
         if grad_output.size == 0 or grad_input.size == 0:
             return
+        if a.dtype.kind == "c":
+            _complex_bmm_vjp(k, grad_output, a, b, grad_input)
+            return
         g = grad_output.astype(a.dtype, copy=False).reshape((a.shape[0], a.shape[1], b.shape[2]))
         target, copied = _target_view(grad_input, saved[k].shape, a.dtype)
         if k == 0:
@@ -802,8 +813,10 @@ class BatchedMatmul(Op):
             grad_input += target.reshape(grad_input.shape)
 
     def has_vjp_numpy(self, k, saved, attrs):
-        # ``vjp``'s paths but the own AVX-512 tiles.
+        # ``vjp``'s paths but the own AVX-512 tiles (complex: NumPy's, as ``vjp``'s).
         a, b = saved[0], saved[1]
+        if a.dtype.kind == "c":
+            return True
         return a.dtype.kind == "f" and not (
             _blas(a.dtype, a.shape[1], a.shape[2], b.shape[2]) and own_kernel(a.dtype)
         )
@@ -812,6 +825,9 @@ class BatchedMatmul(Op):
         a, b = saved[0], saved[1]
         m, inner, n = a.shape[1], a.shape[2], b.shape[2]
         if grad_output.size == 0 or grad_input.size == 0:
+            return
+        if a.dtype.kind == "c":
+            _complex_bmm_vjp(k, grad_output, a, b, grad_input)
             return
         blas = _blas(a.dtype, m, inner, n)
         g = grad_output.astype(a.dtype, copy=False).reshape((a.shape[0], m, n))
@@ -846,6 +862,10 @@ class BatchedMatmul(Op):
     def vjp_batched(self, k, grad_outputs, saved, attrs, grad_inputs):
         # All vectors at once, straight into the gradient buffer (see _bmm_vjp_batched).
         inner = saved[0].shape[2]
+        if saved[0].dtype.kind == "c":
+            for v in range(grad_outputs.shape[0]):
+                self.vjp(k, grad_outputs[v, ...], saved, attrs, grad_inputs[v, ...])
+            return
 
         def products(g, factor, target, stacked):
             # Stacked, the vectors make one product large enough for BLAS where one alone
@@ -901,16 +921,29 @@ class BatchedMatmul(Op):
             b = call("reshape", b, shape=views[1])
             grad_output = call("reshape", grad_output, shape=(views[0][0], views[0][1],
                                                               views[1][2]))
+        # (conj: torch's convention for complex operands; a real one's is itself)
+        conj = FUNCTIONS["conj"]
         if k == 0:
-            grad = call("_bmm", grad_output, call("transpose", b, axes=(0, 2, 1)))
+            grad = call("_bmm", grad_output, call("transpose", conj(b), axes=(0, 2, 1)))
         else:
-            grad = call("_bmm", call("transpose", a, axes=(0, 2, 1)), grad_output)
+            grad = call("_bmm", call("transpose", conj(a), axes=(0, 2, 1)), grad_output)
         if views is not None:
             grad = call("reshape", grad, shape=attrs["input_shapes"][k])
         return grad
 
     def make_function(self):
         return None
+
+
+def _complex_bmm_vjp(k, grad_output, a, b, grad_input):
+    """``_bmm``'s VJP ``k`` for complex operands in NumPy, torch's convention: ``g @ b^H``
+    into ``a``'s gradient, ``a^H @ g`` into ``b``'s (in the operands' own shapes)."""
+    g = grad_output.reshape((a.shape[0], a.shape[1], b.shape[2]))
+    if k == 0:
+        product = np.matmul(g, np.conj(b).transpose(0, 2, 1))
+    else:
+        product = np.matmul(np.conj(a).transpose(0, 2, 1), g)
+    grad_input += product.reshape(grad_input.shape)
 
 
 def _read_as_views(a, b, views, attrs):

@@ -95,10 +95,20 @@ class AxisOp(Op):
     def result_dtype(self, x):
         return x.dtype if x.dtype.kind == "f" else np.dtype(np.float64)
 
+    #: The complex case in NumPy (docs/complex.rst), ``(forward(x3), vjp(g, x3, y, gx3))``
+    #: over the canonical arrays as ``numpy_function`` and ``numpy_vjp``, the VJP in torch's
+    #: convention; None: complex operands raise TypeError.
+    complex_numpy = None
+
     def prepare(self, values, attrs):
         (x,) = values
         x = np.asarray(x)
-        x = np.asarray(x, dtype=self.result_dtype(x), order="C")
+        if x.dtype.kind == "c":
+            if self.complex_numpy is None:
+                raise registry.complex_error(self.name, x.dtype)
+            x = np.asarray(x, order="C")
+        else:
+            x = np.asarray(x, dtype=self.result_dtype(x), order="C")
         axis = attrs.get("axis")
         if self.single_axis:
             if x.ndim == 0 and axis in (0, -1):
@@ -135,6 +145,9 @@ class AxisOp(Op):
         return out.reshape(attrs["shape"])
 
     def run_forward(self, x3, out, attrs):
+        if x3.dtype.kind == "c":
+            out[...] = self.complex_numpy[0](x3).reshape(out.shape)
+            return
         self.forward_kernel(x3, out)
 
     #: ``f(x3)`` of the canonical ``(outer, n, inner)`` input in NumPy (reducing axis 1, or
@@ -172,6 +185,9 @@ class AxisOp(Op):
         layout.add_back(canonical, grad_input)
 
     def run_vjp(self, g, x3, y, gx3, attrs):
+        if gx3.dtype.kind == "c":
+            self.complex_numpy[1](g, x3, y, gx3)
+            return
         self.vjp_kernel(g, x3 if x3 is not None else gx3, y if y is not None else g, gx3)
 
     #: ``vjp_kernel`` in NumPy, ``numpy_vjp(g, x3, y, gx3)`` over the same canonical arrays
@@ -184,6 +200,9 @@ class AxisOp(Op):
         return self.numpy_vjp is not None
 
     def vjp_numpy(self, k, grad_output, saved, attrs, grad_input):
+        if grad_input.dtype.kind == "c":  # (the complex case is NumPy's in both tiers)
+            self.vjp(k, grad_output, saved, attrs, grad_input)
+            return
         # ``vjp`` with the twin; non-adjacent axes moved together by a transposed copy and
         # the canonical gradient added back through the inverse one (one addition per
         # element, as ``Layout.add_back``'s scatter).
@@ -214,6 +233,7 @@ class AxisOp(Op):
             layout.permuted is not None
             or type(self).run_vjp is not AxisOp.run_vjp
             or grad_outputs.size < config.PARALLEL_MIN_ELEMENTS
+            or grad_inputs.dtype.kind == "c"
         ):
             super().vjp_batched(k, grad_outputs, saved, attrs, grad_inputs)
             return
@@ -290,6 +310,8 @@ class AxisOp(Op):
 
     def forward_spec(self, arrays, attrs, output):
         layout = attrs["layout"]
+        if output.dtype.kind == "c":
+            return None  # (NumPy's complex case, no kernel: the program runs eagerly)
         # The drivers call ``forward_kernel`` alone: no other ``run_forward``, and no
         # unpermuting of a result of the input's shape (those ops take one axis: never).
         if type(self).run_forward is not AxisOp.run_forward or (
@@ -507,6 +529,7 @@ class Sum(AxisOp):
     forward_kernel = staticmethod(_sum_forward)
     vjp_kernel = staticmethod(_sum_vjp)
     numpy_vjp = staticmethod(_numpy_sum_vjp)
+    complex_numpy = (staticmethod(lambda x3: x3.sum(axis=1)), staticmethod(_numpy_sum_vjp))
 
     def result_dtype(self, x):
         return x.dtype if x.dtype.kind in "fiu" else np.dtype(np.int64)
@@ -619,6 +642,16 @@ def _product_of_others(x, attrs):
     return call("transpose", others, axes=tuple(int(d) for d in np.argsort(order)))
 
 
+def _complex_prod_vjp(g, x, y, gx):
+    """Complex ``prod``'s VJP over ``(outer, n, inner)``: ``g`` times the conjugate of the
+    product of the others (torch's convention), from the products before and after each
+    element, so zeros need no division."""
+    ones = np.ones_like(x[:, :1, :])
+    before = np.cumprod(np.concatenate([ones, x[:, :-1, :]], axis=1), axis=1)
+    after = np.cumprod(np.concatenate([ones, x[:, :0:-1, :]], axis=1), axis=1)[:, ::-1, :]
+    gx += g[:, None, :] * np.conj(before * after)
+
+
 @cuda_twin("reduction", "Prod")
 class Prod(AxisOp):
     """``prod(x, axis=None, keepdims=False)``."""
@@ -629,6 +662,7 @@ class Prod(AxisOp):
     forward_kernel = staticmethod(_prod_forward)
     vjp_kernel = staticmethod(_prod_vjp)
     numpy_vjp = staticmethod(_numpy_prod_vjp)
+    complex_numpy = (staticmethod(lambda x3: x3.prod(axis=1)), staticmethod(_complex_prod_vjp))
 
     def result_dtype(self, x):
         return x.dtype if x.dtype.kind in "fiu" else np.dtype(np.int64)
@@ -636,17 +670,22 @@ class Prod(AxisOp):
     exec_scratch = True
 
     def run_vjp(self, g, x3, y, gx3, attrs):
+        if gx3.dtype.kind == "c":
+            _complex_prod_vjp(g, x3, y, gx3)
+            return
         scratch = np.empty(gx3.shape[1:], dtype=gx3.dtype)
         self.vjp_kernel(g, x3, scratch, gx3)
 
     def rule(self, k, grad_output, inputs, output, attrs):
         (x,) = inputs
         grad = expand_reduced(grad_output, attrs)
+        # (complex: the conjugate derivative, torch's convention; a real x's is itself)
+        conj = registry.FUNCTIONS["conj"]
         if np.any(registry.host_values(x) == 0):
-            return call("multiply", grad, _product_of_others(x, attrs))
+            return call("multiply", grad, conj(_product_of_others(x, attrs)))
         # Without zeros, prod / x is the product of the others, and stays so when
         # differentiated again at this point.
-        return call("divide", call("multiply", grad, _reduce("prod", x, attrs)), x)
+        return call("divide", call("multiply", grad, conj(_reduce("prod", x, attrs))), conj(x))
 
 
 Prod()
@@ -1242,6 +1281,10 @@ def _numpy_cumsum_vjp(g, x, y, gx):
     _numpy_vjp.add_into(gx, running)
 
 
+def _complex_cumsum_vjp(g, x, y, gx):
+    gx += np.cumsum(g[:, ::-1], axis=1)[:, ::-1]  # (the sums from the end, in complex)
+
+
 @cuda_twin("reduction", "Cumsum")
 class Cumsum(AxisOp):
     """``cumsum(x, axis=None)``: NumPy's, so ``axis=None`` scans the flattened input."""
@@ -1253,6 +1296,8 @@ class Cumsum(AxisOp):
     forward_kernel = staticmethod(_cumsum_forward)
     vjp_kernel = staticmethod(_cumsum_vjp)
     numpy_vjp = staticmethod(_numpy_cumsum_vjp)
+    complex_numpy = (staticmethod(lambda x3: np.cumsum(x3, axis=1)),
+                     staticmethod(_complex_cumsum_vjp))
 
     def result_dtype(self, x):
         return x.dtype if x.dtype.kind in "fiu" else np.dtype(np.int64)
@@ -1333,6 +1378,9 @@ def var(x, axis=None, ddof=0, keepdims=False):
     tensor(1.66666667)
     """
     deviation = call("subtract", x, mean(x, axis=axis, keepdims=True))
+    if getattr(deviation, "dtype", None) is not None and deviation.dtype.kind == "c":
+        # NumPy's complex variance is real: the mean of |x - mean|^2.
+        deviation = call("abs", deviation)
     total = call("sum", call("square", deviation), axis=axis, keepdims=keepdims)
     count = _group_size(np.shape(x), axis) - ddof
     return _divide_by_count(total, count if count > 0 else 0)

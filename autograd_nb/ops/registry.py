@@ -109,6 +109,16 @@ def host_values(x):
     return np.asarray(x)
 
 
+def complex_error(name, dtype):
+    """The TypeError of an op with no complex case given complex operands (as torch's
+    ``"... not implemented for 'ComplexDouble'"``, a TypeError as NumPy's ufuncs raise)."""
+    return TypeError(
+        f"{name} is not implemented for complex tensors ({np.dtype(dtype).name}): it has no "
+        "complex case in NumPy or torch, or autograd_nb does not provide it yet "
+        "(see docs/complex.rst)"
+    )
+
+
 def constant_like(x, array):
     """The NumPy ``array`` as a new Tensor without grad, on the device of the Tensor ``x``
     (for results that are constants, such as ``average``'s sum of constant weights)."""
