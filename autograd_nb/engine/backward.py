@@ -396,7 +396,7 @@ def real_part_for(edge, contribution):
     ``x * 1j``, has the real part of the complex gradient, ``dL/dx``). The kernels' walk keeps
     the same part in :func:`_vjp`; the compiled executor runs no complex plan."""
     if contribution.dtype.kind == "c" and edge.dtype.kind != "c":
-        return call("real", contribution)
+        return call("_real", contribution)
     return contribution
 
 

@@ -156,18 +156,11 @@ def _array(value):
 
 
 def _add(grad_input, value):
-    """Accumulate ``value`` into ``grad_input``; a real input keeps the real part."""
+    """Accumulate ``value`` into ``grad_input``; a real input keeps the real part (the rules
+    leave that to the engine, which keeps it for every op)."""
     if grad_input.dtype.kind != "c" and value.dtype.kind == "c":
         value = value.real
     grad_input += value
-
-
-def _real_if(attrs, value):
-    """``value``, or its real part where the op's input was real (torch's rule for a real
-    input meeting a complex gradient)."""
-    if attrs["real_input"] and np.dtype(value.dtype).kind == "c":
-        return call("real", value)
-    return value
 
 
 class FftOp(Op):
@@ -220,7 +213,7 @@ class _Transform(FftOp):
         (x,) = [_array(v) for v in values]
         axis = self._axis(x, attrs["axis"])
         prepared = dict(attrs, axis=axis, norm=check_norm(attrs.get("norm")),
-                        m=x.shape[axis], real_input=x.dtype.kind != "c")
+                        m=x.shape[axis])
         prepared["n"] = check_points(self.default_points(x.shape[axis])
                                      if attrs.get("n") is None else attrs["n"])
         return [self.cast(x)], prepared
@@ -248,7 +241,7 @@ class FftC2C(_Transform):
     def rule(self, k, grad_output, inputs, output, attrs):
         adjoint = call("_fft_c2c", grad_output, n=attrs["n"], axis=attrs["axis"],
                        norm=SWAPPED[attrs["norm"]], inverse=not attrs["inverse"])
-        return _real_if(attrs, _resized(adjoint, attrs["axis"], attrs["n"], attrs["m"]))
+        return _resized(adjoint, attrs["axis"], attrs["n"], attrs["m"])
 
 
 FftC2C()
@@ -320,7 +313,7 @@ class FftC2R(_Transform):
         adjoint = call("_fft_r2c", grad_output, n=n, axis=attrs["axis"],
                        norm=SWAPPED[attrs["norm"]], double=not attrs["halve"],
                        conj=attrs["conj"])
-        return _real_if(attrs, _resized(adjoint, attrs["axis"], n // 2 + 1, attrs["m"]))
+        return _resized(adjoint, attrs["axis"], n // 2 + 1, attrs["m"])
 
 
 FftC2R()
@@ -366,7 +359,7 @@ def _nd_args(shape, s, axes, invreal=False):
     s = list(s)
     if axes is None:
         if not shapeless:
-            warnings.warn(_AXES_NONE, DeprecationWarning, stacklevel=4)
+            warnings.warn(_AXES_NONE, DeprecationWarning, stacklevel=5)
         axes = list(range(-len(s), 0))
     axes = list(axes)
     if len(s) != len(axes):
@@ -374,7 +367,7 @@ def _nd_args(shape, s, axes, invreal=False):
     if invreal and shapeless:
         s[-1] = (shape[axes[-1]] - 1) * 2
     if None in s:
-        warnings.warn(_S_NONE, DeprecationWarning, stacklevel=4)
+        warnings.warn(_S_NONE, DeprecationWarning, stacklevel=5)
     s = [shape[axis] if points == -1 else points for points, axis in zip(s, axes)]
     for points, axis in zip(s, axes):  # every error before anything records
         normalize_axis_index(operator.index(axis), len(shape))
@@ -402,6 +395,25 @@ def _c2c_nd(name, a, s, axes, norm, inverse):
     for points, axis in zip(reversed(s), reversed(axes)):
         a = call("_fft_c2c", a, n=points, axis=axis, norm=norm, inverse=inverse)
     return a
+
+
+def _r2c_nd(name, a, s, axes, norm):
+    _on_cpu(name, a)
+    norm = check_norm(norm)
+    s, axes = _nd_args(_shape(a), s, axes)
+    a = call("_fft_r2c", a, n=s[-1], axis=axes[-1], norm=norm)
+    for ii in range(len(axes) - 2, -1, -1):
+        a = call("_fft_c2c", a, n=s[ii], axis=axes[ii], norm=norm, inverse=False)
+    return a
+
+
+def _c2r_nd(name, a, s, axes, norm):
+    _on_cpu(name, a)
+    norm = check_norm(norm)
+    s, axes = _nd_args(_shape(a), s, axes, invreal=True)
+    for ii in range(len(axes) - 1):
+        a = call("_fft_c2c", a, n=s[ii], axis=axes[ii], norm=norm, inverse=True)
+    return call("_fft_c2r", a, n=s[-1], axis=axes[-1], norm=norm)
 
 
 @public("fft.fft", method=False, family="fft")
@@ -639,13 +651,7 @@ def rfftn(a, s=None, axes=None, norm=None):
     tensor([[10.+0.j, -2.+0.j],
             [-4.+0.j,  0.+0.j]])
     """
-    _on_cpu("rfftn", a)
-    norm = check_norm(norm)
-    s, axes = _nd_args(_shape(a), s, axes)
-    a = call("_fft_r2c", a, n=s[-1], axis=axes[-1], norm=norm)
-    for ii in range(len(axes) - 2, -1, -1):
-        a = call("_fft_c2c", a, n=s[ii], axis=axes[ii], norm=norm, inverse=False)
-    return a
+    return _r2c_nd("rfftn", a, s, axes, norm)
 
 
 @public("fft.irfftn", method=False, family="fft")
@@ -663,12 +669,7 @@ def irfftn(a, s=None, axes=None, norm=None):
     tensor([[1., 2.],
             [3., 4.]])
     """
-    _on_cpu("irfftn", a)
-    norm = check_norm(norm)
-    s, axes = _nd_args(_shape(a), s, axes, invreal=True)
-    for ii in range(len(axes) - 1):
-        a = call("_fft_c2c", a, n=s[ii], axis=axes[ii], norm=norm, inverse=True)
-    return call("_fft_c2r", a, n=s[-1], axis=axes[-1], norm=norm)
+    return _c2r_nd("irfftn", a, s, axes, norm)
 
 
 @public("fft.rfft2", method=False, family="fft")
@@ -682,7 +683,7 @@ def rfft2(a, s=None, axes=(-2, -1), norm=None):
     >>> np.fft.rfft2(anb.ones((2, 3))).shape
     (2, 2)
     """
-    return rfftn(a, s, axes, norm)
+    return _r2c_nd("rfft2", a, s, axes, norm)
 
 
 @public("fft.irfft2", method=False, family="fft")
@@ -696,7 +697,7 @@ def irfft2(a, s=None, axes=(-2, -1), norm=None):
     >>> np.fft.irfft2(anb.ones((2, 2))).shape
     (2, 2)
     """
-    return irfftn(a, s, axes, norm)
+    return _c2r_nd("irfft2", a, s, axes, norm)
 
 
 def _shifts(shape, axes, sign):
