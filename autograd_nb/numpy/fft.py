@@ -21,8 +21,8 @@ so ``create_graph=True`` differentiates again. CUDA tensors raise ``NotImplement
 >>> import autograd_nb.numpy as np
 >>> x = anb.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
 >>> (np.abs(np.fft.rfft(x)) ** 2).sum().backward()
->>> x.grad
-tensor([ 8., 12., 16., 20.])
+>>> x.grad  # the zero-frequency and Nyquist bins count once, the others twice
+tensor([12., 20., 20., 28.])
 >>> np.fft.fftfreq(4)
 array([ 0.  ,  0.25, -0.5 , -0.25])
 """
