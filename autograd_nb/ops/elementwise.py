@@ -1304,7 +1304,7 @@ def imag(val):
     x = _operand(val)
     if _is_complex(x):
         return call("_imag", x)
-    return call("multiply", call("where", x != x, 0, x), 0)  # (zeros, NaN and inf too)
+    return registry.constant_like(x, np.zeros(x.shape, x.dtype))  # (NaN and inf give 0 too)
 
 
 @public(family="elementwise")

@@ -13,7 +13,7 @@ from numba import njit
 
 from . import _broadcast, _numpy_vjp
 from .reduction import Cumsum, mean
-from .registry import call, constant_like, cuda_twin, host_values, public
+from .registry import FUNCTIONS, call, constant_like, cuda_twin, host_values, public
 
 # -- cumprod -----------------------------------------------------------------------------------
 
@@ -54,10 +54,22 @@ def _numpy_cumprod_vjp(g, x, y, gx):
         tail = tail * x[:, j]
 
 
+def _complex_cumprod_vjp(g, x, y, gx):
+    # ``_cumprod_vjp`` in complex, torch's convention: the factors conjugated.
+    tail = np.zeros((gx.shape[0], gx.shape[2]), dtype=gx.dtype)
+    for j in range(gx.shape[1] - 1, -1, -1):
+        tail = tail + g[:, j]
+        before = np.conj(y[:, j - 1]) if j > 0 else 1.0
+        gx[:, j] += before * tail
+        tail = tail * np.conj(x[:, j])
+
+
 @cuda_twin("reduction", "Cumprod")
 class Cumprod(Cumsum):
     """``cumprod(x, axis=None)``: NumPy's, so ``axis=None`` scans the flattened input."""
     numpy_function = staticmethod(lambda x3: np.cumprod(x3, axis=1, dtype=x3.dtype))
+    complex_numpy = (staticmethod(lambda x3: np.cumprod(x3, axis=1)),
+                     staticmethod(_complex_cumprod_vjp))
 
     name = "cumprod"
     saves = (0,)
@@ -70,6 +82,8 @@ class Cumprod(Cumsum):
         layout = attrs["layout"]
         x = call("reshape", inputs[0], shape=layout.shape)  # flattened for axis=None
         y = call("reshape", output, shape=layout.shape)
+        # (complex: the conjugated derivatives of torch's convention; a real x's are x's own)
+        x, y = FUNCTIONS["conj"](x), FUNCTIONS["conj"](y)
         axis = attrs["axes"][0]
         if np.any(host_values(inputs[0]) == 0):
             grad = _cumprod_vjp_at_zeros(grad_output, x, axis)
