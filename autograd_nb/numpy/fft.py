@@ -60,7 +60,9 @@ def __getattr__(name):
     if ours is None:
         raise not_provided(f"numpy.fft.{name}")
     if name not in CONSTANTS:
-        ours = differentiable(f"numpy.fft.{name}", ours, getattr(numpy.fft, name))
+        wrapped = differentiable(f"numpy.fft.{name}", ours, getattr(numpy.fft, name))
+        wrapped.__doc__, wrapped.__wrapped__ = ours.__doc__, ours  # (help() and the docs)
+        ours = wrapped
     globals()[name] = ours
     return ours
 
