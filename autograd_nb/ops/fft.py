@@ -89,14 +89,12 @@ def resize(x, axis, n):
     return out
 
 
-def _scaled_two_sided(x, axis, n, factor):
-    """A copy of the half spectrum ``x`` (of a real signal of ``n`` points) whose two-sided
-    bins, ``1 .. (n + 1)//2 - 1`` along ``axis``, are multiplied by ``factor``."""
-    out = np.array(x, order="C")
-    index = [slice(None)] * x.ndim
+def _two_sided(ndim, axis, n):
+    """The index of the two-sided bins of a half spectrum of ``n`` points along ``axis``:
+    ``1 .. (n + 1)//2 - 1``, all but the zero frequency and (even ``n``) the Nyquist bin."""
+    index = [slice(None)] * ndim
     index[axis] = slice(1, (n + 1) // 2)
-    out[tuple(index)] *= factor
-    return out
+    return tuple(index)
 
 
 def c2c(x, n, axis, norm, inverse):
@@ -111,12 +109,12 @@ def c2c_vjp(g, m, n, axis, norm, inverse):
 
 
 def r2c(x, n, axis, norm, double, conj):
-    out = np.fft.rfft(x, n, axis, norm)
-    if double:
-        out = _scaled_two_sided(out, axis, n, 2)
+    out = np.ascontiguousarray(np.fft.rfft(x, n, axis, norm))
+    if double:  # (in place: ``out`` is new)
+        out[_two_sided(out.ndim, axis, n)] *= 2
     if conj:
         np.conjugate(out, out=out)
-    return np.ascontiguousarray(out)
+    return out
 
 
 def r2c_vjp(g, m, n, axis, norm, double, conj):
@@ -130,8 +128,10 @@ def r2c_vjp(g, m, n, axis, norm, double, conj):
 def c2r(x, n, axis, norm, halve, conj):
     if conj:
         x = np.conjugate(x)
+    elif halve:
+        x = np.array(x, order="C")  # (a copy: ``x`` is the caller's)
     if halve:
-        x = _scaled_two_sided(x, axis, n, 0.5)
+        x[_two_sided(x.ndim, axis, n)] *= 0.5
     return np.ascontiguousarray(np.fft.irfft(x, n, axis, norm))
 
 
