@@ -852,23 +852,45 @@ class WhereOp(ElementwiseOp):
         return out if out.dtype == arrays[1].dtype else out.astype(arrays[1].dtype)
 
 
-class ComplexPartOp(ElementwiseOp):
+class ComplexPartOp(Op):
     """``real``, ``imag``, ``conj`` and ``angle`` of a complex tensor: complex operands only
-    (the public functions give real ones to other ops), NumPy's formula forward and the VJP
-    of torch's convention. Their own family: the real elementwise ops' tests skip them."""
+    (the public functions give real ones to other ops), NumPy's function forward, and the VJP
+    formula of torch's convention over NumPy arrays (both tiers) or Tensors (the rule). No
+    kernel: an op of its own family, which the real elementwise ops' tests do not meet."""
 
     family = "complex"
+    method = False
+    cpu_only = True
+    complex = True
 
     def __init__(self, name, forward, vjp):
-        # (the formulas serve as the real ones too: no kernel is ever made of them)
-        super().__init__(name, "x", forward, {0: vjp},
-                         complex={"forward": forward, "vjps": {0: vjp}})
+        self.name = name
+        self.formula = vjp
+        self._forward = forward
+        self._code = compile(vjp, f"<{name} vjp>", "eval")
+        self.saves = (0,) if "x" in self._code.co_names else ()
+        super().__init__()
 
     def prepare(self, values, attrs):
-        arrays, attrs = super().prepare(values, attrs)
-        if arrays[0].dtype.kind != "c":
-            raise TypeError(f"{self.name} takes a complex operand, not {arrays[0].dtype}")
-        return arrays, attrs
+        x = np.asarray(values[0])
+        if x.dtype.kind != "c":
+            raise TypeError(f"{self.name} takes a complex operand, not {x.dtype}")
+        return [np.ascontiguousarray(x)], {}
+
+    def forward(self, arrays, attrs):
+        return np.array(self._forward(arrays[0]), order="C")  # (a copy: np.real gives a view)
+
+    def vjp(self, k, grad_output, saved, attrs, grad_input):
+        names = {"g": grad_output.reshape(grad_input.shape), "x": saved[0]}
+        with np.errstate(all="ignore"):
+            grad_input += eval(self._code, _COMPLEX_NAMESPACE, names)  # noqa: S307
+
+    vjp_numpy = vjp  # (NumPy already: the same in both tiers)
+
+    def rule(self, k, grad_output, inputs, output, attrs):
+        namespace = _tensor_namespace()
+        namespace.update(_complex_tensor_namespace(), g=grad_output, x=inputs[0])
+        return eval(self._code, {"__builtins__": {"abs": abs}}, namespace)
 
 
 class RoundingOp(ElementwiseOp):
@@ -1023,10 +1045,10 @@ RoundingOp("floor", "x", "floor(x)", {0: "0 * g"}, keeps_int=True)
 # The parts of a complex number, each VJP in torch's convention (for a real loss L of the
 # result, dL/dx + i dL/dy of the operand x + iy): the real part passes g on, the imaginary
 # part gives i g, the conjugate conj(g), the angle atan2(y, x) i g z / |z|^2 (0 at 0, as torch).
-ComplexPartOp("_real", "real(x)", "g")
-ComplexPartOp("_imag", "imag(x)", "1j * g")
-ComplexPartOp("_conj", "conj(x)", "conj(g)")
-ComplexPartOp("_angle", "angle(x)", "where(x == 0, 0, 1j * g * x / where(x == 0, 1, abs(x) ** 2))")
+ComplexPartOp("_real", np.real, "g")
+ComplexPartOp("_imag", np.imag, "1j * g")
+ComplexPartOp("_conj", np.conj, "conj(g)")
+ComplexPartOp("_angle", np.angle, "where(x == 0, 0, 1j * g * x / where(x == 0, 1, abs(x) ** 2))")
 # NumPy's rint gives floats for integers, as for floats: half to even, gradient 0.
 ElementwiseOp("rint", "x", "rint(x)", {0: "0 * g"})
 
@@ -1296,7 +1318,7 @@ def imag(val):
     >>> import autograd_nb as anb
     >>> z = anb.tensor([1 + 2j, 3 - 1j], requires_grad=True)
     >>> anb.imag(z)
-    tensor([ 2., -1.], grad_fn=<_imagBackward>)
+    tensor([ 2., -1.], grad_fn=<ImagBackward>)
     >>> anb.imag(z).sum().backward()
     >>> z.grad
     tensor([0.+1.j, 0.+1.j], dtype=complex128)
