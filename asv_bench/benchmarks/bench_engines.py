@@ -177,6 +177,12 @@ class LotkaVolterraFit(_WorkloadSuite):
     params, param_names = _params_of(workload)
 
 
+class BurgersSpectral(_WorkloadSuite):
+    __doc__ = WORKLOADS["burgers_spectral"].description
+    workload = "burgers_spectral"
+    params, param_names = _params_of(workload)
+
+
 def _compiled_cases():
     """Every ``autograd_nb:compile`` variant at the sizes ``compare.py`` runs, by a label."""
     cases = {}

@@ -1371,3 +1371,88 @@ def _(jax, **_):
         return [np.asarray(jax.block_until_ready(grad(theta)))]
 
     return step
+
+
+# -- issue 43's spectral workload: pseudo-spectral viscous Burgers steps ----------------------
+
+#: Points on [0, 2 pi), explicit Euler steps, viscosity and time step (stable: dt nu k_max^2
+#: = 0.84 < 2).
+BURGERS_POINTS, BURGERS_STEPS, BURGERS_NU, BURGERS_DT = 4096, 4, 0.02, 1e-5
+
+burgers_spectral = Workload(
+    "burgers_spectral",
+    "4 explicit pseudo-spectral steps of viscous Burgers u_t = nu u_xx - u u_x on 4,096 points "
+    "(rfft, multiply by ik and -nu k^2, irfft): grad of the final sum of squares w.r.t. u0",
+    params={},
+    compare=[{}],
+)
+
+
+def _burgers_data():
+    """The initial state (smooth, with a little seeded noise) and the spectral multipliers."""
+    x = np.linspace(0.0, 2 * np.pi, BURGERS_POINTS, endpoint=False)
+    u0 = np.sin(x) + 0.5 * np.cos(2 * x) + seeded(BURGERS_POINTS, seed=60, scale=0.01)
+    k = np.fft.rfftfreq(BURGERS_POINTS, 1.0 / BURGERS_POINTS)
+    return u0, 1j * k, -BURGERS_NU * k**2
+
+
+def _burgers_loss(ns, u, ik, diffusion):
+    """``ns``: a NumPy-like namespace with ``fft.rfft``, ``fft.irfft`` and ``sum``."""
+    for _ in range(BURGERS_STEPS):
+        spectrum = ns.fft.rfft(u)
+        ux = ns.fft.irfft(spectrum * ik, BURGERS_POINTS)
+        uxx = ns.fft.irfft(spectrum * diffusion, BURGERS_POINTS)
+        u = u + BURGERS_DT * (uxx - u * ux)
+    return ns.sum(u * u)
+
+
+@burgers_spectral.variant("autograd_nb")
+def _(anb, **_):
+    import autograd_nb.numpy as anp
+
+    u0, ik, diffusion = _burgers_data()
+    u = anb.tensor(u0, requires_grad=True)
+    ik, diffusion = anb.tensor(ik), anb.tensor(diffusion)
+
+    def step():
+        return [anb.grad(_burgers_loss(anp, u, ik, diffusion), u)[0].numpy()]
+
+    return step
+
+
+@burgers_spectral.variant("torch")
+def _(torch, **_):
+    u0, ik, diffusion = (torch.tensor(a) for a in _burgers_data())
+    u = u0.requires_grad_(True)
+
+    def step():
+        (grad,) = torch.autograd.grad(_burgers_loss(torch, u, ik, diffusion), u)
+        return [grad.numpy()]
+
+    return step
+
+
+@burgers_spectral.variant("jax")
+def _(jax, **_):
+    import jax.numpy as jnp
+
+    u0, ik, diffusion = (jnp.asarray(a) for a in _burgers_data())
+    grad = jax.jit(jax.grad(lambda u: _burgers_loss(jnp, u, ik, diffusion)))
+
+    def step():
+        return [np.asarray(jax.block_until_ready(grad(u0)))]
+
+    return step
+
+
+@burgers_spectral.variant("autograd")
+def _(autograd, **_):
+    import autograd.numpy as hnp
+
+    u0, ik, diffusion = _burgers_data()
+    grad = autograd.grad(lambda u: _burgers_loss(hnp, u, ik, diffusion))
+
+    def step():
+        return [grad(u0)]
+
+    return step

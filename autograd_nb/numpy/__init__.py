@@ -9,7 +9,8 @@ Each name is NumPy's, with NumPy's arguments:
   creation functions: ``CONSTANT_FUNCTIONS``) runs NumPy's function on the Tensors' data and
   gives Tensors without grad where NumPy gives arrays;
 - dtypes, scalar types and constants (``float64``, ``pi``, ``newaxis``) are NumPy's;
-- ``linalg`` is :mod:`autograd_nb.numpy.linalg`, ``random`` NumPy's, refusing Tensors;
+- ``linalg`` is :mod:`autograd_nb.numpy.linalg`, ``fft`` :mod:`autograd_nb.numpy.fft`,
+  ``random`` NumPy's, refusing Tensors;
 - any other NumPy name raises ``NotImplementedError`` naming it.
 
 Names resolve on first use and then stay: a function registered in an op family file (or
@@ -30,10 +31,10 @@ tensor(1.68294197, grad_fn=<SumBackward>)
 np.float64(0.0)
 >>> np.argmax(x * 1.5)
 tensor(1)
->>> np.fft
+>>> np.polynomial
 Traceback (most recent call last):
 ...
-autograd_nb.numpy.NotProvidedError: numpy.fft is not provided by autograd_nb (yet): ...
+autograd_nb.numpy.NotProvidedError: numpy.polynomial is not provided by autograd_nb (yet): ...
 """
 
 # Imported under private names: a global here would hide the NumPy name it shares
@@ -314,6 +315,8 @@ def _implementation_of(func):
         return tensor_implementation(name)
     if module == "numpy.linalg":
         return linalg.tensor_implementation(name)
+    if module == "numpy.fft":
+        return fft.tensor_implementation(name)
     return None
 
 
@@ -325,4 +328,4 @@ def _unsupported(qualified):
     )
 
 
-from . import linalg, random  # noqa: E402,F401  (submodules, as NumPy's)
+from . import fft, linalg, random  # noqa: E402,F401  (submodules, as NumPy's)
