@@ -6,8 +6,10 @@ registered as ``"special.<name>"`` (in their family files, ``ops/special.py`` an
 ``digamma`` (``psi``), ``polygamma``, ``gamma``, ``rgamma``, ``gammasgn``, ``beta``,
 ``betaln``, ``multigammaln``, ``gammainc``, ``gammaincc``, ``betainc``, ``logit``, ``expit``,
 ``xlogy``, ``ndtr``, ``log_ndtr``, ``i0``, ``i1``, and the Bessel functions ``j0``, ``j1``,
-``jn``, ``y0``, ``y1``, ``yn``, ``iv``, ``ive``; :mod:`autograd_nb.scipy.special` shows the
-same. Each is elementwise, broadcasting and runs on CPU and CUDA tensors; each is
+``jn``, ``y0``, ``y1``, ``yn``, ``iv``, ``ive``, and ``jv``, ``yv``, ``kv``, ``kve``, ``k0``,
+``k1``, ``k0e``, ``k1e``, ``i0e``, ``i1e`` (SciPy's compiled functions, CPU tensors only);
+:mod:`autograd_nb.scipy.special` shows the same. Each is elementwise, broadcasting and runs on
+CPU and (but those ten) CUDA tensors; each is
 differentiable to any order in its argument ``x``, but for the incomplete functions'
 derivatives in their shape parameters (``a``, ``b``), which differentiate again only in
 ``x``. An order (``polygamma``'s ``n``, the Bessel functions' ``n`` and ``v``) has no

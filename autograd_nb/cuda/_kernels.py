@@ -48,7 +48,8 @@ def _device_twins():
     modules it takes scalars from (``_scalar_bessel``), compiled from the same Python source.
     Each twin reads its global names from a copy of its module's namespace in which the other
     ``@njit`` functions of those modules are their twins (``polygamma`` calls ``digamma``'s
-    twin), so that one source serves both targets."""
+    twin), so that one source serves both targets. A function that calls a CPU library (a
+    module's ``DEVICE_STANDINS``: SciPy's Bessel functions) is its stand-in's twin."""
     modules = {_scalar.__name__: _scalar}
     for value in vars(_scalar).values():
         source = getattr(value, "py_func", None)
@@ -64,6 +65,7 @@ def _device_twins():
                     source.__code__, namespace, source.__name__, source.__defaults__
                 )
                 twins[module_name, source.__name__] = cuda.jit(device=True)(clone)
+    _use_standins(twins, namespaces)
     for namespace in namespaces.values():
         for name, value in list(namespace.items()):
             source = getattr(value, "py_func", None)
@@ -71,6 +73,15 @@ def _device_twins():
                 namespace[name] = twins[source.__module__, source.__name__]
     namespace = namespaces[_scalar.__name__]
     return {name: namespace[name] for name in _scalar.SCALAR_NAMES}
+
+
+def _use_standins(twins, module_names):
+    """Make each function of a module's ``DEVICE_STANDINS`` (those that call a CPU library,
+    SciPy's) its stand-in's twin, in ``twins`` (keyed by module and function name)."""
+    for module_name in module_names:
+        standins = getattr(sys.modules[module_name], "DEVICE_STANDINS", {})
+        for name, standin in standins.items():
+            twins[module_name, name] = twins[module_name, standin.py_func.__name__]
 
 
 globals().update(_device_twins())

@@ -1164,7 +1164,26 @@ def _beta_density(a, b, x):
     return math.exp((a - 1.0) * math.log(x) + (b - 1.0) * math.log1p(-x) - betaln(a, b))
 
 from . import _scalar_bessel as _bessel  # noqa: E402
-from ._scalar_bessel import iv, ive, j0, j1, jn, y0, y1, yn  # noqa: E402, F401 (in kernels)
+from ._scalar_bessel import (  # noqa: E402, F401 (in kernels)
+    i0e,
+    i1e,
+    iv,
+    ive,
+    j0,
+    j1,
+    jn,
+    jv,
+    k0,
+    k0e,
+    k1,
+    k1e,
+    kv,
+    kve,
+    y0,
+    y1,
+    yn,
+    yv,
+)
 
 SCALAR_NAMES = (
     "where",
@@ -1197,3 +1216,6 @@ with open(__file__, "rb") as _source:
     SOURCE_HASH = hashlib.sha1(_source.read()).hexdigest()[:16]
 SOURCE_HASH = hashlib.sha1((SOURCE_HASH + _bessel.SOURCE_HASH).encode()).hexdigest()[:16]
 del _source
+
+#: NumPy twins of some of these functions (SciPy's ufuncs, for ``elementwise``'s tier 0).
+NUMPY_TWINS = _bessel.NUMPY_TWINS

@@ -1,8 +1,12 @@
-"""Bessel functions of the formula vocabulary: SciPy's ``j0 j1 jn y0 y1 yn iv ive``.
+"""Bessel functions of the formula vocabulary: SciPy's ``j0 j1 jn y0 y1 yn iv ive``, written
+here, and ``jv yv kv kve k0 k1 k0e k1e i0e i1e``, SciPy's own.
 
-Imported by :mod:`._scalar` (whose docstring says what the vocabulary is). Written here,
-not called from a library: none is callable from both ``@njit`` and CUDA code, so these are
-plain arithmetic and ``math`` calls that compile for both targets. Each computes in float64.
+Imported by :mod:`._scalar` (whose docstring says what the vocabulary is). The first ones run
+on the GPU too: no library is callable from both ``@njit`` and CUDA code, so they are plain
+arithmetic and ``math`` calls that compile for both targets. The others (and those of the
+first ones' cases that need them: ``jn`` at a non-integer order, ``iv`` and ``ive`` at a
+negative non-integer one) call SciPy's compiled functions, on the CPU only (see the section
+"SciPy's compiled Bessel functions" below). Each computes in float64.
 
 The methods (classical ones, not SciPy's Cephes/AMOS code):
 
@@ -19,11 +23,18 @@ The methods (classical ones, not SciPy's Cephes/AMOS code):
   Miller's backward recurrence (stable, positive terms) normalised by ``exp(-x) I_mu``.
 """
 
+import ctypes
 import hashlib
 import math
 
 import numpy as np
-from numba import njit
+import scipy.special
+from llvmlite import binding as llvm
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import get_cython_function_address, intrinsic
+from scipy.special import cython_special
 
 #: NumPy's error model: a division by zero gives inf or nan, as in the kernels.
 _JIT = dict(cache=True, error_model="numpy")
@@ -244,8 +255,8 @@ def _jn_positive(n, x):
 
 @njit(**_JIT)
 def jn(n, x):
-    """SciPy's ``jn``: the Bessel function of the first kind of whole order ``n`` (NaN for
-    another ``n``)."""
+    """SciPy's ``jn``: the Bessel function of the first kind of whole order ``n``; at another
+    ``n`` SciPy's ``jv``, as SciPy's ``jn`` (NaN on the GPU)."""
     n = np.float64(n)
     x = np.float64(x)
     if x != x or n != n:
@@ -253,7 +264,7 @@ def jn(n, x):
     if abs(n) == math.inf:
         return 0.0
     if not _whole(n):
-        return math.nan
+        return jv(n, x)
     sign = 1.0
     if n < 0.0:
         n = -n
@@ -428,10 +439,17 @@ def _ive_positive(v, x):
 
 
 @njit(**_JIT)
+def _negative_fraction(v):
+    """Whether ``v < 0`` is not whole: there ``iv`` and ``ive`` are SciPy's (``I_v = I_-v +
+    (2/pi) sin(-pi v) K_-v`` needs ``K``), NaN on the GPU (but ``iv`` at ``x = 0``)."""
+    return v < 0.0 and v > -math.inf and not _whole(v)
+
+
+@njit(**_JIT)
 def _iv_parts(v, x):
-    """``(sign, exp(-|x|) I_|v|(|x|))`` of ``I_v(x)``: NaN where ``v < 0`` is not whole (not
-    provided: it needs ``K_v``) except at ``x = 0`` (inf, as SciPy), and where ``x < 0`` and
-    ``v`` is not whole."""
+    """``(sign, exp(-|x|) I_|v|(|x|))`` of ``I_v(x)``: NaN where ``x < 0`` and ``v`` is not
+    whole; where ``v < 0`` is not whole (:func:`_negative_fraction`), inf at ``x = 0``, NaN
+    elsewhere (on the GPU)."""
     if v != v or x != x:
         return 1.0, math.nan
     if abs(v) == math.inf:
@@ -453,6 +471,8 @@ def _iv_parts(v, x):
 @njit(**_JIT)
 def ive(v, x):
     """SciPy's ``ive``: ``iv(v, x) * exp(-abs(x))``."""
+    if _negative_fraction(np.float64(v)):
+        return _ive_scipy(v, x)
     sign, scaled = _iv_parts(np.float64(v), np.float64(x))
     return sign * scaled
 
@@ -460,6 +480,8 @@ def ive(v, x):
 @njit(**_JIT)
 def iv(v, x):
     """SciPy's ``iv``: the modified Bessel function of the first kind of real order ``v``."""
+    if _negative_fraction(np.float64(v)) and x != 0.0:
+        return _iv_scipy(v, x)
     sign, scaled = _iv_parts(np.float64(v), np.float64(x))
     a = abs(np.float64(x))
     if a == math.inf and scaled == scaled:
@@ -471,7 +493,178 @@ def iv(v, x):
     return sign * (half * scaled * half)
 
 
-SCALAR_NAMES = ("j0", "j1", "jn", "y0", "y1", "yn", "iv", "ive")
+# -- SciPy's compiled Bessel functions ----------------------------------------------------------
+# jv, yv, kv, kve (any real order), k0, k1, k0e, k1e, i0e and i1e are SciPy's own (AMOS and
+# Cephes, through scipy.special.cython_special), a well-kept library, not hand-written
+# numerics: they are the same C functions as scipy.special's ufuncs, so ours give SciPy's bits
+# and the NumPy twins of tier 0 (:data:`NUMPY_TWINS`) call the ufuncs. They run on the CPU
+# only: their ops are CPU-only, and on CUDA the functions that call them (jn at a non-integer
+# order, iv and ive at a negative non-integer one) read the NaN of :data:`DEVICE_STANDINS`.
+# Compiled code calls them by symbol name, registered with LLVM at import (a ctypes pointer
+# would be a constant in the code and keep numba from caching it on disk).
+
+_SYMBOL_PREFIX = "autograd_nb_scipy_special_"
+_UNARY_SIGNATURE = "double (double, int __pyx_skip_dispatch)"
+_BINARY_SIGNATURE = "double (double, double, int __pyx_skip_dispatch)"
+
+
+def _capsule_signature(capsule):
+    get_name = ctypes.pythonapi.PyCapsule_GetName
+    get_name.restype = ctypes.c_char_p
+    get_name.argtypes = [ctypes.py_object]
+    return get_name(capsule).decode()
+
+
+def _register_symbols(names):
+    """Register SciPy's real-valued ``names`` (unary or binary, float64) with LLVM under
+    ``_SYMBOL_PREFIX + name``. Fused Cython functions are exported once per type
+    (``__pyx_fuse_1jv``): the float64 one is found by its signature, not by its number."""
+    exported = cython_special.__pyx_capi__
+    for name in names:
+        found = [key for key, capsule in exported.items()
+                 if key.removeprefix("__pyx_fuse_").lstrip("0123456789") == name
+                 and _capsule_signature(capsule) in (_UNARY_SIGNATURE, _BINARY_SIGNATURE)]
+        if len(found) != 1:
+            raise ImportError(f"scipy.special.cython_special exports no float64 {name!r}")
+        address = get_cython_function_address("scipy.special.cython_special", found[0])
+        llvm.add_symbol(_SYMBOL_PREFIX + name, address)
+
+
+def _scipy_function(name, arity):
+    """An intrinsic calling SciPy's float64 ``name`` (its ``__pyx_skip_dispatch`` flag 0)."""
+    double = ir.DoubleType()
+    flag = ir.IntType(32)
+    function_type = ir.FunctionType(double, [double] * arity + [flag])
+
+    def codegen(context, builder, signature, args):
+        function = cgutils.get_or_insert_function(builder.module, function_type,
+                                                  _SYMBOL_PREFIX + name)
+        return builder.call(function, [*args, ir.Constant(flag, 0)])
+
+    if arity == 1:
+        @intrinsic
+        def call(typingctx, x):
+            return types.float64(types.float64), codegen
+    else:
+        @intrinsic
+        def call(typingctx, v, x):
+            return types.float64(types.float64, types.float64), codegen
+    return call
+
+
+_SCIPY_UNARY = ("k0", "k1", "k0e", "k1e", "i0e", "i1e")
+_SCIPY_BINARY = ("jv", "yv", "kv", "kve", "iv", "ive")
+_register_symbols(_SCIPY_UNARY + _SCIPY_BINARY)
+_scipy_jv, _scipy_yv, _scipy_kv, _scipy_kve, _scipy_iv, _scipy_ive = (
+    _scipy_function(name, 2) for name in _SCIPY_BINARY)
+_scipy_k0, _scipy_k1, _scipy_k0e, _scipy_k1e, _scipy_i0e, _scipy_i1e = (
+    _scipy_function(name, 1) for name in _SCIPY_UNARY)
+
+
+@njit(**_JIT)
+def jv(v, x):
+    """SciPy's ``jv``: the Bessel function of the first kind of real order ``v``."""
+    return _scipy_jv(np.float64(v), np.float64(x))
+
+
+@njit(**_JIT)
+def yv(v, x):
+    """SciPy's ``yv``: the Bessel function of the second kind of real order ``v``."""
+    return _scipy_yv(np.float64(v), np.float64(x))
+
+
+@njit(**_JIT)
+def kv(v, x):
+    """SciPy's ``kv``: the modified Bessel function of the second kind of real order ``v``."""
+    return _scipy_kv(np.float64(v), np.float64(x))
+
+
+@njit(**_JIT)
+def kve(v, x):
+    """SciPy's ``kve``: ``kv(v, x) * exp(x)``."""
+    return _scipy_kve(np.float64(v), np.float64(x))
+
+
+@njit(**_JIT)
+def _iv_scipy(v, x):
+    """SciPy's ``iv`` (for a negative non-integer order: ``I_v + (2/pi) sin(pi v) K_v``)."""
+    return _scipy_iv(np.float64(v), np.float64(x))
+
+
+@njit(**_JIT)
+def _ive_scipy(v, x):
+    """SciPy's ``ive``."""
+    return _scipy_ive(np.float64(v), np.float64(x))
+
+
+@njit(**_JIT)
+def k0(x):
+    """SciPy's ``k0``."""
+    return _scipy_k0(np.float64(x))
+
+
+@njit(**_JIT)
+def k1(x):
+    """SciPy's ``k1``."""
+    return _scipy_k1(np.float64(x))
+
+
+@njit(**_JIT)
+def k0e(x):
+    """SciPy's ``k0e``: ``k0(x) * exp(x)``."""
+    return _scipy_k0e(np.float64(x))
+
+
+@njit(**_JIT)
+def k1e(x):
+    """SciPy's ``k1e``: ``k1(x) * exp(x)``."""
+    return _scipy_k1e(np.float64(x))
+
+
+@njit(**_JIT)
+def i0e(x):
+    """SciPy's ``i0e``: ``i0(x) * exp(-abs(x))``."""
+    return _scipy_i0e(np.float64(x))
+
+
+@njit(**_JIT)
+def i1e(x):
+    """SciPy's ``i1e``: ``i1(x) * exp(-abs(x))``."""
+    return _scipy_i1e(np.float64(x))
+
+
+@njit(**_JIT)
+def _nan_standin_1(x):
+    """What a CPU-only function of one argument gives on the GPU."""
+    return math.nan
+
+
+@njit(**_JIT)
+def _nan_standin_2(v, x):
+    """What a CPU-only function of two arguments gives on the GPU."""
+    return math.nan
+
+
+#: The CPU-only functions (SciPy's) and what the CUDA kernels call instead of them
+#: (``autograd_nb.cuda._kernels``): NaN, as these functions' ops are CPU-only, and jn, iv and
+#: ive give NaN there where they call them.
+DEVICE_STANDINS = {
+    **{name: _nan_standin_1 for name in ("k0", "k1", "k0e", "k1e", "i0e", "i1e")},
+    **{name: _nan_standin_2 for name in ("jv", "yv", "kv", "kve", "_iv_scipy", "_ive_scipy")},
+}
+
+
+def _float64_arguments(ufunc):
+    # The kernels compute in float64 whatever the operands' dtype: so do the twins.
+    return lambda *args: ufunc(*(np.asarray(a, dtype=np.float64) for a in args))
+
+
+#: The NumPy twins of SciPy's functions (tier 0's formulas): its ufuncs, the same C functions.
+NUMPY_TWINS = {name: _float64_arguments(getattr(scipy.special, name))
+               for name in ("jv", "yv", "kv", "kve", "k0", "k1", "k0e", "k1e", "i0e", "i1e")}
+
+SCALAR_NAMES = ("j0", "j1", "jn", "y0", "y1", "yn", "iv", "ive",
+                "jv", "yv", "kv", "kve", "k0", "k1", "k0e", "k1e", "i0e", "i1e")
 
 #: Digest of this file, folded into ``_scalar.SOURCE_HASH`` (the kernels' cache key).
 with open(__file__, "rb") as _source:

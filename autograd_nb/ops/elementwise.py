@@ -51,7 +51,8 @@ def _numpy_floor(x):
 #: rounds correctly (sqrt) or is the same libm call (hypot), and the other libm functions
 #: (arcsin, log2, ..., and ``**`` as ``_pow``) called element by element, as the kernels call
 #: them (``_libm_numpy``: NumPy's SIMD loops differ in the last bits). The special functions
-#: have none: the ops that use them compile from their first call.
+#: have none, but SciPy's Bessel functions (its ufuncs): the ops that use the others compile
+#: from their first call.
 _NUMPY_NAMESPACE = dict(_fastmath_numpy.FUNCTIONS)
 _NUMPY_NAMESPACE.update(_libm_numpy.FUNCTIONS)
 _NUMPY_NAMESPACE.update(
@@ -61,6 +62,8 @@ _NUMPY_NAMESPACE.update(
     # float32 operand computes in float64 there, as in numba, not in float32).
     _float64=np.float64, _int64=np.int64,
 )
+# (SciPy's Bessel functions: its ufuncs are the C functions the kernels call)
+_NUMPY_NAMESPACE.update(_scalar.NUMPY_TWINS)
 
 
 class _TypedConstants(ast.NodeTransformer):
@@ -398,10 +401,10 @@ class ElementwiseOp(Op):
             return None
         names = dict(zip(self.input_names, arrays, strict=True))
         names.update(zip(self.params, attrs["params"]))  # (float64 scalars, as compiled)
-        with np.errstate(all="ignore"):
-            value = eval(self._numpy_formula, _NUMPY_NAMESPACE, names)  # noqa: S307
         out = np.empty(attrs["shape"], dtype=dtype)
-        out[...] = value
+        with np.errstate(all="ignore"):  # (and a float64 value overflowing float32, silently)
+            value = eval(self._numpy_formula, _NUMPY_NAMESPACE, names)  # noqa: S307
+            out[...] = value
         return out
 
     def _complex_codes(self):
@@ -627,7 +630,8 @@ class ElementwiseOp(Op):
         with np.errstate(all="ignore"):
             contribution = eval(formula, _NUMPY_NAMESPACE, names)  # noqa: S307
         if grad_input.shape == attrs["shape"]:
-            _numpy_vjp.add_into(grad_input, contribution)  # (broadcasting a scalar's)
+            with np.errstate(over="ignore"):  # (a float64 value overflowing float32)
+                _numpy_vjp.add_into(grad_input, contribution)  # (broadcasting a scalar's)
             return
         contribution = np.broadcast_to(contribution, attrs["shape"])
         # (The kernel's layout collapses the dimensions over every operand it reads: that

@@ -1,13 +1,18 @@
-"""SciPy's Bessel functions (``j0 j1 jn y0 y1 yn iv ive``), in the ``special`` family.
+"""SciPy's Bessel functions, in the ``special`` family: ``j0 j1 jn y0 y1 yn iv ive`` (their
+scalars written in :mod:`._scalar_bessel`, on the CPU and the GPU) and ``jv yv kv kve k0 k1
+k0e k1e i0e i1e`` (SciPy's compiled functions: CPU only).
 
 Elementwise ops as those of :mod:`.special`: a scalar formula (the functions are in
 :mod:`._scalar_bessel`) and a derivative formula in ``x`` that chains within the family, so
 every order of derivative is differentiable: ``j0' = -j1``, ``j1' = j0 - j1 / x`` (1/2 at 0),
-``jn' = (jn(n - 1) - jn(n + 1)) / 2``, the same for ``y``, ``iv' = iv(v + 1) + v iv / x``
-and ``ive' = ive(v + 1) + v ive / x - sign(x) ive``. The order (``n``, ``v``) has no
-derivative formula: a backward that needs its gradient raises (see ``ElementwiseOp``).
+``jn' = (jn(n - 1) - jn(n + 1)) / 2``, the same for ``y``, ``jv`` and ``yv``, ``kv' =
+-(kv(v - 1) + kv(v + 1)) / 2``, ``iv' = iv(v + 1) + v iv / x``, and for a scaled function
+(``ive``, ``kve``, ``i0e``...) that of the unscaled one, scaled, minus (``kve``: plus) its
+scale's slope: ``ive' = ive(v + 1) + v ive / x - sign(x) ive``. The order (``n``, ``v``) has
+no derivative formula: a backward that needs its gradient raises (see ``ElementwiseOp``).
 """
 
+from .elementwise import ElementwiseOp
 from .special import SpecialOp
 
 # yn truncates its order as SciPy casts it; the neighbours' orders are those of the whole one.
@@ -65,9 +70,9 @@ _TABLE = [
     Parameters
     ----------
     n : array_like or Tensor
-        Whole orders, broadcast with ``x`` (``J_-n = (-1)**n J_n``). A non-integer order
-        gives NaN (SciPy's ``jn`` is ``jv`` there, which this package does not provide). Not
-        differentiable: a gradient through ``n`` raises.
+        Orders, broadcast with ``x`` (``J_-n = (-1)**n J_n``). At a non-integer order
+        ``jn`` is :func:`jv`, as SciPy's (on the GPU NaN there). Not differentiable: a
+        gradient through ``n`` raises.
     x : array_like or Tensor
         Real argument.
 
@@ -128,7 +133,8 @@ _TABLE = [
     ----------
     n : array_like or Tensor
         Orders, broadcast with ``x``, truncated to whole numbers as SciPy casts them
-        (``Y_-n = (-1)**n Y_n``). Not differentiable: a gradient through ``n`` raises.
+        (``Y_-n = (-1)**n Y_n``; SciPy also warns there, this does not: :func:`yv` takes
+        any real order). Not differentiable: a gradient through ``n`` raises.
     x : array_like or Tensor
         Real argument: ``-inf`` at 0, NaN below.
 
@@ -149,9 +155,10 @@ _TABLE = [
     Parameters
     ----------
     v : array_like or Tensor
-        Real orders, broadcast with ``x``; ``I_-n = I_n`` for whole ``n``. A negative order
-        that is not whole gives NaN (it needs ``K_v``, not provided), except at ``x = 0``
-        (inf, as SciPy). Not differentiable: a gradient through ``v`` raises.
+        Real orders, broadcast with ``x``; ``I_-n = I_n`` for whole ``n``, and for a
+        negative ``v`` not whole SciPy's ``I_v = I_-v + (2/pi) sin(-pi v) K_-v`` (inf at
+        ``x = 0``; on the GPU NaN at ``x > 0``). Not differentiable: a gradient through
+        ``v`` raises.
     x : array_like or Tensor
         Real argument; below 0 NaN unless ``v`` is whole (``I_n(-x) = (-1)**n I_n(x)``).
 
@@ -174,8 +181,9 @@ _TABLE = [
     Parameters
     ----------
     v : array_like or Tensor
-        Real orders, broadcast with ``x``, as :func:`iv`'s. Not differentiable: a gradient
-        through ``v`` raises.
+        Real orders, broadcast with ``x``, as :func:`iv`'s (but NaN at ``x = 0`` for a
+        negative ``v`` not whole, as SciPy). Not differentiable: a gradient through ``v``
+        raises.
     x : array_like or Tensor
         Real argument, as :func:`iv`'s.
 
@@ -194,3 +202,226 @@ _TABLE = [
 ]
 for _name, _inputs, _forward, _vjps, _domain, _doc in _TABLE:
     SpecialOp(_name, _inputs, _forward, _vjps, domain=_domain, doc=_doc)
+
+
+class _ScipyBesselOp(SpecialOp):
+    """A Bessel function whose scalar is SciPy's compiled one (``_scalar_bessel``): CPU only,
+    and tier 0 runs SciPy's ufunc, the same C function, so the NumPy forward and the VJPs'
+    twins give the kernels' bits."""
+
+    #: No CUDA kernels: a CUDA tensor raises NotImplementedError naming the op.
+    cpu_only = True
+    cuda_twin = None
+    forward_numpy = ElementwiseOp.forward_numpy
+
+
+_ORDER = """v : array_like or Tensor
+        Real orders, broadcast with ``x``. Not differentiable: a gradient through ``v``
+        raises."""
+
+# name, inputs, forward formula, {input position: VJP formula}, test domain, docstring
+_SCIPY_TABLE = [
+    ("jv", "v x", "jv(v, x)", {1: "g * 0.5 * (jv(v - 1, x) - jv(v + 1, x))"}, (0.5, 20),
+     f"""The Bessel function of the first kind of real order ``v`` (SciPy's ``jv``).
+
+    Parameters
+    ----------
+    {_ORDER}
+    x : array_like or Tensor
+        Real argument; below 0 NaN unless ``v`` is whole (as SciPy).
+
+    Returns
+    -------
+    Tensor
+        ``J_v(x)``; its derivative in ``x`` is ``(jv(v - 1, x) - jv(v + 1, x)) / 2``.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.special.jv(2.5, anb.tensor([1.0, 10.0]))
+    tensor([0.04949681, 0.19665848])
+    """),
+    ("yv", "v x", "yv(v, x)", {1: "g * 0.5 * (yv(v - 1, x) - yv(v + 1, x))"}, (0.5, 20),
+     f"""The Bessel function of the second kind of real order ``v`` (SciPy's ``yv``).
+
+    Parameters
+    ----------
+    {_ORDER}
+    x : array_like or Tensor
+        Real argument: ``-inf`` at 0, NaN below.
+
+    Returns
+    -------
+    Tensor
+        ``Y_v(x)``; its derivative in ``x`` is ``(yv(v - 1, x) - yv(v + 1, x)) / 2``.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.special.yv(2.5, anb.tensor([1.0, 10.0]))
+    tensor([-2.87638786, -0.16417848])
+    """),
+    ("kv", "v x", "kv(v, x)", {1: "-g * 0.5 * (kv(v - 1, x) + kv(v + 1, x))"}, (0.5, 10),
+     f"""The modified Bessel function of the second kind of real order ``v`` (SciPy's ``kv``).
+
+    Parameters
+    ----------
+    {_ORDER}
+    x : array_like or Tensor
+        Real argument: ``inf`` at 0, NaN below.
+
+    Returns
+    -------
+    Tensor
+        ``K_v(x)``; its derivative in ``x`` is ``-(kv(v - 1, x) + kv(v + 1, x)) / 2``.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.special.kv(2.5, anb.tensor([1.0, 10.0]))
+    tensor([3.22747953e+00, 2.39313259e-05])
+    """),
+    ("kve", "v x", "kve(v, x)", {1: "g * (y - 0.5 * (kve(v - 1, x) + kve(v + 1, x)))"},
+     (0.5, 20),
+     f"""The exponentially scaled modified Bessel function ``kv(v, x) * exp(x)`` (SciPy's
+    ``kve``), finite where ``kv`` underflows.
+
+    Parameters
+    ----------
+    {_ORDER}
+    x : array_like or Tensor
+        Real argument, as :func:`kv`'s.
+
+    Returns
+    -------
+    Tensor
+        ``K_v(x) exp(x)``; its derivative in ``x`` is
+        ``kve(v, x) - (kve(v - 1, x) + kve(v + 1, x)) / 2``.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.special.kve(2.5, anb.tensor([1.0, 1000.0]))
+    tensor([8.77319896, 0.03975229])
+    """),
+    ("k0", "x", "k0(x)", {0: "-g * k1(x)"}, (0.2, 10),
+     """The modified Bessel function of the second kind of order 0 (SciPy's ``k0``).
+
+    Parameters
+    ----------
+    x : array_like or Tensor
+        Real argument: ``inf`` at 0, NaN below.
+
+    Returns
+    -------
+    Tensor
+        ``K_0(x)``; its derivative is ``-k1(x)``.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.special.k0(anb.tensor([1.0, 10.0]))
+    tensor([4.21024438e-01, 1.77800623e-05])
+    """),
+    ("k1", "x", "k1(x)", {0: "-g * (k0(x) + y / x)"}, (0.2, 10),
+     """The modified Bessel function of the second kind of order 1 (SciPy's ``k1``).
+
+    Parameters
+    ----------
+    x : array_like or Tensor
+        Real argument: ``inf`` at 0, NaN below.
+
+    Returns
+    -------
+    Tensor
+        ``K_1(x)``; its derivative is ``-(k0(x) + k1(x) / x)``.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.special.k1(anb.tensor([1.0, 10.0]))
+    tensor([6.01907230e-01, 1.86487735e-05])
+    """),
+    ("k0e", "x", "k0e(x)", {0: "g * (y - k1e(x))"}, (0.2, 10),
+     """The exponentially scaled ``k0(x) * exp(x)`` (SciPy's ``k0e``).
+
+    Parameters
+    ----------
+    x : array_like or Tensor
+        Real argument: ``inf`` at 0, NaN below.
+
+    Returns
+    -------
+    Tensor
+        ``K_0(x) exp(x)``; its derivative is ``k0e(x) - k1e(x)``.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.special.k0e(anb.tensor([1.0, 1000.0]))
+    tensor([1.14446308, 0.03962832])
+    """),
+    ("k1e", "x", "k1e(x)", {0: "g * (y - k0e(x) - y / x)"}, (0.2, 10),
+     """The exponentially scaled ``k1(x) * exp(x)`` (SciPy's ``k1e``).
+
+    Parameters
+    ----------
+    x : array_like or Tensor
+        Real argument: ``inf`` at 0, NaN below.
+
+    Returns
+    -------
+    Tensor
+        ``K_1(x) exp(x)``; its derivative is ``k1e(x) - k0e(x) - k1e(x) / x``.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.special.k1e(anb.tensor([1.0, 1000.0]))
+    tensor([1.63615349, 0.03964813])
+    """),
+    ("i0e", "x", "i0e(x)", {0: "g * (i1e(x) - sign(x) * y)"}, (-5, 5),
+     """The exponentially scaled ``i0(x) * exp(-abs(x))`` (SciPy's ``i0e``).
+
+    Parameters
+    ----------
+    x : array_like or Tensor
+        Real argument.
+
+    Returns
+    -------
+    Tensor
+        ``I_0(x) exp(-|x|)``; its derivative is ``i1e(x) - sign(x) * i0e(x)``.
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.special.i0e(anb.tensor([0.0, 1000.0]))
+    tensor([1.        , 0.01261724])
+    """),
+    # i1' = i0 - i1 / x, 1/2 at 0 (the inner where keeps the untaken branch finite there).
+    ("i1e", "x", "i1e(x)",
+     {0: "g * (where(x == 0, 0.5, i0e(x) - y / where(x == 0, 1.0, x)) - sign(x) * y)"},
+     (-5, 5),
+     """The exponentially scaled ``i1(x) * exp(-abs(x))`` (SciPy's ``i1e``).
+
+    Parameters
+    ----------
+    x : array_like or Tensor
+        Real argument.
+
+    Returns
+    -------
+    Tensor
+        ``I_1(x) exp(-|x|)``; its derivative is ``i0e(x) - i1e(x) / x - sign(x) * i1e(x)``
+        (1/2 at 0).
+
+    Examples
+    --------
+    >>> import autograd_nb as anb
+    >>> anb.special.i1e(anb.tensor([0.0, 1000.0]))
+    tensor([0.        , 0.01261093])
+    """),
+]
+for _name, _inputs, _forward, _vjps, _domain, _doc in _SCIPY_TABLE:
+    _ScipyBesselOp(_name, _inputs, _forward, _vjps, domain=_domain, doc=_doc)

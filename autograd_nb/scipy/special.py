@@ -2,7 +2,10 @@
 
 The same functions as :mod:`autograd_nb.special`: those of the op registry registered as
 ``"special.<name>"`` (``ops/special.py``), under SciPy's names and with SciPy's argument
-order. Besides the error function, log-gamma and Bessel family of ``anb.special``, it holds
+order (the Bessel functions ``jv``, ``yv``, ``kv``, ``kve``, ``k0``, ``k1``, ``k0e``,
+``k1e``, ``i0e``, ``i1e`` among them, with SciPy's values bit for bit: they call SciPy's
+compiled functions). Besides the error function, log-gamma and Bessel family of
+``anb.special``, it holds
 ``gamma``, ``rgamma``, ``gammasgn``, ``beta``, ``betaln``, ``psi`` (SciPy's name for
 ``digamma``), ``multigammaln``, ``erfcinv`` and the regularized incomplete functions
 ``gammainc``, ``gammaincc`` and ``betainc``, differentiable in every argument (their

@@ -121,3 +121,18 @@ COMPOSITES = {
 @pytest.mark.parametrize("name", sorted(COMPOSITES))
 def test_composites_match_the_cpu(name):
     assert_same(getattr(anb, name), COMPOSITES[name])
+
+
+def test_scipys_bessel_functions_are_cpu_only_and_nan_where_kernels_would_call_them():
+    # (their scalars call SciPy's compiled code: ops/_scalar_bessel.py's DEVICE_STANDINS)
+    x = np.array([0.5, 3.0])
+    for name, args in (("jv", (2.5,)), ("kve", (1.0,)), ("k0", ()), ("i1e", ())):
+        with pytest.raises(NotImplementedError, match=f"the op '{name}' has no CUDA"):
+            getattr(anb.special, name)(*args, anb.tensor(x, device="cuda"))
+    t = anb.tensor(x, device="cuda")
+    assert np.isnan(anb.special.jn(2.5, t).cpu().numpy()).all()
+    assert np.isnan(anb.special.iv(-2.5, t).cpu().numpy()).all()
+    assert np.isnan(anb.special.ive(-2.5, t).cpu().numpy()).all()
+    assert anb.special.iv(-2.5, anb.tensor([0.0], device="cuda")).item() == np.inf
+    assert_same(lambda u: anb.special.jn(2.0, u), [x])
+    assert_same(lambda u: anb.special.iv(-2.0, u), [x])
