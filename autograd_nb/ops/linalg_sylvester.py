@@ -12,6 +12,10 @@ the adjoint equation ``A^T Y + Y B^T = G`` (``G`` the gradient of ``X``),
 ``_solve_sylvester(S^T, S^T, G)``.
 
 Both rules are written with ``_solve_sylvester`` itself, so both differentiate to any order.
+On complex matrices the transposes are conjugate transposes (torch's convention,
+:doc:`/complex`: the VJP of a linear map is its adjoint), and a real matrix whose principal
+root is complex (an eigenvalue on the negative real axis) has a complex ``S``, as SciPy
+returns; its gradient is the real part of the complex one (the engine's rule for a real input).
 
 Both ops run SciPy's host implementations (``scipy.linalg.solve_sylvester``: the real Schur
 forms of ``A`` and ``B`` by LAPACK's ``gees`` and the triangular equation by ``trsyl``;
@@ -40,8 +44,27 @@ from ._linalg_common import (
 from .registry import call
 
 
-def _matrices_t(x):
-    return np.swapaxes(x, -1, -2)
+def _matrices_h(x):
+    """The conjugate transposes of the matrices of ``x`` (transposes where ``x`` is real)."""
+    x = np.swapaxes(x, -1, -2)
+    return np.conj(x) if x.dtype.kind == "c" else x
+
+
+def _tensors_h(x):
+    """:func:`_matrices_h` for a Tensor, recorded."""
+    x = _mT(x)
+    return call("_conj", x) if x.dtype.kind == "c" else x
+
+
+def _inexact_arrays(values):
+    """``values`` in their common float or complex dtype (NumPy's linalg rule extended to
+    complex: complex64 where every one is complex64 or float32, else complex128)."""
+    arrays = [np.asarray(v) for v in values]
+    if all(a.dtype.kind != "c" for a in arrays):
+        return _float_arrays(arrays)
+    dtype = np.result_type(*arrays)
+    dtype = dtype if dtype == np.complex64 else np.dtype(np.complex128)
+    return [np.ascontiguousarray(a, dtype=dtype) for a in arrays]
 
 
 def _solve(a, b, q, dtype):
@@ -66,7 +89,7 @@ class SolveSylvester(LinalgOp):
     saves_output = True
 
     def prepare(self, values, attrs):
-        a, b, q = _float_arrays(values)
+        a, b, q = _inexact_arrays(values)
         for name, x in (("a", a), ("b", b)):
             if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
                 raise ValueError(f"solve_sylvester: {name} must be square; got shape "
@@ -89,11 +112,11 @@ class SolveSylvester(LinalgOp):
     def vjp(self, k, grad_output, saved, attrs, grad_input):
         a, b, x = saved[0], saved[1], saved.output
         g = np.ascontiguousarray(grad_output, dtype=x.dtype)
-        y = _solve(_matrices_t(a), _matrices_t(b), g, x.dtype)
+        y = _solve(_matrices_h(a), _matrices_h(b), g, x.dtype)
         if k == 0:
-            y = -np.matmul(y, _matrices_t(x))
+            y = -np.matmul(y, _matrices_h(x))
         elif k == 1:
-            y = -np.matmul(_matrices_t(x), y)
+            y = -np.matmul(_matrices_h(x), y)
         _add(grad_input, y)
 
     def vjp_numpy(self, k, grad_output, saved, attrs, grad_input):
@@ -101,11 +124,11 @@ class SolveSylvester(LinalgOp):
 
     def rule(self, k, grad_output, inputs, output, attrs):
         a, b, _ = inputs
-        y = call("_solve_sylvester", _mT(a), _mT(b), grad_output)
+        y = call("_solve_sylvester", _tensors_h(a), _tensors_h(b), grad_output)
         if k == 0:
-            return -(y @ _mT(output))
+            return -(y @ _tensors_h(output))
         if k == 1:
-            return -(_mT(output) @ y)
+            return -(_tensors_h(output) @ y)
         return y
 
 
@@ -113,14 +136,14 @@ SolveSylvester()
 
 
 class Sqrtm(LinalgOp):
-    """``_sqrtm(a)``: the principal square roots of ``a (..., n, n)``, real (a matrix with
-    no real root raises)."""
+    """``_sqrtm(a)``: the principal square roots of ``a (..., n, n)``: complex where ``a`` is,
+    or where a real ``a`` has no real root (SciPy's result), else real."""
 
     name = "_sqrtm"
     saves_output = True
 
     def prepare(self, values, attrs):
-        (a,) = _float_arrays(values)
+        (a,) = _inexact_arrays(values)
         try:
             _check_square("sqrtm", a.shape)
         except LinAlgError:
@@ -132,12 +155,10 @@ class Sqrtm(LinalgOp):
     def forward(self, arrays, attrs):
         (a,) = arrays
         root = scipy.linalg.sqrtm(a)
-        if np.iscomplexobj(root):
-            raise ValueError(
-                "sqrtm: the matrix has an eigenvalue on the negative real axis, so its "
-                "principal square root is complex (SciPy returns it); autograd_nb's linalg "
-                "differentiates real matrices only")
-        return np.array(root, dtype=a.dtype, order="C")  # a copy, as ``_solve``'s
+        dtype = a.dtype
+        if np.iscomplexobj(root) and dtype.kind != "c":  # no real root: SciPy's complex one
+            dtype = np.result_type(dtype, np.complex64)
+        return np.array(root, dtype=dtype, order="C")  # a copy, as ``_solve``'s
 
     def forward_numpy(self, arrays, attrs):
         return self.forward(arrays, attrs)
@@ -145,14 +166,14 @@ class Sqrtm(LinalgOp):
     def vjp(self, k, grad_output, saved, attrs, grad_input):
         s = saved.output
         g = np.ascontiguousarray(grad_output, dtype=s.dtype)
-        _add(grad_input, _solve(_matrices_t(s), _matrices_t(s), g, s.dtype))
+        _add(grad_input, _solve(_matrices_h(s), _matrices_h(s), g, s.dtype))
 
     def vjp_numpy(self, k, grad_output, saved, attrs, grad_input):
         self.vjp(k, grad_output, saved, attrs, grad_input)
 
     def rule(self, k, grad_output, inputs, output, attrs):
-        root_t = _mT(output)
-        return call("_solve_sylvester", root_t, root_t, grad_output)
+        root_h = _tensors_h(output)
+        return call("_solve_sylvester", root_h, root_h, grad_output)
 
 
 Sqrtm()

@@ -6,9 +6,9 @@
 (``autograd_nb/ops/linalg_sylvester.py``), which run SciPy's own routines and whose rules are
 written with ``_solve_sylvester``, so both differentiate to any order. They batch over
 leading axes as SciPy 1.17's do. Where no argument is a Tensor they are SciPy's functions
-(NumPy results). Complex matrices, and real ones whose principal root is complex, are out of
-scope for Tensors. Neither op has a replay driver: a program of :func:`autograd_nb.compile`
-that calls them runs eagerly, with a warning.
+(NumPy results). Complex matrices are taken too, and a real matrix whose principal root is
+complex gets SciPy's complex root (:doc:`/complex`). Neither op has a replay driver: a
+program of :func:`autograd_nb.compile` that calls them runs eagerly, with a warning.
 
 ``det``, ``inv``, ``cholesky`` and ``svdvals`` are ``anb.linalg``'s under SciPy's
 signatures (``cholesky`` gives the upper factor by default, as SciPy's; ``overwrite_a`` is
@@ -71,10 +71,13 @@ def solve_sylvester(a, b, q):
 
     Notes
     -----
-    With ``Y`` the solution of ``A^T Y + Y B^T = G`` (``G`` the gradient of ``X``), the
-    gradients are ``Q_bar = Y``, ``A_bar = -Y X^T``, ``B_bar = -X^T Y``. Where ``A`` and
-    ``-B`` share an eigenvalue the equation is singular, and the values are SciPy's
-    (typically huge).
+    With ``Y`` the solution of ``A^H Y + Y B^H = G`` (``G`` the gradient of ``X``; ``^H`` the
+    conjugate transpose, the transpose for real matrices), the gradients are ``Q_bar = Y``,
+    ``A_bar = -Y X^H``, ``B_bar = -X^H Y``. Where ``A`` and ``-B`` share an eigenvalue the
+    equation is singular, and the values are SciPy's (typically huge). Complex and real
+    matrices may be mixed: all are made complex first (SciPy's own function, given a complex
+    ``A`` and a real ``B`` with complex eigenvalues, returns an ``X`` that does not solve the
+    equation: a residual of 2e-2 measured with SciPy 1.17).
 
     Examples
     --------
@@ -91,7 +94,8 @@ def solve_sylvester(a, b, q):
     """
     if not holds_tensor((a, b, q)):
         return scipy.linalg.solve_sylvester(a, b, q)
-    a, b, q = float_operands("linalg.solve_sylvester", ("a", "b", "q"), (a, b, q))
+    a, b, q = float_operands("linalg.solve_sylvester", ("a", "b", "q"), (a, b, q),
+                             complex=True)
     for name, x in (("a", a), ("b", b), ("q", q)):
         if x.ndim < 2:
             raise ValueError(f"solve_sylvester: {name} must be at least two-dimensional; "
@@ -106,7 +110,7 @@ def sqrtm(A, disp=_NOT_GIVEN, blocksize=_NOT_GIVEN):
     Parameters
     ----------
     A : Tensor or array_like, shape (..., N, N)
-        Real matrices with a real principal root, differentiable.
+        Real or complex matrices, differentiable.
     disp, blocksize
         SciPy's deprecated arguments, as SciPy takes them: each warns
         (``DeprecationWarning``), ``blocksize`` is unused, and ``disp=False`` returns
@@ -115,19 +119,20 @@ def sqrtm(A, disp=_NOT_GIVEN, blocksize=_NOT_GIVEN):
     Returns
     -------
     Tensor, shape (..., N, N)
+        Complex where ``A`` is, and where a real ``A`` has no real principal root (an
+        eigenvalue on the negative real axis): SciPy's complex root then.
 
     Raises
     ------
     numpy.linalg.LinAlgError
         If ``A`` is not at least two-dimensional and square.
-    ValueError
-        For a Tensor whose principal root is complex (an eigenvalue on the negative real
-        axis), where SciPy returns a complex array.
 
     Notes
     -----
-    The gradient is ``A_bar = solve_sylvester(S^T, S^T, G)`` (from ``dS S + S dS = dA``), a
-    composition that differentiates again.
+    The gradient is ``A_bar = solve_sylvester(S^H, S^H, G)`` (from ``dS S + S dS = dA``; the
+    conjugate transposes are transposes for real ``S``), a composition that differentiates
+    again. For a real ``A`` with a complex root it is the real part of that, torch's
+    convention (:doc:`/complex`).
 
     Examples
     --------
@@ -152,7 +157,7 @@ def sqrtm(A, disp=_NOT_GIVEN, blocksize=_NOT_GIVEN):
         warnings.warn(f"sqrtm: the {' and '.join(given)} argument is deprecated in SciPy "
                       "1.16.0 and will be removed in SciPy 1.18.0", DeprecationWarning,
                       stacklevel=2)
-    (a,) = float_operands("linalg.sqrtm", ("A",), (A,))
+    (a,) = float_operands("linalg.sqrtm", ("A",), (A,), complex=True)
     root = call("_sqrtm", a)
     if given.get("disp", True):
         return root
