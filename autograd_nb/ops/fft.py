@@ -169,6 +169,8 @@ class FftOp(Op):
 
     family = "fft"
     method = False
+    #: No CUDA kernels (the public functions raise NotImplementedError on CUDA tensors).
+    cpu_only = True
 
     def make_function(self):
         return None
