@@ -10,7 +10,9 @@ values into Python (``item``, ``numpy``, ``float()``, ``bool()``, ...) and NumPy
 without a gradient call :meth:`Trace.read_value`, and ``Tensor.grad`` refuses. So
 :mod:`autograd_nb.replay.program` can lay the program out. The slot's ``trace`` is a
 thread-local: other threads run the eager code unchanged (the general path), and while no
-thread records the slot is empty: eager code pays nothing for this module.
+thread records the slot is empty: the eager fast paths pay nothing for this module (they read
+the one flag they read before, ``tensor._detour``), the general path, ``Tensor._make``,
+``Tensor.grad`` and the value methods one global read.
 
 Values are found by memory: every buffer the trace meets (inputs, results, tensors from
 outside) is kept alive and registered by its data pointer, so an op reading a view of a
