@@ -60,6 +60,21 @@ def _rebuild(data, requires_grad, grad, device):
 #: Set once a CUDA tensor exists: until then ``apply`` never looks for device arrays.
 _cuda_used = False
 
+#: The recording seam: None, or the recorder that :func:`set_recorder` installed (while
+#: ``anb.compile`` records a program on some thread: ``autograd_nb.replay.tracer``). Its
+#: ``trace`` attribute is per thread: that thread's recording, or None. A recording is told
+#: what runs at the top level (not inside an op's own ``run``; ``depth`` counts those):
+#: ``ran`` (an op, by :func:`apply`), ``made`` (a Tensor), ``mark`` and ``wrote`` (an
+#: in-place update, around it), ``copied`` (a buffer copied for an in-place op's VJP),
+#: ``read_value`` (values handed to Python) and ``refuse`` (what it cannot follow). This is
+#: the only way in: nothing is patched.
+recorder = None
+
+#: Whether the eager fast paths step aside for the general one, which looks for device
+#: arrays and the recorder: set once a CUDA tensor exists, and while a recorder is
+#: installed. (One global read on the hot path, as ``_cuda_used`` was.)
+_detour = False
+
 CUDA_TO_NUMPY = (
     "can't convert cuda device type tensor to numpy. Use Tensor.cpu() to copy the tensor to "
     "host memory first."
@@ -69,17 +84,43 @@ CUDA_TO_NUMPY = (
 def _check_device(device):
     """The canonical device name, ``"cpu"`` or ``"cuda"``; for ``"cuda"``, CUDA must be usable
     here (RuntimeError naming why not)."""
-    global _cuda_used
+    global _cuda_used, _detour
     device = str(device)
     if device == "cpu":
         return device
     if device in ("cuda", "cuda:0"):
         _cuda_device.require()
-        _cuda_used = True
+        _cuda_used = _detour = True
         return "cuda"
     if device.startswith("cuda:"):
         raise RuntimeError(f"device={device!r} is not available: autograd_nb uses one GPU, 'cuda'")
     raise RuntimeError(f"unknown device {device!r}; expected 'cpu' or 'cuda'")
+
+
+def set_recorder(new):
+    """Install ``new`` in :data:`recorder` (None: remove it); the previous one is returned."""
+    global recorder, _detour
+    previous, recorder = recorder, new
+    _detour = _cuda_used or new is not None
+    return previous
+
+
+def active_trace():
+    """This thread's recording at the top level (see :data:`recorder`), or None."""
+    slot = recorder
+    if slot is None:
+        return None
+    trace = slot.trace
+    if trace is None or trace.depth:
+        return None
+    return trace
+
+
+def _read_value(tensor, what):
+    """Tell this thread's recording, if any, that ``tensor``'s values reach Python."""
+    trace = active_trace()
+    if trace is not None:
+        trace.read_value(tensor, what)
 
 
 def _device_of(data):
@@ -142,6 +183,10 @@ class Tensor:
         # A dict, not a list: it holds only ints, so the garbage collector does not track it.
         self._version = {0: 0} if version is None else version
         self._retains_grad = False
+        if recorder is not None:
+            trace = recorder.trace
+            if trace is not None:
+                trace.made(self)
         return self
 
     def __init__(self, *args, **kwargs):
@@ -223,6 +268,10 @@ class Tensor:
         >>> x.grad is None
         True
         """
+        if recorder is not None:
+            trace = active_trace()
+            if trace is not None:
+                trace.refuse("a tensor's .grad read inside (pass it as an argument)")
         return self._grad
 
     @grad.setter
@@ -291,11 +340,15 @@ class Tensor:
         >>> anb.tensor([1.0, 2.0]).numpy()
         array([1., 2.])
         """
+        if recorder is not None:
+            _read_value(self, "tensor.numpy()")
         if type(self._data) is not np.ndarray:
             raise TypeError(CUDA_TO_NUMPY)
         return self._data
 
     def __array__(self, dtype=None, copy=None):
+        if recorder is not None:
+            _read_value(self, "np.asarray(tensor)")
         if type(self._data) is not np.ndarray:
             raise TypeError(CUDA_TO_NUMPY)
         if copy is False and dtype is not None and np.dtype(dtype) != self._data.dtype:
@@ -352,6 +405,8 @@ class Tensor:
         >>> anb.tensor([[2.5]]).item()
         2.5
         """
+        if recorder is not None:
+            _read_value(self, "tensor.item()")
         if self._data.size != 1:
             raise RuntimeError(
                 f"a Tensor with {self._data.size} elements cannot be converted to Scalar"
@@ -367,15 +422,23 @@ class Tensor:
         >>> anb.tensor([[1, 2], [3, 4]]).tolist()
         [[1, 2], [3, 4]]
         """
+        if recorder is not None:
+            _read_value(self, "tensor.tolist()")
         return _host(self._data).tolist()
 
     def __float__(self):
+        if recorder is not None:
+            _read_value(self, "float(tensor)")
         return float(self.item())
 
     def __int__(self):
+        if recorder is not None:
+            _read_value(self, "int(tensor)")
         return int(self.item())
 
     def __bool__(self):
+        if recorder is not None:
+            _read_value(self, "bool(tensor)")
         if self._data.size != 1:
             raise RuntimeError(
                 f"Boolean value of Tensor with {self._data.size} elements is ambiguous"
@@ -383,6 +446,8 @@ class Tensor:
         return bool(_host(self._data).reshape(-1)[0])
 
     def __index__(self):
+        if recorder is not None:
+            _read_value(self, "a tensor used as an index")
         if self._data.dtype.kind not in "iub" or self._data.size != 1:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return int(self.item())
@@ -753,6 +818,10 @@ _ORDERINGS = (np.less, np.less_equal, np.greater, np.greater_equal)
 
 
 def _no_grad_result(ufunc, *args):
+    if recorder is not None:
+        for arg in args:
+            if isinstance(arg, Tensor):
+                _read_value(arg, f"a comparison or bitwise operator ({ufunc.__name__})")
     values = [_data_of(a) for a in args]
     if ufunc in _ORDERINGS and any(np.iscomplexobj(v) for v in values):
         raise registry.complex_error(f"{ufunc.__name__} (an ordering comparison)",
@@ -808,8 +877,11 @@ def apply(op, args, attrs):
     graph edges and version boxes. Then the op's ``run`` (``prepare`` and ``forward``, cached
     per layout), and only when an input requires grad (checked first: it is cheaper than
     asking the grad mode) and grad mode is on, a tape record.
+
+    While a :data:`recorder` is installed every call takes the general path, which tells this
+    thread's recording what ran (``ran``), if it records: the one recording hook.
     """
-    if len(args) == 1 and not _cuda_used:
+    if len(args) == 1 and not _detour:
         a = args[0]
         if type(a) is Tensor:
             arrays, attrs, output = op.run([a._data], attrs)
@@ -834,10 +906,11 @@ def apply(op, args, attrs):
     return _apply_operands(op, args, attrs)
 
 
-def _apply_operands(op, args, attrs):
+def _apply_operands(op, args, attrs):  # noqa: C901 (the general hot path, kept inline)
     """``apply`` of anything but one CPU Tensor: one pass over the arguments unwraps them and
     collects the graph edges and version boxes; the op runs, and is recorded as ``apply``
     says."""
+    trace = None if recorder is None else active_trace()
     values = []
     edges = []
     boxes = []
@@ -864,6 +937,9 @@ def _apply_operands(op, args, attrs):
         edges.append(None)
     if _cuda_used and _cuda_device.any_device_array(values):
         arrays, attrs, output = _run_on_device(op, args, values, attrs, requires_grad, boxes)
+    elif trace is not None:
+        arrays, attrs, output = _run_recorded(trace, op, values, attrs, only_tensors,
+                                              requires_grad, boxes)
     elif only_tensors:
         arrays, attrs, output = op.run(values, attrs)
     else:
@@ -883,7 +959,23 @@ def _apply_operands(op, args, attrs):
         else:
             edges = [e if d else None for e, d in zip(edges, differentiable)]
             result._node = _record_live(op, edges, arrays, boxes, output, version, attrs)
+    if trace is not None:
+        trace.ran(op, args, arrays, attrs, output, result)
     return result
+
+
+def _run_recorded(trace, op, values, attrs, only_tensors, recording, boxes):
+    """``(arrays, attrs, output)`` of ``op`` on ``values`` for a recording ``trace``, as
+    ``_apply_operands`` runs it, one level down (what the op's ``run`` applies is not
+    recorded)."""
+    trace.depth += 1
+    try:
+        if only_tensors:
+            return op.run(values, attrs)
+        _constants(values, recording, boxes)
+        return op.run_with_constants(values, attrs)
+    finally:
+        trace.depth -= 1
 
 
 def _run_on_device(op, args, values, attrs, recording, boxes):
@@ -891,6 +983,9 @@ def _run_on_device(op, args, values, attrs, recording, boxes):
     checked first, as on the CPU."""
     from .cuda import dispatch
 
+    trace = None if recorder is None else active_trace()
+    if trace is not None:
+        trace.refuse("CUDA tensors")  # (and it stops recording: ``ran`` notes nothing more)
     _constants(values, recording, boxes)
     _check_one_device(args)
     return dispatch.run(op, values, attrs)
@@ -985,7 +1080,7 @@ def _binary(op, a, b):
         return apply(op, (a, b), {})
     if kind_a is np.ndarray and edge_b is not None:
         x = a.copy()  # as ``_constants``
-    done = None if _cuda_used else op.run_pair(x, y)
+    done = None if _detour else op.run_pair(x, y)
     if done is None:
         return apply(op, (a, b), {})
     arrays, attrs, output = done
@@ -1026,6 +1121,7 @@ def _inplace(target, op_name, other, **attrs):
     that saved the target's buffer earlier see its version change and make backward raise.
     """
     op = REGISTRY[op_name]
+    trace = None if recorder is None else active_trace()
     recording = tape.is_grad_enabled()
     if recording and target._node is None and target._requires_grad:
         raise RuntimeError(LEAF_INPLACE)
@@ -1033,8 +1129,9 @@ def _inplace(target, op_name, other, **attrs):
         other = _stacked(other)  # as ``apply`` would, but before ``other_requires`` is read
     other_requires = isinstance(other, Tensor) and other.requires_grad
     records = recording and (target._node is not None or other_requires)
-    if not (records or attrs) and _write_into(target, op, other):
+    if not (records or attrs) and _write_into(target, op, other, trace):
         return target
+    mark = None if trace is None else trace.mark()
     source = target
     if records and 0 in op.saves:
         source = Tensor._make(_copy_data(target._data), target._node, target._requires_grad)
@@ -1052,24 +1149,34 @@ def _inplace(target, op_name, other, **attrs):
         _cuda_device.assign(target._data, result._data)
     target._version[0] += 1
     tape.mutated()  # a cached backward's version check relies on this
+    _rebase(target, result._node)
+    if trace is not None:
+        trace.wrote(mark, target._data)
+    return target
+
+
+def _rebase(target, node):
+    """After an in-place update: ``target`` is the result of ``node``, if any."""
     # The node keeps its own copy of the result if it saved it, rather than the target's
     # buffer: ops save their output whether or not the edge that reads it is live (``y /= 4``
     # saves y for the divisor's gradient), and a later in-place op on the target must not
     # invalidate what was never needed.
-    node = result._node
     if node is not None:
         target._node = node
         if target._retains_grad:
             target._retains_grad = False
             target.retain_grad()  # .grad now means the gradient of the new value
-    return target
 
 
-def _write_into(target, op, other):
+def _write_into(target, op, other, trace=None):
     """``target op= other`` with nothing to record, by the op's kernel writing straight into
     the target's buffer (``p -= lr * g`` under ``no_grad``: no result buffer and no copy
     back), where the op's run cache knows the layout and the result has the target's shape
-    and dtype (``ElementwiseOp.run_pair`` with ``out``); else False, with nothing changed."""
+    and dtype (``ElementwiseOp.run_pair`` with ``out``); else False, with nothing changed.
+    Not while this thread's ``trace`` records: it follows the update through the out-of-place
+    op it records."""
+    if trace is not None:
+        return False
     data = target._data
     run_pair = getattr(op, "run_pair", None)
     if run_pair is None or type(data) is not np.ndarray or not data.flags.c_contiguous:
@@ -1096,7 +1203,14 @@ def _cast_back(result, dtype):
 
 
 def _copy_data(data):
-    return data.copy() if type(data) is np.ndarray else _cuda_device.copy(data)
+    if type(data) is not np.ndarray:
+        return _cuda_device.copy(data)
+    copy = data.copy()
+    if recorder is not None:
+        trace = active_trace()
+        if trace is not None:
+            trace.copied(data, copy)
+    return copy
 
 
 # -- creation ----------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import numpy
 
 from .. import tape
 from ..ops import registry
-from ..tensor import Tensor, _host, as_tensor
+from ..tensor import Tensor, _host, active_trace, as_tensor
 
 
 class NotProvidedError(NotImplementedError, AttributeError):
@@ -144,6 +144,10 @@ SHAPE_ONLY = frozenset(
 def _unwrap(value, devices, qualified=None):
     """``value``'s host data (Tensors in lists and tuples too), for NumPy's ``qualified``."""
     if isinstance(value, Tensor):
+        if qualified not in SHAPE_ONLY:
+            trace = active_trace()  # (``anb.compile`` recording: see ``tensor.recorder``)
+            if trace is not None:
+                trace.read_value(value, f"{qualified}, which has no gradient")
         devices.append(value.device)
         return _host(value._data)
     kind = type(value)

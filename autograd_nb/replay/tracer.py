@@ -1,13 +1,18 @@
 """Recording a program: fn runs eagerly once while every op it applies is written down.
 
-While a :class:`Trace` is active on a thread, the eager entry points of :mod:`autograd_nb.tensor`
-(``apply``, the arithmetic operators' ``_binary``, ``_apply_view``, ``_inplace`` with its
-``_copy_data`` and ``_write_into``) and the Tensor methods that turn values into Python
-(``item``, ``numpy``, ``float()``, ``bool()``, ...) are wrapped. The wrappers run the eager
-code unchanged and note, per op, its inputs, its attributes and where its result lives, so
-that :mod:`autograd_nb.replay.program` can lay the program out. Other threads pass straight
-through to the eager code (they check a thread-local), and nothing is wrapped while no trace
-is active: eager code pays nothing for this module.
+While a :class:`Trace` is active on a thread, this module's recorder sits in the one recording
+seam of :mod:`autograd_nb.tensor`, its ``recorder`` slot (``tensor.set_recorder``; nothing
+is patched). With a recorder there, the eager fast paths take the general one, and
+``tensor.apply`` tells this thread's trace each op it ran at the top level (:meth:`Trace.ran`:
+its inputs, its attributes and where its result lives), as the in-place updates tell theirs
+(:meth:`Trace.mark`, :meth:`Trace.wrote`, :meth:`Trace.copied`), the Tensor methods that turn
+values into Python (``item``, ``numpy``, ``float()``, ``bool()``, ...) and NumPy's functions
+without a gradient call :meth:`Trace.read_value`, and ``Tensor.grad`` refuses. So
+:mod:`autograd_nb.replay.program` can lay the program out. The slot's ``trace`` is a
+thread-local: other threads run the eager code unchanged (the general path), and while no
+thread records the slot is empty: the eager fast paths pay nothing for this module (they read
+the one flag they read before, ``tensor._detour``), the general path, ``Tensor._make``,
+``Tensor.grad`` and the value methods one global read.
 
 Values are found by memory: every buffer the trace meets (inputs, results, tensors from
 outside) is kept alive and registered by its data pointer, so an op reading a view of a
@@ -31,8 +36,6 @@ import threading
 import numpy as np
 
 from .. import engine, tape
-from ..numpy import _wrap
-from ..ops import registry
 from ..tensor import Tensor
 
 # (``autograd_nb.tensor`` the attribute is the function that makes tensors)
@@ -40,17 +43,14 @@ tensor_module = importlib.import_module("autograd_nb.tensor")
 
 
 class _Local(threading.local):
+    """The recorder ``tensor.set_recorder`` installs: its ``trace`` is this thread's."""
+
     trace = None  # (a class default: every thread reads None until it records)
 
 
 _local = _Local()
-_patch_lock = threading.Lock()
-_active = [0]  # traces active in any thread (the wrappers stay installed while positive)
-_saved = {}
-
-#: Tensor methods that hand a traced value to Python.
-VALUE_METHODS = ("item", "numpy", "tolist", "__float__", "__int__", "__bool__", "__index__",
-                 "__array__")
+_install_lock = threading.Lock()
+_active = [0]  # traces active in any thread (the recorder stays installed while positive)
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -139,7 +139,8 @@ class Trace:
         self.value_dependent = None  # (what, file, line) of the first value read
         self.inputs = inputs
         self.writes = []  # the target Buffer of each in-place write (``record_copy``)
-        self.created = set()  # ids of the tensors made while recording (``_traced_make``)
+        self.created = set()  # ids of the tensors made while recording (``made``)
+        self.depth = 0  # (how deep in an op's own ``run``: not recorded there)
         self.start_seq = next(tape._sequence)
         for i, t in enumerate(inputs):
             if t is not None:
@@ -238,6 +239,36 @@ class Trace:
     def refuse(self, why):
         if self.unsupported is None:
             self.unsupported = (why, *_caller())
+
+    # -- what ``tensor.apply`` and the other entry points tell (``tensor.recorder``) -------
+
+    def ran(self, op, args, arrays, attrs, output, result):
+        """``tensor.apply`` ran ``op`` on ``args`` (Tensors or not), prepared as ``arrays``
+        and ``attrs``, giving ``output``, the data of the Tensor ``result``."""
+        self.created.add(id(result))
+        tensors = [arg if isinstance(arg, Tensor) else None for arg in args]
+        self.record_op(op, tensors, arrays, attrs, output, result._node)
+
+    def made(self, tensor):
+        """A Tensor was made (``Tensor._make``) while this thread records."""
+        self.created.add(id(tensor))
+
+    def mark(self):
+        """Where the program is, before an in-place update (for :meth:`wrote`)."""
+        return len(self.events)
+
+    def wrote(self, mark, target_array):
+        """An in-place update since ``mark`` wrote the result of the last op recorded into
+        ``target_array``."""
+        if self.unsupported is None:
+            if len(self.events) == mark or self.events[-1].output is None:
+                self.refuse("an in-place update this recorder cannot follow")
+            else:
+                self.record_copy(self.events[-1].output.array, target_array)
+
+    def copied(self, source, copy):
+        """``copy = source.copy()`` (an in-place op keeping the old value for a VJP)."""
+        self.record_fresh_copy(source, copy)
 
     # -- events ----------------------------------------------------------------------------
 
@@ -510,289 +541,6 @@ def _caller():
     return "<unknown>", 0
 
 
-# -- the wrappers ----------------------------------------------------------------------------
-
-
-def _traced_apply(op, args, attrs):
-    """``tensor.apply`` while recording: the same steps, keeping what the op's ``run`` took
-    and gave for :meth:`Trace.record_op`."""
-    trace = _local.trace
-    if trace is None or trace.depth:
-        return _saved["apply"](op, args, attrs)
-    if len(args) == 1 and type(args[0]) is Tensor and not tensor_module._cuda_used:
-        return _traced_unary(trace, op, args[0], attrs)
-    values, edges, boxes, tensors = [], [], [], []
-    requires_grad = False
-    only_tensors = True
-    for arg in args:
-        if type(arg) is Tensor or isinstance(arg, Tensor):
-            values.append(arg._data)
-            boxes.append(arg._version)
-            edge = arg._node
-            if edge is None and arg._requires_grad:
-                edge = arg
-            if edge is not None:
-                requires_grad = True
-            edges.append(edge)
-            tensors.append(arg)
-            continue
-        only_tensors = False
-        kind = type(arg)
-        sequence = kind is list or kind is tuple
-        if sequence and tensor_module._holds_tensor(arg):
-            # (NumPy's stacking of a sequence operand, recorded, as ``apply`` does)
-            return _traced_apply(op, tensor_module._stack_sequences(args), attrs)
-        values.append(np.asarray(arg) if sequence else arg)
-        boxes.append(None)
-        edges.append(None)
-        tensors.append(None)
-    if tensor_module._cuda_used and tensor_module._cuda_device.any_device_array(values):
-        trace.refuse("CUDA tensors")
-        return _saved["apply"](op, args, attrs)
-    arrays, attrs, output = _traced_run(trace, op, values, tensors, attrs, only_tensors,
-                                        requires_grad)
-    result = Tensor._make(output)
-    if requires_grad and tape._state.enabled:
-        result._node = _record(op, edges, arrays, boxes, output, result._version, attrs)
-    trace.record_op(op, tensors, arrays, attrs, output, result._node)
-    return result
-
-
-def _traced_run(trace, op, values, tensors, attrs, only_tensors, recording):
-    """The op's ``(arrays, attrs, output)``, run at a depth the wrappers pass through."""
-    trace.depth += 1
-    try:
-        if not only_tensors:
-            # (as ``apply``, but a tensor's own buffer is read where it is, not copied)
-            constants = [v for v, t in zip(values, tensors) if t is None]
-            tensor_module._constants(constants, recording, [None] * len(constants))
-            constants = iter(constants)
-            values = [v if t is not None else next(constants) for v, t in zip(values, tensors)]
-            return op.run_with_constants(values, attrs)
-        return op.run(values, attrs)
-    finally:
-        trace.depth -= 1
-
-
-def _record(op, edges, arrays, boxes, output, version, attrs):
-    """``tape.record`` of the op, as ``apply`` makes it: the edges of its non-differentiable
-    inputs cut, and no node when none is left."""
-    differentiable = op.differentiable
-    if differentiable is not None and False in differentiable:
-        edges = [e if d else None for e, d in zip(edges, differentiable)]
-        if not any([e is not None for e in edges]):
-            return None
-    return tape.record(op, edges, arrays, boxes, output, version, attrs)
-
-
-def _traced_unary(trace, op, a, attrs):
-    """``_traced_apply`` of one CPU Tensor, as ``apply``'s short path for it."""
-    trace.depth += 1
-    try:
-        arrays, attrs, output = op.run([a._data], attrs)
-    finally:
-        trace.depth -= 1
-    result = _MAKE(Tensor, output)  # (``_traced_make``, inline: one per op recorded)
-    trace.created.add(id(result))
-    edge = a._node
-    if edge is None and a._requires_grad:
-        edge = a
-    if edge is not None and tape._state.enabled:
-        differentiable = op.differentiable
-        if differentiable is None or differentiable[0]:
-            result._node = tape.record_one(op, edge, arrays[0], a._version, output,
-                                           result._version, attrs)
-    trace.record_op(op, (a,), arrays, attrs, output, result._node)
-    return result
-
-
-def _traced_binary(op, a, b):
-    """``_binary`` while recording: its short path (two CPU Tensors, or one and a Python
-    number, of a layout the op has run before), noted as ``_traced_apply`` notes; anything
-    else takes ``_traced_apply``."""
-    trace = _local.trace
-    if trace is None:
-        return _saved["_binary"](op, a, b)
-    kind_a, kind_b = type(a), type(b)
-    done = None
-    if not tensor_module._cuda_used and not trace.depth:
-        done = _run_pair(op, a, b, kind_a, kind_b)
-    if done is None:
-        return _traced_apply(op, (a, b), {})
-    arrays, attrs, output = done
-    result = _MAKE(Tensor, output)  # (``_traced_make``, inline)
-    trace.created.add(id(result))
-    tensor_a, edge_a, box_a = _binary_operand(a, kind_a)
-    tensor_b, edge_b, box_b = _binary_operand(b, kind_b)
-    if (edge_a is not None or edge_b is not None) and tape._state.enabled:
-        result._node = tape.record_pair(op, edge_a, edge_b, arrays, box_a, box_b, output,
-                                        result._version, attrs)
-    trace.record_op(op, (tensor_a, tensor_b), arrays, attrs, output, result._node)
-    return result
-
-
-def _binary_operand(value, kind):
-    """``(tensor, edge, version box)`` of an operand of a traced binary op (Nones for a
-    number or an array)."""
-    if kind is not Tensor:
-        return None, None, None
-    edge = value._node
-    if edge is None and value._requires_grad:
-        edge = value
-    return value, edge, value._version
-
-
-def _run_pair(op, a, b, kind_a, kind_b):
-    """``op.run_pair`` of two Tensors, or of one and a Python number; None for other operands
-    (or a layout the op has not run before)."""
-    if kind_a is Tensor and (kind_b is Tensor or kind_b is float or kind_b is int):
-        return op.run_pair(a._data, b._data if kind_b is Tensor else b)
-    if kind_b is Tensor and (kind_a is float or kind_a is int):
-        return op.run_pair(a, b._data)
-    return None
-
-
-def _traced_apply_view(op, x, attrs):
-    trace = current()
-    if trace is None or trace.depth:
-        return _saved["_apply_view"](op, x, attrs)
-    # As ``_apply_view``: a view sharing the input's version counter, recorded as ``apply``.
-    if isinstance(x, Tensor) and type(x._data) is np.ndarray:
-        result = _traced_apply(op, (x,), {**attrs, "view": True})
-        result._version = x._version
-        return result
-    return _traced_apply(op, (x,), attrs)
-
-
-def _traced_inplace(target, op_name, other, **attrs):
-    trace = current()
-    if trace is None or trace.depth:
-        return _saved["_inplace"](target, op_name, other, **attrs)
-    before = len(trace.events)
-    result = _saved["_inplace"](target, op_name, other, **attrs)
-    if trace.unsupported is None:
-        if len(trace.events) == before or trace.events[-1].output is None:
-            trace.refuse("an in-place update this recorder cannot follow")
-        else:
-            trace.record_copy(trace.events[-1].output.array, target._data)
-    return result
-
-
-def _traced_write_into(target, op, other):
-    # A recording trace follows an in-place update through the out-of-place op it records
-    # (``_traced_inplace``), not the kernel writing straight into the target.
-    trace = current()
-    if trace is not None and not trace.depth:
-        return False
-    return _saved["_write_into"](target, op, other)
-
-
-def _traced_copy_data(data):
-    copy = _saved["_copy_data"](data)
-    trace = current()
-    if trace is not None and not trace.depth and type(data) is np.ndarray:
-        trace.record_fresh_copy(data, copy)
-    return copy
-
-
-def _traced_no_grad_result(ufunc, *args):
-    trace = current()
-    if trace is not None and not trace.depth:
-        for arg in args:
-            if isinstance(arg, Tensor):
-                trace.read_value(arg, f"a comparison or bitwise operator ({ufunc.__name__})")
-    return _saved["_no_grad_result"](ufunc, *args)
-
-
-def _traced_unwrap(value, devices, qualified=None):
-    trace = current()
-    if (trace is not None and not trace.depth and isinstance(value, Tensor)
-            and qualified not in _wrap.SHAPE_ONLY):
-        trace.read_value(value, f"{qualified}, which has no gradient")
-    return _saved["_unwrap"](value, devices, qualified)
-
-
-def _traced_grad_getter(tensor):
-    trace = current()
-    if trace is not None and not trace.depth:
-        trace.refuse("a tensor's .grad read inside (pass it as an argument)")
-    return _saved["grad"].fget(tensor)
-
-
-def _value_wrapper(name, method):
-    def wrapper(self, *args, **kwargs):
-        trace = current()
-        if trace is not None and not trace.depth:
-            trace.read_value(self, _DESCRIBE.get(name, f"Tensor.{name}()"))
-        return method(self, *args, **kwargs)
-
-    wrapper.__name__ = name
-    wrapper.__doc__ = method.__doc__
-    return wrapper
-
-
-_DESCRIBE = {"__float__": "float(tensor)", "__int__": "int(tensor)", "__bool__": "bool(tensor)",
-             "__index__": "a tensor used as an index", "__array__": "np.asarray(tensor)",
-             "item": "tensor.item()", "numpy": "tensor.numpy()", "tolist": "tensor.tolist()"}
-
-
-_MAKE = Tensor.__dict__["_make"].__func__
-
-
-def _traced_make(cls, data, node=None, requires_grad=False, version=None):
-    """``Tensor._make`` while recording: also notes the tensor in this thread's trace."""
-    made = _MAKE(cls, data, node, requires_grad, version)
-    trace = _local.trace
-    if trace is not None:
-        trace.created.add(id(made))
-    return made
-
-
-def _install():
-    _saved["_make"] = Tensor.__dict__["_make"]
-    Tensor._make = classmethod(_traced_make)
-    _saved["apply"] = tensor_module.apply
-    _saved["_binary"] = tensor_module._binary
-    _saved["_apply_view"] = tensor_module._apply_view
-    _saved["_inplace"] = tensor_module._inplace
-    _saved["_copy_data"] = tensor_module._copy_data
-    _saved["_write_into"] = tensor_module._write_into
-    tensor_module.apply = _traced_apply
-    tensor_module._binary = _traced_binary
-    tensor_module._apply_view = _traced_apply_view
-    tensor_module._inplace = _traced_inplace
-    tensor_module._copy_data = _traced_copy_data
-    tensor_module._write_into = _traced_write_into
-    registry.set_dispatch(_traced_apply, _traced_apply_view)
-    _saved["_no_grad_result"] = tensor_module._no_grad_result
-    tensor_module._no_grad_result = _traced_no_grad_result
-    _saved["_unwrap"] = _wrap._unwrap
-    _wrap._unwrap = _traced_unwrap
-    _saved["grad"] = Tensor.__dict__["grad"]
-    Tensor.grad = property(_traced_grad_getter, _saved["grad"].fset, _saved["grad"].fdel,
-                           _saved["grad"].__doc__)
-    for name in VALUE_METHODS:
-        method = Tensor.__dict__[name]
-        _saved["method:" + name] = method
-        setattr(Tensor, name, _value_wrapper(name, method))
-
-
-def _uninstall():
-    Tensor._make = _saved["_make"]
-    tensor_module.apply = _saved["apply"]
-    tensor_module._binary = _saved["_binary"]
-    tensor_module._apply_view = _saved["_apply_view"]
-    tensor_module._inplace = _saved["_inplace"]
-    tensor_module._copy_data = _saved["_copy_data"]
-    tensor_module._write_into = _saved["_write_into"]
-    registry.set_dispatch(_saved["apply"], _saved["_apply_view"])
-    tensor_module._no_grad_result = _saved["_no_grad_result"]
-    _wrap._unwrap = _saved["_unwrap"]
-    Tensor.grad = _saved["grad"]
-    for name in VALUE_METHODS:
-        setattr(Tensor, name, _saved["method:" + name])
-
-
 class gc_paused:
     """Context manager: Python's cyclic garbage collector paused (while a program is recorded
     and laid out: the recorder's many small objects made it collect hundreds of times, measured
@@ -820,7 +568,8 @@ class gc_paused:
 
 
 class recording:
-    """Context manager: record the ops this thread applies into ``trace``."""
+    """Context manager: record the ops this thread applies into ``trace`` (the recorder is in
+    ``tensor.recorder`` while a thread records)."""
 
     def __init__(self, trace):
         self.trace = trace
@@ -830,9 +579,9 @@ class recording:
         if current() is not None:
             raise RuntimeError("autograd_nb.compile: a compiled function is being recorded "
                                "already on this thread")
-        with _patch_lock:
+        with _install_lock:
             if _active[0] == 0:
-                _install()
+                tensor_module.set_recorder(_local)
             _active[0] += 1
         _local.trace = self.trace
         tape._state.tracing = self.trace
@@ -841,8 +590,8 @@ class recording:
     def __exit__(self, *exc):
         _local.trace = None
         tape._state.tracing = None
-        with _patch_lock:
+        with _install_lock:
             _active[0] -= 1
             if _active[0] == 0:
-                _uninstall()
+                tensor_module.set_recorder(None)
         return False
