@@ -16,6 +16,7 @@ help:
 	@echo "                   and run the whole suite (the CUDA tests on numba's simulator: no GPU"
 	@echo "                   needed), then the op, autograd and engine tests again in tier 0"
 	@echo "                   (pytest --tier=0: the NumPy twins a fresh machine's first calls run)"
+	@echo "                   (both on every core: pytest-xdist; PYTEST_WORKERS=0 runs serially)"
 	@echo "make test-fast     the same without the tests marked slow (subprocesses, clusters, longest)"
 	@echo "make test-gpu      run the CUDA tests (tests/cuda) on a real NVIDIA GPU"
 	@echo "make bench         install the bench extra and run the asv suite in $(VENV)"
@@ -37,18 +38,24 @@ demo: $(PY)
 # The registry-driven tests run twice: with the compiled kernels (in the whole suite), and
 # with tier 0 forced (the NumPy twins a fresh machine's first calls run: tests/conftest.py).
 TIER0_TESTS := tests/ops tests/autograd tests/engine tests/scipy
+# Both passes run on every core this process may use (pytest-xdist, one worker process each;
+# nproc counts the CPUs of its affinity mask). A test file stays on one worker (--dist
+# loadfile), so its kernels compile in one process, and the workers share the kernel cache on
+# disk (concurrent writes are safe: autograd_nb/cache.py). PYTEST_WORKERS=0 runs serially.
+PYTEST_WORKERS ?= $(shell nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
+XDIST := -n $(PYTEST_WORKERS) --dist loadfile
 
 test: $(PY)
 	$(PIP_INSTALL) -e ".[test,docs,cuda,distributed,mkl]"
-	$(PY) -m pytest
-	$(PY) -m pytest --tier=0 $(TIER0_TESTS)
+	$(PY) -m pytest $(XDIST)
+	$(PY) -m pytest $(XDIST) --tier=0 $(TIER0_TESTS)
 
 # The inner loop: every test but those marked slow (fresh processes, empty caches, clusters,
 # the longest checks; pyproject.toml lists them).
 test-fast: $(PY)
 	$(PIP_INSTALL) -e ".[test,docs,cuda,mkl]"
-	$(PY) -m pytest -m "not slow"
-	$(PY) -m pytest -m "not slow" --tier=0 $(TIER0_TESTS)
+	$(PY) -m pytest $(XDIST) -m "not slow"
+	$(PY) -m pytest $(XDIST) -m "not slow" --tier=0 $(TIER0_TESTS)
 
 # For convenience only: the kernel cache is keyed by the package's sources and the numba,
 # llvmlite, NumPy and Python versions (autograd_nb/cache.py), so an edit or an upgrade starts a

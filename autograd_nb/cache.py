@@ -23,7 +23,9 @@ that cannot be read is compiled again (and rewritten where it can be), one that 
 written stays in memory. Never a crash, never another result. Every file is written to a
 temporary name and renamed into place, so that processes filling one cache at once never read
 a partial file, and numba's data files of autograd_nb's functions are named by their key,
-so two processes adding different signatures of one function never write the same file.
+so two processes adding different signatures of one function never write the same file;
+their index updates (read, add, write) take turns under a file lock, so neither drops the
+other's entry.
 
 :func:`install` (run at import) puts this in place in numba: a cache locator for
 autograd_nb's files, the guarded cache above, and a listener that counts compilations and logs,
@@ -32,6 +34,7 @@ at INFO on the ``autograd_nb`` logger, each one that takes more than
 reports the folders, their size and the counts.
 """
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -49,6 +52,11 @@ import types
 import uuid
 import warnings
 
+try:
+    import fcntl
+except ImportError:  # Windows: index updates are not serialized (a lost entry compiles again)
+    fcntl = None
+
 import llvmlite
 import numba
 import numpy as np
@@ -63,6 +71,8 @@ PACKAGE_DIR = os.path.dirname(os.path.realpath(__file__))
 GENERATION_NAME = re.compile(r"^\d[\w.+!]*-[0-9a-f]{16}$")
 #: Touched by every process that uses a generation; its age decides pruning.
 MARKER = ".last-used"
+#: In each folder of numba's cache: the lock of its index files' updates (:func:`_locked`).
+INDEX_LOCK = ".index.lock"
 #: A kernel module right in ``KERNEL_DIR`` (an older layout, without generations).
 _LEGACY_NAME = re.compile(r"^(anb_\w+\.py|tmp\w+\.tmp)$")
 
@@ -506,10 +516,35 @@ class _KeyedIndex(caching.IndexDataCacheFile):
         digest = hashlib.sha256(repr(key).encode()).hexdigest()[:20]
         data_name = f"{self._filename_base}.{digest}.nbc"
         self._save_data(data_name, data)
-        overloads = self._load_index()
-        if overloads.get(key) != data_name:
-            overloads[key] = data_name
-            self._save_index(overloads)
+        with _locked(os.path.join(self._cache_path, INDEX_LOCK)):
+            overloads = self._load_index()
+            if overloads.get(key) != data_name:
+                overloads[key] = data_name
+                self._save_index(overloads)
+
+
+@contextlib.contextmanager
+def _locked(path):
+    """An exclusive lock (``flock``) on the file ``path`` across processes, for an index's
+    read-add-write (one lock per folder; the data file is written before, unlocked): two
+    processes adding signatures of one function at once (pytest-xdist's workers, a
+    cluster's) would otherwise each write the index they read plus their own entry, and the
+    last write drop the other's (compiled again by the next process that needs it). Where
+    the lock file cannot be had (read-only, no ``fcntl``), unlocked."""
+    handle = None
+    if fcntl is not None:
+        try:
+            handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        except OSError:
+            if handle is not None:
+                os.close(handle)
+            handle = None
+    try:
+        yield
+    finally:
+        if handle is not None:
+            os.close(handle)  # (releases the lock)
 
 
 class _GuardedCache(caching.FunctionCache):

@@ -19,7 +19,7 @@ import traceback  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from autograd_nb import tape, tiering  # noqa: E402
+from autograd_nb import collector, tape, tiering  # noqa: E402
 from autograd_nb.ops.registry import FUNCTIONS, REGISTRY, Op  # noqa: E402
 from tests.checks import COVERED  # noqa: E402
 from tests.guards import Guards  # noqa: E402
@@ -93,6 +93,39 @@ def _grad_mode_left_on():
         pytest.fail("the test left the grad mode switched off")
 
 
+class _SysWithoutExecnetReceiver:
+    """``sys`` for autograd_nb.collector, with ``_current_frames`` leaving out the thread of
+    a pytest-xdist worker's execnet receiver (see :func:`one_python_thread`)."""
+
+    def __getattr__(self, name):
+        return getattr(sys, name)
+
+    @staticmethod
+    def _current_frames():
+        return {ident: frame for ident, frame in sys._current_frames().items()
+                if not _is_execnet_receiver(frame)}
+
+
+def _is_execnet_receiver(frame):
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "_thread_receiver" and "execnet" in code.co_filename:
+            return True
+        frame = frame.f_back
+    return False
+
+
+@pytest.fixture
+def one_python_thread(monkeypatch):
+    """collector's Python walk untracks only in a process where one thread runs Python
+    (``len(sys._current_frames()) == 1``; autograd_nb/collector.py). A pytest-xdist worker
+    (``make test`` runs ``-n 2``) has a second one from its start: execnet's receiver,
+    blocked reading the controller's pipe, which touches no tensor and no node. The walk is
+    shown the threads without it, so it runs in a worker as in a plain pytest process; any
+    other thread still counts."""
+    monkeypatch.setattr(collector, "sys", _SysWithoutExecnetReceiver())
+
+
 def _guarded(request):
     parts = request.node.path.relative_to(request.config.rootpath).parts
     return len(parts) > 2 and parts[0] == "tests" and parts[1] in GUARDED
@@ -154,6 +187,21 @@ def _leave_tier0():
 
 
 _saved_tiering = {}
+
+
+def pytest_sessionfinish(session):
+    """Under pytest-xdist (``make test`` runs ``-n 2``) each worker checks its share: it
+    hands the ops it covered to the controller, which reports them for the whole run."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["covered"] = {k: sorted(v) for k, v in COVERED.items()}
+
+
+@pytest.hookimpl(optionalhook=True)  # (an xdist hook: known only where xdist is installed)
+def pytest_testnodedown(node, error):
+    """(pytest-xdist's hook, on the controller: a worker finished; its covered ops.)"""
+    for kind, names in getattr(node, "workeroutput", {}).get("covered", {}).items():
+        COVERED[kind].update(names)
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -32,11 +32,13 @@ def small_graph():
 
 @pytest.fixture(params=["compiled", "python"])
 def walk(request, monkeypatch):
-    """Run each test with the compiled walk over the young objects and with the Python one."""
+    """Run each test with the compiled walk over the young objects and with the Python one
+    (which, under pytest-xdist, does not count execnet's thread: ``one_python_thread``)."""
     if request.param == "compiled":
         assert collector.LAYOUT is not None, "this CPython's layout was not recognised"
     else:
         monkeypatch.setattr(collector, "LAYOUT", None)
+        request.getfixturevalue("one_python_thread")
     return request.param
 
 

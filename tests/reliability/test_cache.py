@@ -346,6 +346,39 @@ def test_keyed_data_files_never_hold_another_signature(tmp_path):
     assert one in (None, "machine code 1") and two in (None, "machine code 2")
 
 
+def test_two_processes_adding_signatures_at_once_keep_both_in_the_index(tmp_path):
+    """pytest-xdist's workers (``make test``) or a cluster's add signatures of one function
+    at once: the second reads the index, then pauses before it writes it, while the first
+    adds its own. Without a lock the second's write drops the first's entry; under the
+    index's lock the first waits, reads the second's entry and keeps both."""
+    stamp = ("stamp",)
+    first, second = (cache._KeyedIndex(str(tmp_path), "f-1.py311", stamp) for _ in range(2))
+    paused, first_done = threading.Event(), threading.Event()
+    load_index = second._load_index
+
+    def pausing():
+        overloads = load_index()
+        paused.set()
+        first_done.wait(1.0)  # (under the lock the first cannot finish: it waits for it)
+        return overloads
+
+    second._load_index = pausing
+
+    def save_first():
+        first.save("key 1", "machine code 1")
+        first_done.set()
+
+    thread = threading.Thread(target=second.save, args=("key 2", "machine code 2"))
+    thread.start()
+    assert paused.wait(TIMEOUT)
+    other = threading.Thread(target=save_first)
+    other.start()
+    thread.join(TIMEOUT)
+    other.join(TIMEOUT)
+    reader = cache._KeyedIndex(str(tmp_path), "f-1.py311", stamp)
+    assert (reader.load("key 1"), reader.load("key 2")) == ("machine code 1", "machine code 2")
+
+
 def test_a_slow_compilation_is_logged_once_at_info(fresh_warning, monkeypatch, caplog):
     monkeypatch.setattr(config, "COMPILE_LOG_SECONDS", 0.0)
     module = cache.import_module(f"anb_probe_{uuid.uuid4().hex[:16]}", PROBE)

@@ -399,7 +399,7 @@ def test_an_interrupt_pending_as_a_collection_starts_reaches_the_code_after_it(
 @pytest.mark.skipif(collector._hook is None, reason="no compiled hook (no JIT, or a CPython "
                     "whose layout was not recognised)")
 def test_an_interrupt_in_the_python_walk_under_the_compiled_hook_is_raised_after_it(
-        monkeypatch, default_sigint, only_our_hook):
+        monkeypatch, default_sigint, only_our_hook, one_python_thread):
     """With ``LAYOUT`` set to None the compiled hook calls the Python walk; an interrupt
     raised there is handed on (raised at the first bytecode after the collection)."""
     dropped, calls = [], []
