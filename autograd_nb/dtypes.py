@@ -102,9 +102,15 @@ def convert(array, dtype=None):
                 f"uint64 value {int(array.max())} does not fit in int64, the integer dtype "
                 "of tensors"
             )
-    elif source.kind in "OSUVMm" or (source.kind == "c" and wanted.kind != "c"):
-        # NumPy would cast complex to real (dropping the imaginary part) or parse objects
-        # and strings: refuse data that does not convert without loss.
+    elif source.kind == "c" and wanted.kind != "c":
+        # NumPy would cast complex to real, dropping the imaginary part: refuse, saying so
+        raise TypeError(
+            f"autograd_nb does not convert {source.name} data to {wanted.name}: it would drop "
+            "the imaginary part (take .real of the data first, or ask for a complex dtype)"
+        )
+    elif source.kind in "OSUVMm":
+        # NumPy would parse objects and strings: refuse data that does not convert without
+        # loss.
         raise unsupported(source)
     return np.asarray(array, dtype=wanted, order="C")
 

@@ -308,17 +308,29 @@ class AsType(ShapeOp):
     def is_differentiable(self, k):
         return True
 
+    @staticmethod
+    def _cast_back(grad_output, dtype):
+        """The gradient in the input's ``dtype``: a complex one's real part for a real input
+        (torch's rule, :doc:`/complex`; a plain cast would warn that it drops the imaginary
+        part)."""
+        grad = grad_output.reshape(-1)
+        if grad.dtype.kind == "c" and dtype.kind != "c":
+            grad = grad.real
+        return grad.astype(dtype)
+
     def vjp(self, k, grad_output, saved, attrs, grad_input):
-        grad = grad_output.reshape(-1).astype(grad_input.dtype)
+        grad = self._cast_back(grad_output, grad_input.dtype)
         _strided.accumulate(grad, grad_input.reshape(-1))
 
     def vjp_numpy(self, k, grad_output, saved, attrs, grad_input):
-        grad = grad_output.reshape(-1).astype(grad_input.dtype)
+        grad = self._cast_back(grad_output, grad_input.dtype)
         _numpy_vjp.add_into(grad_input.reshape(-1), grad)
 
     vjp_batched = vjp
 
     def rule(self, k, grad_output, inputs, output, attrs):
+        if grad_output.dtype.kind == "c" and attrs["input_dtype"].kind != "c":
+            grad_output = call("_real", grad_output)
         return call("astype", grad_output, dtype=attrs["input_dtype"])
 
 
