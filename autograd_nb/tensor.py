@@ -75,6 +75,15 @@ recorder = None
 #: installed. (One global read on the hot path, as ``_cuda_used`` was.)
 _detour = False
 
+#: Tier 0's seam (:mod:`autograd_nb.tiering`): the ops whose CPU calls it serves now, and the
+#: function that serves them, ``_tier0_run(op, run, values, attrs)`` (``run``: the op's own
+#: ``run`` or ``run_with_constants``, which it calls once the call's kernels are cached).
+#: Changed only through :func:`set_tier0`. The fast paths read ``_tiered`` (one global, as
+#: ``_detour``) and ask for membership only while some op is in tier 0.
+_tier0_ops = set()
+_tier0_run = None
+_tiered = False
+
 CUDA_TO_NUMPY = (
     "can't convert cuda device type tensor to numpy. Use Tensor.cpu() to copy the tensor to "
     "host memory first."
@@ -103,6 +112,23 @@ def set_recorder(new):
     previous, recorder = recorder, new
     _detour = _cuda_used or new is not None
     return previous
+
+
+def set_tier0(op, run):
+    """Serve ``op``'s CPU calls through ``run(op, own_run, values, attrs)`` (tier 0:
+    :mod:`autograd_nb.tiering`); ``run=None``: the op runs its own methods again."""
+    global _tier0_run, _tiered
+    if run is None:
+        _tier0_ops.discard(op)
+    else:
+        _tier0_ops.add(op)
+        _tier0_run = run
+    _tiered = bool(_tier0_ops)
+
+
+def in_tier0(op):
+    """Whether :func:`set_tier0` serves ``op``'s CPU calls now."""
+    return op in _tier0_ops
 
 
 def active_trace():
@@ -884,7 +910,10 @@ def apply(op, args, attrs):
     if len(args) == 1 and not _detour:
         a = args[0]
         if type(a) is Tensor:
-            arrays, attrs, output = op.run([a._data], attrs)
+            if _tiered and op in _tier0_ops:
+                arrays, attrs, output = _tier0_run(op, op.run, [a._data], attrs)
+            else:
+                arrays, attrs, output = op.run([a._data], attrs)
             # Tensor._make, inlined: this runs once per op.
             result = _new_object(Tensor)
             result._data = output
@@ -941,10 +970,16 @@ def _apply_operands(op, args, attrs):  # noqa: C901 (the general hot path, kept 
         arrays, attrs, output = _run_recorded(trace, op, values, attrs, only_tensors,
                                               requires_grad, boxes)
     elif only_tensors:
-        arrays, attrs, output = op.run(values, attrs)
+        if _tiered and op in _tier0_ops:
+            arrays, attrs, output = _tier0_run(op, op.run, values, attrs)
+        else:
+            arrays, attrs, output = op.run(values, attrs)
     else:
         _constants(values, requires_grad, boxes)
-        arrays, attrs, output = op.run_with_constants(values, attrs)
+        if _tiered and op in _tier0_ops:
+            arrays, attrs, output = _tier0_run(op, op.run_with_constants, values, attrs)
+        else:
+            arrays, attrs, output = op.run_with_constants(values, attrs)
     result = _new_object(Tensor)
     result._data = output
     result._node = None
@@ -970,12 +1005,21 @@ def _run_recorded(trace, op, values, attrs, only_tensors, recording, boxes):
     recorded)."""
     trace.depth += 1
     try:
-        if only_tensors:
-            return op.run(values, attrs)
-        _constants(values, recording, boxes)
-        return op.run_with_constants(values, attrs)
+        if not only_tensors:
+            _constants(values, recording, boxes)
+            return _run_with_constants(op, values, attrs)
+        if _tiered and op in _tier0_ops:
+            return _tier0_run(op, op.run, values, attrs)
+        return op.run(values, attrs)
     finally:
         trace.depth -= 1
+
+
+def _run_with_constants(op, values, attrs):
+    """``op.run_with_constants``, or tier 0's run of it (see :func:`set_tier0`)."""
+    if _tiered and op in _tier0_ops:
+        return _tier0_run(op, op.run_with_constants, values, attrs)
+    return op.run_with_constants(values, attrs)
 
 
 def _run_on_device(op, args, values, attrs, recording, boxes):
@@ -1080,7 +1124,8 @@ def _binary(op, a, b):
         return apply(op, (a, b), {})
     if kind_a is np.ndarray and edge_b is not None:
         x = a.copy()  # as ``_constants``
-    done = None if _detour else op.run_pair(x, y)
+    # (an op in tier 0 takes ``apply``, where tier 0 serves it)
+    done = None if _detour or (_tiered and op in _tier0_ops) else op.run_pair(x, y)
     if done is None:
         return apply(op, (a, b), {})
     arrays, attrs, output = done
@@ -1181,6 +1226,8 @@ def _write_into(target, op, other, trace=None):
     run_pair = getattr(op, "run_pair", None)
     if run_pair is None or type(data) is not np.ndarray or not data.flags.c_contiguous:
         return False
+    if _tiered and op in _tier0_ops:
+        return False  # (tier 0 serves it out of place, through ``apply``)
     value = other._data if isinstance(other, Tensor) else other
     if run_pair(data, value, data) is None:
         return False

@@ -37,12 +37,12 @@ the calls this process made, on the same shapes and dtypes, and runs a backward 
 cache. When it finishes, those calls run compiled and the backward returns to the compiled
 executor. A call is known by its key (:func:`_key`: the op, and per argument the dtype and
 which dimensions are 1); the keys a worker compiled are listed in ``tiered-ready.txt`` in the
-cache generation's folder, so later processes run them compiled from the start. Tier 0 is an
-override of the op's ``run``; after ``config.TIER0_LEAVE_AFTER`` calls in a row on cached
-kernels it is removed, and no check remains on the hot path. (``anb.compile``'s recorder goes
-through the op call path's seam instead, ``tensor.recorder``, which the fast paths skip with a
-flag they read anyway; a per-op flag read there would cost about 40 ns an op in CPython 3.11,
-where the override rides on the method lookup the call makes.)
+cache generation's folder, so later processes run them compiled from the start. Tier 0 goes
+through the op call path's seam, :func:`autograd_nb.tensor.set_tier0` (as ``anb.compile``'s
+recorder goes through ``tensor.recorder``): ``apply`` hands a call of an op in tier 0 to
+:func:`_run` with the op's own ``run``; after ``config.TIER0_LEAVE_AFTER`` calls in a row on
+cached kernels the op leaves it. The fast paths read one global flag, set while any op is in
+tier 0, and only then ask whether this op is.
 
 Rules: at most one worker per process at a time and one per cache generation on the machine
 (a lock file); a worker starts at the first tier-0 backward, or after
@@ -74,6 +74,8 @@ import numpy as np
 from . import cache, config
 from .ops.registry import Op
 from .tape import Node
+from .tensor import in_tier0 as _served
+from .tensor import set_tier0
 
 ENABLED = os.environ.get("AUTOGRAD_NB_TIERED", "1") != "0" and not numba.config.DISABLE_JIT
 
@@ -85,7 +87,7 @@ BACKWARD = "<backward>"
 #: Whether a backward walks the NumPy twins of the VJP kernels instead of the compiled executor.
 backward_pending = False
 
-_ops = {}  # name -> op, of the ops whose ``run`` tier 0 overrides
+_ops = {}  # name -> op, of the ops whose CPU calls tier 0 serves (``tensor.set_tier0``)
 _numpy_ops = set()  # the names of those with a NumPy forward (the others are only recorded)
 _hits = {}  # name -> consecutive calls of the op on cached kernels
 _ready = set()  # "name key" of the calls whose kernels are cached (see ``_key``)
@@ -172,24 +174,12 @@ def start(registry):
 
 
 def _enter(op):
-    if in_tier0(op):
-        return
     _ops[op.name] = op
-    run, with_constants = op.run, op.run_with_constants  # the class's (compiled) methods
-
-    op.run = lambda values, attrs: _run(op, run, values, attrs)
-    op.run_with_constants = lambda values, attrs: _run(op, with_constants, values, attrs)
-    if hasattr(op, "run_pair"):  # (the operators' shortcut past ``run``: off meanwhile)
-        op.run_pair = _no_pair
-
-
-def _no_pair(a, b, out=None):
-    return None
+    set_tier0(op, _run)
 
 
 def _leave(op):
-    for name in ("run", "run_with_constants", "run_pair"):
-        op.__dict__.pop(name, None)
+    set_tier0(op, None)
     _ops.pop(op.name, None)
     _hits.pop(op.name, None)
 
@@ -197,7 +187,7 @@ def _leave(op):
 def in_tier0(op):
     """Whether ``op``'s eager forward may run NumPy now (its calls whose kernels are cached
     already run them)."""
-    return "run" in op.__dict__
+    return _served(op)
 
 
 def _run(op, compiled, values, attrs):
