@@ -14,8 +14,6 @@ import threading
 class _State(threading.local):
     # A class default: reading it never takes the slow failing-lookup path of getattr.
     enabled = True
-    #: The program being recorded on this thread (``autograd_nb.replay``), or None.
-    tracing = None
 
 
 _state = _State()

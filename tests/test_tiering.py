@@ -359,6 +359,42 @@ def tier0_and_compiled(dtype, monkeypatch, sizes=MLP_SIZES[0]):
     return [g.numpy() for g in grads], [c.numpy() for c in compiled]
 
 
+def test_tier0_serves_an_op_through_the_call_paths_seam(tier0, monkeypatch):
+    # No op's method is replaced on its instance (``tensor.set_tier0`` is the seam), and every
+    # eager way into an op reaches tier 0: an operator, the function, a constant operand, a
+    # unary call, an in-place update that records nothing.
+    shadowed = {name: [k for k in vars(op) if callable(getattr(type(op), k, None))]
+                for name, op in REGISTRY.items()}
+    assert not any(shadowed.values()), shadowed
+    monkeypatch.setattr(tiering, "_ready", set())
+    served = []
+    for name in ("add", "exp"):
+        op = REGISTRY[name]
+        assert tiering.in_tier0(op)
+        monkeypatch.setattr(op, "forward_numpy", lambda arrays, attrs, op=op: (
+            served.append(op.name) or type(op).forward_numpy(op, arrays, attrs)))
+    x, y = anb.tensor([1.0, 2.0]), anb.tensor([3.0, 4.0])
+
+    def every_way():
+        p = anb.tensor([1.0, 2.0])
+        with anb.no_grad():
+            p += y
+        return [(x + y).numpy(), anb.add(x, y).numpy(), (x + 1.0).numpy(),
+                anb.exp(x).numpy(), p.numpy()]
+
+    in_tier0 = every_way()
+    assert served == ["add", "add", "add", "add", "exp"]
+    for name in ("add", "exp"):
+        tiering._leave(REGISTRY[name])
+        assert not tiering.in_tier0(REGISTRY[name])
+    served.clear()
+    compiled = every_way()
+    assert served == []  # (the ops' own runs)
+    for value, expected in zip(in_tier0, compiled, strict=True):
+        np.testing.assert_array_equal(value, expected)
+    np.testing.assert_array_equal(compiled[0], [4.0, 6.0])
+
+
 @pytest.mark.parametrize("sizes", MLP_SIZES)
 def test_tier0_gradients_equal_the_compiled_ones(tier0, monkeypatch, sizes):
     grads, compiled = tier0_and_compiled(np.float64, monkeypatch, sizes)

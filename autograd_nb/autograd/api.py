@@ -5,6 +5,7 @@ output, of that output's shape: the gradient dL/dy of whatever loss L comes afte
 result is the vector-Jacobian product ``vᵀ · ∂y/∂x`` (summed over the outputs): dL/dx.
 """
 
+import importlib
 import threading
 import warnings
 
@@ -14,12 +15,21 @@ from .. import collector, engine, tape, tiering
 from ..ops.registry import FUNCTIONS
 from ..tensor import Tensor
 
+# (``autograd_nb.tensor`` the attribute is the function that makes tensors)
+_tensor_module = importlib.import_module("autograd_nb.tensor")
+
 _NOT_GIVEN = object()
 
 VJP_HINT = (
     " grad_outputs[i] is the vector v of the vector-Jacobian product vᵀ·J, i.e. dL/d(output[i])"
     " for the loss L that comes after it, so it has the shape of output[i]."
 )
+
+
+def recorder_trace():
+    """This thread's recording by ``anb.compile`` (``tensor.recorder``), or None."""
+    recorder = _tensor_module.recorder
+    return None if recorder is None else recorder.trace
 
 
 def _as_tuple(value, what):
@@ -326,8 +336,9 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     """
     if retain_graph is None:
         retain_graph = create_graph
-    if tape._state.tracing is not None:
-        tape._state.tracing.refuse("backward() inside (its .grad accumulation)")
+    recording = recorder_trace()
+    if recording is not None:
+        recording.refuse("backward() inside (its .grad accumulation)")
     tensors = _as_tuple(tensors, "tensors")
     if grad_tensors is not None and not isinstance(grad_tensors, (tuple, list)):
         grad_tensors = (grad_tensors,)

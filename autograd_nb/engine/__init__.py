@@ -1,13 +1,35 @@
 """The backward compiler: tape -> plan -> schedule -> run (one compiled call, or the walk)."""
 
+import threading
+
 import numpy as np
 
-from .. import config, tape, tiering
+from .. import config, tiering
 from ..ops._blas import hold_blas_threads, release_blas_threads
 from . import backward, executor, plan_cache
 from .backward import Plan, make_plan
 
-__all__ = ["Plan", "make_plan", "run_plan", "plan_and_run"]
+__all__ = ["Plan", "make_plan", "run_plan", "plan_and_run", "set_backward_hook"]
+
+
+class _Hooks(threading.local):
+    #: This thread's taker of its backwards, or None (a class default: every thread reads
+    #: None until it sets one).
+    backward = None
+
+
+_hooks = _Hooks()
+
+
+def set_backward_hook(hook):
+    """Hand this thread's backwards to ``hook`` instead of running them: ``plan_and_run``
+    then returns ``hook(root_edges, seeds, targets, all_leaves, retain_graph, create_graph,
+    allow_unused, batch)`` (``anb.compile``, while it records a function that takes a
+    gradient, registers its recording, which plans and runs the backward itself with
+    :func:`make_plan` and :func:`run_plan`). None: run them again. Returns the previous hook.
+    """
+    previous, _hooks.backward = _hooks.backward, hook
+    return previous
 
 def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch=None,
              cache_as=None, tier0=True):
@@ -82,10 +104,10 @@ def plan_and_run(root_edges, seeds, targets, all_leaves, retain_graph, create_gr
     when a template ran: then every target was reachable or ``allow_unused``, and no node
     retains its gradient). With ``allow_unused`` false an unreachable target raises here.
     """
-    trace = tape._state.tracing
-    if trace is not None:  # anb.compile is recording: the backward becomes part of the program
-        return trace.inner_backward(root_edges, seeds, targets, all_leaves, retain_graph,
-                                    create_graph, allow_unused, batch)
+    hook = _hooks.backward
+    if hook is not None:  # (see set_backward_hook)
+        return hook(root_edges, seeds, targets, all_leaves, retain_graph, create_graph,
+                    allow_unused, batch)
     key = None
     if (
         config.CACHED_PLANS and config.COMPILED_BACKWARD and not create_graph

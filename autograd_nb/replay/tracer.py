@@ -584,12 +584,12 @@ class recording:
                 tensor_module.set_recorder(_local)
             _active[0] += 1
         _local.trace = self.trace
-        tape._state.tracing = self.trace
+        engine.set_backward_hook(self.trace.inner_backward)
         return self.trace
 
     def __exit__(self, *exc):
         _local.trace = None
-        tape._state.tracing = None
+        engine.set_backward_hook(None)
         with _install_lock:
             _active[0] -= 1
             if _active[0] == 0:

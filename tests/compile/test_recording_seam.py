@@ -1,7 +1,8 @@
 """``anb.compile`` records through one seam, ``tensor.recorder``: while a program is recorded no
 module global, class attribute or op instance of the package is replaced (they were once
 swapped for wrappers: 11 names of tensor.py and numpy/_wrap.py, Tensor's methods, the
-registry's dispatch)."""
+registry's dispatch). A gradient taken inside reaches the recording through the hook the
+engine owns, ``engine.set_backward_hook``: the engine never calls up into replay."""
 
 import importlib
 import threading
@@ -16,6 +17,7 @@ tensor_module = importlib.import_module("autograd_nb.tensor")
 wrap_module = importlib.import_module("autograd_nb.numpy._wrap")
 registry_module = importlib.import_module("autograd_nb.ops.registry")
 tape_module = importlib.import_module("autograd_nb.tape")
+engine_module = importlib.import_module("autograd_nb.engine")
 
 #: The slots the seam is: set while a program records, by ``tensor.set_recorder``.
 SEAM = {"recorder", "_detour"}
@@ -67,7 +69,7 @@ def test_recording_patches_nothing():
     seen = []
 
     def fn(x, w):
-        seen.append((snapshot(), tensor_module.recorder))
+        seen.append((snapshot(), tensor_module.recorder, engine_module._hooks.backward))
         h = anb.tanh(x @ w + 1.0)  # the operators, apply, a constant
         h = h.reshape(-1)  # a view (``_apply_view``)
         h = h * h - 0.5 * h
@@ -86,11 +88,11 @@ def test_recording_patches_nothing():
         y = compiled(x, w)
     assert compiled.cache_info().programs == 1 and compiled.cache_info().eager == 0
     np.testing.assert_array_equal(y.numpy(), fn(x, w).numpy())
-    (recorded, recorder), *_ = seen
-    assert recorder is not None  # the seam is in use while fn records ...
+    (recorded, recorder, backward_hook), *_ = seen
+    assert recorder is not None and backward_hook is not None  # the seams are in use ...
     assert_same(before, recorded)  # ... and nothing else changed
     # (gone after; the detour stays on where this process has used CUDA before)
-    assert tensor_module.recorder is None
+    assert tensor_module.recorder is None and engine_module._hooks.backward is None
     assert tensor_module._detour == tensor_module._cuda_used
     assert_same(before, snapshot())
 
