@@ -258,9 +258,43 @@ def execute_batched(table, objects, floats, arena, batch, parallel):
                   block_start(batch, blocks, p), block_start(batch, blocks, p + 1))
 
 
+class Rows(NamedTuple):
+    """The code rows of a backward's tables, decoded (:meth:`_Tables.decoded_rows`): one
+    int64 array per field, one entry per row, in the order they run. A row either clears a
+    slot (``clears``: slot ``grad``, ``cleared_bytes`` bytes of it; in a batch, per row), or
+    calls the driver ``entries[entry]`` on the gradient slot ``grad``, the ``n_saved``
+    objects from ``saved`` and the target slot ``target``, in that order, with its ints and
+    floats from ``ints_at`` and ``floats_at``."""
+
+    clears: np.ndarray
+    entry: np.ndarray
+    grad: np.ndarray
+    n_saved: np.ndarray
+    saved: np.ndarray
+    target: np.ndarray
+    ints_at: np.ndarray
+    floats_at: np.ndarray
+    cleared_bytes: np.ndarray
+
+
+class Slots(NamedTuple):
+    """Where each gradient slot of a backward's tables lives (:meth:`_Tables.slot_places`),
+    int64 arrays, one entry per slot: the object it is (an index into ``objects`` and
+    ``origins``: a seed or a result), or -1 for a slot in the arena, at ``arena_offset``
+    elements (-1 for an object)."""
+
+    object: np.ndarray
+    arena_offset: np.ndarray
+
+
 class _Tables:
     """The tables of one run as Python lists, written from a schedule (see the module
-    docstring); :meth:`execute` hands them to the compiled executor."""
+    docstring); :meth:`execute` hands them to the compiled executor.
+
+    What a reader of the tables (``anb.compile``'s program, the plan cache) may use: the
+    attributes ``dtype``, ``objects``, ``origins``, ``entries``, ``ints``, ``floats`` and
+    ``arena_size``, and :meth:`decoded_rows` and :meth:`slot_places`, which decode the code
+    rows and the slot offsets (their encoding is this module's own)."""
 
     def __init__(self, dtype, batch=None):
         self.dtype = dtype
@@ -428,6 +462,23 @@ class _Tables:
         """A ZERO row: clear ``slot`` (``size`` elements; in a batch, the block's rows)."""
         self.code.extend((ZERO, slot, 0, 0, 0, size * self.dtype.itemsize, 0))
         self.modes.append(0)
+
+    def decoded_rows(self):
+        """The code rows, decoded: :class:`Rows`."""
+        code = np.array(self.code, dtype=np.int64).reshape(-1, ROW)
+        entry, grad, n_saved, saved, target, ints_at, floats_at = code.T
+        clears = entry == ZERO
+        no = np.zeros_like(entry)
+        return Rows(clears, np.where(clears, -1, entry), grad, np.where(clears, 0, n_saved),
+                    np.where(clears, 0, saved), np.where(clears, -1, target),
+                    np.where(clears, 0, ints_at), np.where(clears, 0, floats_at),
+                    np.where(clears, ints_at, no))
+
+    def slot_places(self):
+        """Where each gradient slot lives: :class:`Slots`."""
+        offsets = np.array(self.slot_offsets, dtype=np.int64)
+        in_arena = offsets >= 0
+        return Slots(np.where(in_arena, -1, -offsets - 1), np.where(in_arena, offsets, -1))
 
     def entry(self, driver):
         index = self.entry_index.get(driver)

@@ -377,7 +377,7 @@ class Program:
             cuts = {id(node) for node in cut_nodes if node is not root}
             all_edges = edges + [node if node is not root else None for node in cut_nodes]
             try:
-                tables = self._backward_tables(
+                tables, nodes = self._backward_tables(
                     root, [e for e in all_edges if e is not None],
                     {id(e) for e in all_edges if e is not None}, cuts, trace.start_seq,
                     dtype)
@@ -419,14 +419,14 @@ class Program:
                 offsets.append(total)
                 total += sizes[k]
             position = {id(all_edges[k]): j for j, k in enumerate(mine)}
-            table, floats, reads = self._translate(trace, tables, position, offsets, itemsize,
-                                                   total)
+            table, floats, reads = self._translate(trace, tables, nodes, position, offsets,
+                                                   itemsize, total)
             shapes = [shapes_of[k] for k in mine]
             inputs_op = ReplayInputs("replay_inputs", offsets, shapes)
             inputs_like = _Like((total + tables.arena_size,), dtype)
             op = ReplayOutput("replay_output", self, n, table, floats,
                               (0, total * itemsize, tables.arena_size * itemsize))
-            if not any(node.needs_saved() for node in tables.plan_nodes):
+            if not any(node.needs_saved() for node in nodes):
                 # Eager's graph here saves nothing (``x + y``, ``sum``): a backward frees
                 # nothing and a second one runs, as eager's does (its table reads no saved
                 # value; the node's own arrays stay until the graph goes).
@@ -449,22 +449,21 @@ class Program:
         except executor.Unsupported as error:
             raise Unsupported(f"the backward of this output: {error or 'its compiled walk'}"
                               ) from error
-        tables.plan_nodes = nodes
-        return tables
+        return tables, nodes
 
-    def _translate(self, trace, tables, position, offsets, itemsize, total):
-        """The executor's tables of one output's backward as an interpreter table over the
-        call's objects, the gradient (object ``n``) and the gradient buffer (``n + 1``).
+    def _translate(self, trace, tables, nodes, position, offsets, itemsize, total):
+        """The executor's tables of one output's backward (of the call's ``nodes``) as an
+        interpreter table over the call's objects, the gradient (object ``n``) and the
+        gradient buffer (``n + 1``).
 
         Laid out with NumPy over the executor's code rows (a 10,000-op function has tens of
         thousands): a place ``(object, byte offset)`` per slot and per saved array, each
         row's run of places, then one value per distinct place."""
         slot_objects, slot_offsets = self._slot_places(tables, position, offsets, itemsize,
                                                        total * itemsize)
-        code = _int_array(tables.code).reshape(-1, executor.ROW)
-        entry, grad, n_saved, first, target, ints_at, floats_at = code.T
-        zero = entry == executor.ZERO
-        n_saved = np.where(zero, 0, n_saved)
+        code = tables.decoded_rows()
+        zero, entry, grad, n_saved, first, target = code[:6]
+        ints_at, floats_at = code.ints_at, code.floats_at
         counts = np.where(zero, 1, n_saved + 2)
         starts = np.cumsum(counts) - counts
         n_operands = int(counts.sum())
@@ -476,11 +475,11 @@ class Program:
         place_objects[ends] = slot_objects[target[~zero]]
         place_offsets[ends] = slot_offsets[target[~zero]]
         # The saved arrays: row r's run of them goes after its gradient.
-        row_of = np.repeat(np.arange(len(code)), n_saved)
+        row_of = np.repeat(np.arange(len(entry)), n_saved)
         within = np.arange(row_of.size) - np.repeat(np.cumsum(n_saved) - n_saved, n_saved)
         at = starts[row_of] + 1 + within
         saved_objects, saved_offsets, reads = self._saved_places(
-            trace, tables, first[row_of] + within)
+            trace, tables, nodes, first[row_of] + within)
         place_objects[at] = saved_objects
         place_offsets[at] = saved_offsets
         # One value per distinct place, numbered in order of first use.
@@ -493,8 +492,8 @@ class Program:
         values[:, 0] = place_objects[first_use[order]]
         values[:, 1] = place_offsets[first_use[order]]
         n_ints, n_floats = len(tables.ints), len(tables.floats)
-        # A ZERO row clears its slot: its byte count (the executor's INTS) goes after the ints.
-        rows = np.empty((len(code), interpreter.ROW), dtype=np.int64)
+        # A clearing row's byte count goes after the ints.
+        rows = np.empty((len(entry), interpreter.ROW), dtype=np.int64)
         rows[:, interpreter.ENTRY] = np.where(zero, interpreter.ZERO, entry)
         rows[:, interpreter.N_OPERANDS] = counts
         rows[:, interpreter.FIRST] = starts
@@ -503,10 +502,11 @@ class Program:
         entries = np.array(tables.entries, dtype=np.int64)
         ints = _int_array(tables.ints)
         # (``interpreter.Builder.tables``' layout, from arrays: a header of the lengths)
-        header = np.array([len(code), len(values), n_operands, entries.size,
+        header = np.array([len(entry), len(values), n_operands, entries.size,
                            ints.size + int(zero.sum())], dtype=np.int64)
         table = np.concatenate([header, rows.reshape(-1), values.reshape(-1),
-                                number[inverse.reshape(-1)], entries, ints, ints_at[zero],
+                                number[inverse.reshape(-1)], entries, ints,
+                                code.cleared_bytes[zero],
                                 _END])
         floats = np.array(tables.floats + [0.0], dtype=np.float64)
         return table, floats, reads
@@ -514,11 +514,11 @@ class Program:
     def _slot_places(self, tables, position, offsets, itemsize, scratch_base):
         """Per gradient slot of the executor's tables, its place: in the buffer's scratch,
         the incoming gradient (a seed) or an input's part of the buffer (a result)."""
-        slot_offsets = np.array(tables.slot_offsets, dtype=np.int64)
-        slot_objects = np.full(slot_offsets.size, _BUFFER, dtype=np.int64)
-        places = slot_offsets * itemsize + scratch_base
-        for s in np.flatnonzero(slot_offsets < 0).tolist():
-            kind, what = tables.origins[-int(slot_offsets[s]) - 1]
+        slots = tables.slot_places()
+        slot_objects = np.full(slots.object.size, _BUFFER, dtype=np.int64)
+        places = slots.arena_offset * itemsize + scratch_base
+        for s in np.flatnonzero(slots.object >= 0).tolist():
+            kind, what = tables.origins[int(slots.object[s])]
             if kind == "seed":
                 slot_objects[s] = _GRADIENT
                 places[s] = 0
@@ -526,7 +526,7 @@ class Program:
                 places[s] = offsets[position[id(what)]] * itemsize
         return slot_objects, places
 
-    def _saved_places(self, trace, tables, indices):
+    def _saved_places(self, trace, tables, nodes, indices):
         """The places of the saved arrays ``tables.objects[i]`` for ``i`` in ``indices`` (an
         int array), and which buffers the trace met they read (``(kind, index)``). Each
         distinct array is looked up once (many nodes save the same input)."""
@@ -541,7 +541,7 @@ class Program:
             array = arrays[first[j]]
             found = trace.find(array)
             if found is None:
-                if _saved_by(tables.plan_nodes, array):
+                if _saved_by(nodes, array):
                     raise Unsupported("a saved buffer the recorder did not see made")
                 # Worked out from the attributes (index maps): a constant.
                 self.consts.append(array)

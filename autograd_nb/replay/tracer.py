@@ -453,8 +453,8 @@ class Trace:
     def record_backward(self, tables, results):
         """The executor's ``tables`` of a backward run while recording, as a block of the
         program: its gradient buffers become arena values (each cleared, or written whole, by
-        its first writer, as the tables say: ``executor._Tables.first_write``), its seeds and
-        saved arrays are found among the buffers met."""
+        its first writer, as the tables' rows say), its seeds and saved arrays are found among
+        the buffers met."""
         itemsize = tables.dtype.itemsize
         scratch = np.empty(max(tables.arena_size, 1), dtype=tables.dtype)
         scratch_buffer = self._add(scratch, "arena", len(self.arena_buffers))
@@ -465,17 +465,19 @@ class Trace:
             return self._object_location(tables.objects[j], tables.origins[j], saved_by_nodes)
 
         slots = []
-        for offset in tables.slot_offsets:
-            if offset >= 0:
+        places = tables.slot_places()
+        for j, offset in zip(places.object.tolist(), places.arena_offset.tolist()):
+            if j < 0:
                 slots.append((scratch_buffer, offset * itemsize))
             else:
-                slots.append(object_location(-offset - 1))
+                slots.append(object_location(j))
         rows = []
-        code = tables.code
-        for r in range(0, len(code), 7):
-            entry, grad, n_saved, first, target, ints_at, floats_at = code[r:r + 7]
-            if entry == -1:  # (executor.ZERO: a reused slot)
-                rows.append((None, [slots[grad]], ints_at, 0))
+        decoded = tables.decoded_rows()
+        for clears, entry, grad, n_saved, first, target, ints_at, floats_at, cleared in zip(
+            *(column.tolist() for column in decoded)
+        ):
+            if clears:  # (a reused slot)
+                rows.append((None, [slots[grad]], cleared, 0))
                 continue
             operands = [slots[grad]]
             operands += [object_location(first + j) for j in range(n_saved)]

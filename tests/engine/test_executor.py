@@ -355,3 +355,40 @@ def test_a_repeated_step_reuses_every_cached_piece_of_its_plan(monkeypatch):
     assert modules, "the chain was not fused"
     for name, cache in exec_caches.items():
         assert REGISTRY[name]._exec_cache == cache
+
+
+@pytest.mark.compiled_only
+def test_the_tables_decoded_rows_and_slots_say_what_the_tables_hold():
+    # ``_Tables.decoded_rows`` and ``slot_places``, what anb.compile reads, against the raw
+    # encoding: each clearing row clears a whole slot, each driver row reads objects and
+    # slots that exist, and the slots that are objects are the seed and the result.
+    rng = np.random.default_rng(0)
+    x = anb.tensor(rng.standard_normal((3, 70)), requires_grad=True)
+    w = anb.tensor(rng.standard_normal((70, 80)))
+    h = anb.tanh(x @ w)
+    y = anb.sum(h * h + x.sum())
+    plan = engine.make_plan([y._node], [x], False)
+    tables, _, results = executor.build(plan, [(y._node, np.ones(()))], {id(x)}, False,
+                                        np.dtype(np.float64))
+    rows, slots = tables.decoded_rows(), tables.slot_places()
+    code = np.array(tables.code).reshape(-1, executor.ROW)
+    assert len(rows.entry) == len(code)
+    np.testing.assert_array_equal(rows.clears, code[:, executor.ENTRY] == executor.ZERO)
+    assert rows.clears.any() and (~rows.clears).any()
+    itemsize = tables.dtype.itemsize
+    for r in np.flatnonzero(rows.clears).tolist():
+        size = tables.slot_rows[rows.grad[r]] * itemsize
+        assert rows.cleared_bytes[r] >= size  # (the first clears the small slots together)
+    calls = ~rows.clears
+    assert (rows.entry[calls] >= 0).all() and (rows.entry[calls] < len(tables.entries)).all()
+    assert (rows.saved[calls] + rows.n_saved[calls] <= len(tables.objects)).all()
+    assert (rows.target[calls] >= 0).all() and (rows.cleared_bytes[calls] == 0).all()
+    np.testing.assert_array_equal(rows.ints_at[calls], code[calls, executor.INTS])
+    objects = slots.object[slots.object >= 0].tolist()
+    kinds = sorted(tables.origins[j][0] for j in objects)
+    assert kinds == ["result", "seed"]
+    (result,) = [tables.objects[j] for j in objects if tables.origins[j][0] == "result"]
+    assert result is results[id(x)]
+    in_arena = slots.object < 0
+    assert (slots.arena_offset[in_arena] >= 0).all() and (slots.arena_offset[~in_arena] == -1).all()
+    assert (slots.arena_offset[in_arena] < tables.arena_size).all()
