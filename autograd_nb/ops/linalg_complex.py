@@ -173,6 +173,14 @@ def _diag_embed(xp, v):
     return xp.row(v) * np.eye(v.shape[-1])
 
 
+def _over_gaps(x, gaps):
+    """``x / gaps`` off the diagonal, 0 on it and where two values are exactly equal (as the
+    real ``eigh``/``svd``: the true gradient of any function that does not depend on the basis
+    of a repeated value's subspace)."""
+    zero = np.asarray(gaps) == 0  # a constant mask (the diagonal among them)
+    return x / (gaps + zero) * ~zero
+
+
 def _check_phase(name, what, imag_parts):
     """torch's check: the phase-dependent part of the gradient (``imag_parts``) must vanish,
     up to its lax tolerance (1e-2), or the loss is ill-defined."""
@@ -312,11 +320,8 @@ def _eig_gradient(xp, w, v, gw, gv, hermitian, check):
         vhgv = 0.5 * (vhgv - xp.h(vhgv))
     else:
         vhgv = vhgv - vh @ (v * xp.row(xp.real(xp.diagonal(vhgv))))
-    n = w.shape[-1]
-    eye = np.eye(n)
     wc = xp.conj(w)
-    gaps = xp.row(wc) - xp.column(wc) + eye
-    inner = vhgv / gaps * (1.0 - eye) + _diag_embed(xp, gw)
+    inner = _over_gaps(vhgv, xp.row(wc) - xp.column(wc)) + _diag_embed(xp, gw)
     if hermitian:
         return v @ inner @ vh
     return xp.solve(vh, inner @ vh)
@@ -434,10 +439,9 @@ def _svd_gradient(xp, u, s, vh, gu, gs, gvh, check):
         imag_u = np.imag(np.diagonal(uhgu, axis1=-2, axis2=-1))
         imag_v = np.imag(np.diagonal(vhgv, axis1=-2, axis2=-1))
         _check_phase("svd_backward", "singular vectors", imag_u + imag_v)
-    eye = np.eye(s.shape[-1])
     squares = s * s
-    gaps = xp.row(squares) - xp.column(squares) + eye
-    inner = (uhgu * xp.row(s) + xp.column(s) * vhgv) / gaps
+    inner = _over_gaps(uhgu * xp.row(s) + xp.column(s) * vhgv,
+                       xp.row(squares) - xp.column(squares))
     inner = inner + _diag_embed(xp, gs) + _diag_embed(xp, xp.imag(xp.diagonal(uhgu)) / s) * 0.5j
     if m > n:
         gus = gu / xp.row(s)
@@ -599,7 +603,7 @@ def eig(a):
     >>> a = anb.tensor([[2.0, 0.0], [0.0, 3.0]], requires_grad=True)
     >>> w, v = anb.linalg.eig(a)
     >>> w
-    tensor([2.+0.j, 3.+0.j], dtype=complex128, grad_fn=<GetitemBackward>)
+    tensor([2.+0.j, 3.+0.j], dtype=complex128, grad_fn=<ReshapeBackward>)
     >>> anb.grad(anb.real(w).sum(), a)
     (tensor([[1., 0.],
             [0., 1.]]),)
