@@ -608,7 +608,11 @@ def eig(a):
     (tensor([[1., 0.],
             [0., 1.]]),)
     """
-    a = _eig_operand("linalg.eig", a)
+    return _eig_result("linalg.eig", a)
+
+
+def _eig_result(name, a):
+    a = _eig_operand(name, a)
     packed = call("_eig", a)
     w, v = _TENSORS.parts(packed, _eig_shapes(packed.shape[-1]))
     return EigResult(w, v)
@@ -625,4 +629,4 @@ def eigvals(a):
     >>> anb.linalg.eigvals(anb.tensor([[0.0, -1.0], [1.0, 0.0]]))
     tensor([0.+1.j, 0.-1.j], dtype=complex128)
     """
-    return eig(a).eigenvalues
+    return _eig_result("linalg.eigvals", a).eigenvalues

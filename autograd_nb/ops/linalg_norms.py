@@ -79,6 +79,9 @@ def _float_operand(name, x):
     them)."""
     if getattr(x, "device", "cpu") == "cpu":
         (x,) = _operands(name, x, complex_ok=True)
+    elif _dtype_of(x).kind == "c":  # (casting to float would drop the imaginary part)
+        raise NotImplementedError(f"{name} is not implemented for complex CUDA tensors (yet); "
+                                  "move its operand to the CPU with .cpu()")
     elif _dtype_of(x).kind != "f":
         x = call("astype", x, dtype=np.float64)
     return x

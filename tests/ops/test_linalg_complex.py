@@ -265,3 +265,29 @@ def test_bad_input():
         anb.linalg.svd(anb.tensor(_matrix((2, 3)), requires_grad=True))
     with pytest.raises(TypeError, match="linalg.pinv.*complex"):
         anb.linalg.pinv(rect)
+
+
+class _ComplexOnCuda:
+    """Stands for a complex CUDA tensor (the check comes before anything reads the data)."""
+
+    device = "cuda"
+    dtype = np.dtype(np.complex128)
+    shape = (2, 2)
+    ndim = 2
+
+
+@pytest.mark.parametrize("name", ["solve", "inv", "det", "slogdet", "cholesky", "eigh", "svd",
+                                  "qr", "norm", "eig", "eigvals"])
+def test_complex_cuda_operands_raise_not_implemented_naming_the_function(name):
+    x = _ComplexOnCuda()
+    args = (x, x) if name == "solve" else (x,)
+    with pytest.raises(NotImplementedError, match=rf"linalg\.{name}\b.*CUDA"):
+        getattr(anb.linalg, name)(*args)
+
+
+def test_numpys_own_eig_records_on_tensors():
+    x = anb.tensor(np.array([[0.0, -2.0], [1.0, 0.0]]), requires_grad=True)
+    w, v = np.linalg.eig(x)  # __array_function__
+    assert isinstance(w, anb.Tensor) and w.requires_grad and w.dtype == np.complex128
+    (grad,) = anb.grad(anb.abs(w).sum(), x)
+    assert grad.dtype == np.float64
