@@ -291,3 +291,15 @@ def test_numpys_own_eig_records_on_tensors():
     assert isinstance(w, anb.Tensor) and w.requires_grad and w.dtype == np.complex128
     (grad,) = anb.grad(anb.abs(w).sum(), x)
     assert grad.dtype == np.float64
+
+
+def test_matrix_power_and_multi_dot():
+    a = _matrix((3, 3), seed=15, shift=3.0)
+    b = _matrix((3, 2), seed=16)
+    np.testing.assert_allclose(anb.linalg.matrix_power(anb.tensor(a), -2).numpy(),
+                               np.linalg.matrix_power(a, -2), rtol=1e-12)
+    np.testing.assert_allclose(
+        anb.linalg.multi_dot([anb.tensor(a), anb.tensor(a), anb.tensor(b)]).numpy(),
+        np.linalg.multi_dot([a, a, b]), rtol=1e-12)
+    check_complex_gradients(lambda a: anb.linalg.matrix_power(a, -2), [a])
+    check_complex_gradients(lambda a, b: anb.linalg.multi_dot([a, a, b]), [a, b])
