@@ -174,9 +174,9 @@ def _diag_embed(xp, v):
 
 
 def _over_gaps(x, gaps):
-    """``x / gaps`` off the diagonal, 0 on it and where two values are exactly equal (as the
-    real ``eigh``/``svd``: the true gradient of any function that does not depend on the basis
-    of a repeated value's subspace)."""
+    """``x / gaps`` off the diagonal, 0 on it and where two values are exactly equal, as the
+    real ``eigh``/``svd`` take it (right for the values and for projectors onto a repeated
+    value's subspace; other functions of the vectors have no gradient there)."""
     zero = np.asarray(gaps) == 0  # a constant mask (the diagonal among them)
     return x / (gaps + zero) * ~zero
 
