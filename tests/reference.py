@@ -193,6 +193,8 @@ REFERENCE = {
     "linalg.cholesky": np.linalg.cholesky,
     "linalg.eigh": np.linalg.eigh,
     "linalg.eigvalsh": np.linalg.eigvalsh,
+    "linalg.eig": np.linalg.eig,
+    "linalg.eigvals": np.linalg.eigvals,
     "linalg.svd": np.linalg.svd,
     "linalg.svdvals": np.linalg.svdvals,
     "linalg.qr": np.linalg.qr,

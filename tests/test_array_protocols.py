@@ -109,13 +109,13 @@ def test_asarray_detaches():
     "call, named",
     [
         (lambda x: np.histogram(x), "numpy.histogram"),
-        (lambda x: np.linalg.eig(x[:, :2]), "numpy.linalg.eig"),
+        (lambda x: np.linalg.cond(x[:, :2]), "numpy.linalg.cond"),
         (lambda x: np.spacing(x), "numpy.spacing"),
         (lambda x: np.add.reduce(x), "numpy.add.reduce"),
         (lambda x: np.multiply.outer(x, x), "numpy.multiply.outer"),
         (lambda x: np.sin(x, where=x > 0.5), "numpy.sin: the arguments where"),
     ],
-    ids=["histogram", "linalg.eig", "spacing", "reduce", "outer", "where="],
+    ids=["histogram", "linalg.cond", "spacing", "reduce", "outer", "where="],
 )
 def test_unsupported_functions_raise_type_error_naming_them(call, named):
     x = anb.tensor(X, requires_grad=True)

@@ -31,7 +31,8 @@ kernels (``exec_spec``), so the backward of ``solve``, ``inv``, ``det``, ``slogd
 ``cholesky`` is one compiled call; the other ops run theirs in the Python walk.
 
 Every op has a differentiable rule written with autograd_nb ops (for ``create_graph=True``).
-Complex matrices are out of scope. CUDA tensors raise ``NotImplementedError`` naming the
+Complex matrices go to ``linalg_complex``'s ops (NumPy's LAPACK; ``pinv`` and ``lstsq`` of a
+complex matrix raise TypeError). CUDA tensors raise ``NotImplementedError`` naming the
 function.
 """
 
@@ -111,9 +112,11 @@ def _dtype_of(x):
     return np.dtype(dtype) if dtype is not None else np.asarray(x).dtype
 
 
-def _operands(name, *xs):
+def _operands(name, *xs, complex_ok=False):
     """``xs`` on the CPU and in one floating dtype (NumPy's linalg rule), cast by recorded
-    ``astype`` where they are not."""
+    ``astype`` where they are not. With ``complex_ok``, complex operands are accepted and all
+    are cast to their common complex dtype (complex64 from complex64 and float32 alone, else
+    complex128, as NumPy's); without, a complex operand raises TypeError naming ``name``."""
     dtypes = []
     for x in xs:
         if getattr(x, "device", "cpu") != "cpu":
@@ -122,10 +125,14 @@ def _operands(name, *xs):
                 "CPU with .cpu()"
             )
         dtypes.append(_dtype_of(x))
-        if dtypes[-1].kind == "c":
-            raise registry.complex_error(name, dtypes[-1])  # (not yet: docs/complex.rst)
+    complex_dtypes = [d for d in dtypes if d.kind == "c"]
+    if complex_dtypes and not complex_ok:
+        raise registry.complex_error(name, complex_dtypes[0])  # (not yet: docs/complex.rst)
     dtype = dtypes[0]
-    if dtype not in _FLOATS or dtypes.count(dtype) != len(dtypes):
+    if complex_dtypes:
+        dtype = np.result_type(*dtypes)
+        dtype = dtype if dtype == np.complex64 else np.dtype(np.complex128)
+    elif dtype not in _FLOATS or dtypes.count(dtype) != len(dtypes):
         dtype = _compute_dtype(*dtypes)
     return [x if d == dtype else call("astype", x, dtype=dtype) for x, d in zip(xs, dtypes)]
 

@@ -355,8 +355,12 @@ def cholesky(a, /, *, upper=False):
     tensor([[2., 0.],
             [1., 2.]], grad_fn=<CholeskyBackward>)
     """
-    (a,) = _operands("linalg.cholesky", a)
+    (a,) = _operands("linalg.cholesky", a, complex_ok=True)
     _check_square("linalg.cholesky", _shape_of(a))
+    if a.dtype.kind == "c":  # a = L L^H; upper: a = U^H U, U = L^H of a^T's L
+        if upper:
+            return call("_conj", _mT(call("_ccholesky", call("_conj", _mT(a)))))
+        return call("_ccholesky", a)
     if upper:
         return _mT(call("_cholesky", _mT(a)))
     return call("_cholesky", a)

@@ -32,6 +32,7 @@ from ._linalg_common import (
 )
 from ._pointers import array_at
 from .linalg import _shape_of
+from .linalg_complex import imag_part, real_part
 from .registry import ExecSpec, call, host_values, public
 
 SlogdetResult = collections.namedtuple("SlogdetResult", ["sign", "logabsdet"])
@@ -332,8 +333,10 @@ def det(a):
     (tensor([[ 4., -3.],
             [-2.,  1.]]),)
     """
-    (a,) = _operands("linalg.det", a)
+    (a,) = _operands("linalg.det", a, complex_ok=True)
     _check_square("linalg.det", _shape_of(a))
+    if a.dtype.kind == "c":  # exp of the complex log det: g conj(det) inv(a)^H, as torch's
+        return call("exp", call("_clogdet", a))
     return call("_det", a, call("_lu", a))
 
 
@@ -363,8 +366,12 @@ def slogdet(a):
     (tensor([[ 0.42857143,  0.14285714],
             [ 0.14285714, -0.28571429]]),)
     """
-    (a,) = _operands("linalg.slogdet", a)
+    (a,) = _operands("linalg.slogdet", a, complex_ok=True)
     _check_square("linalg.slogdet", _shape_of(a))
+    if a.dtype.kind == "c":  # torch's complex sign: det / |det|, differentiable
+        logdet = call("_clogdet", a)
+        sign = call("exp", imag_part(logdet) * 1j)
+        return SlogdetResult(sign, real_part(logdet))
     lu = call("_lu", a)
     logabsdet = call("_slogdet", a, lu)
     factors = host_values(lu)

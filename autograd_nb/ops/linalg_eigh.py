@@ -27,6 +27,7 @@ from ._linalg_common import (
     _work,
 )
 from .linalg import _shape_of, numba_dot
+from .linalg_complex import complex_eigh_parts
 from .registry import call, public
 
 EighResult = collections.namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
@@ -230,10 +231,12 @@ def eigh(a, UPLO="L"):  # noqa: N803 - NumPy's name
     (tensor([[0.5, 0.5],
             [0.5, 0.5]]),)
     """
-    (a,) = _operands("linalg.eigh", a)
+    (a,) = _operands("linalg.eigh", a, complex_ok=True)
     _check_square("linalg.eigh", _shape_of(a))
     if UPLO not in ("L", "U"):
         raise ValueError("UPLO argument must be 'L' or 'U'")
+    if a.dtype.kind == "c":
+        return EighResult(*complex_eigh_parts(call("_ceigh", a, upper=UPLO == "U")))
     return EighResult(*_eigh_parts(call("_eigh", a, upper=UPLO == "U")))
 
 

@@ -26,6 +26,7 @@ from ._linalg_common import (
     _blas_call,
     _check_square,
     _driver_ints,
+    _dtype_of,
     _eye_like,
     _float_arrays,
     _hold,
@@ -240,7 +241,10 @@ LuSolve()
 
 
 def _inv(a):
-    """``inv(a)`` for a CPU Tensor of float dtype (the rules' and composites' own)."""
+    """``inv(a)`` for a CPU Tensor of float or complex dtype (the rules' and composites'
+    own)."""
+    if a.dtype.kind == "c":
+        return call("_csolve", a, _eye_like(tuple(a.shape), a.dtype))
     lu = call("_lu", a)
     return call("_lu_solve", a, lu, _eye_like(tuple(a.shape), a.dtype))
 
@@ -283,7 +287,7 @@ def solve(a, b):
     (tensor([[-0.4, -0.6],
             [-0.8, -1.2]]),)
     """
-    a, b = _operands("linalg.solve", a, b)
+    a, b = _operands("linalg.solve", a, b, complex_ok=True)
     a_shape, b_shape = _shape_of(a), _shape_of(b)
     _check_square("linalg.solve", a_shape)
     vector = len(b_shape) == 1
@@ -296,12 +300,17 @@ def solve(a, b):
     if vector:  # one vector for every matrix of a
         if len(a_shape) > 2:
             b = call("broadcast_to", b, shape=a_shape[:-1])
+        if _dtype_of(a).kind == "c":
+            column = call("reshape", b, shape=a_shape[:-1] + (1,))
+            return call("reshape", call("_csolve", a, column), shape=a_shape[:-1])
         return call("_lu_solve", a, call("_lu", a), b)
     batch = _broadcast.broadcast_shapes(a_shape[:-2], b_shape[:-2])
     if a_shape[:-2] != batch:
         a = call("broadcast_to", a, shape=batch + a_shape[-2:])
     if b_shape[:-2] != batch:
         b = call("broadcast_to", b, shape=batch + b_shape[-2:])
+    if _dtype_of(a).kind == "c":
+        return call("_csolve", a, b)
     return call("_lu_solve", a, call("_lu", a), b)
 
 
@@ -323,6 +332,6 @@ def inv(a):
     (tensor([[-0.25  , -0.125 ],
             [-0.125 , -0.0625]]),)
     """
-    (a,) = _operands("linalg.inv", a)
+    (a,) = _operands("linalg.inv", a, complex_ok=True)
     _check_square("linalg.inv", _shape_of(a))
     return _inv(a)

@@ -75,9 +75,13 @@ Norm2()
 
 
 def _float_operand(name, x):
-    """``x`` as a float Tensor (integers become float64, as NumPy's norms make them)."""
+    """``x`` as a float or complex Tensor (integers become float64, as NumPy's norms make
+    them)."""
     if getattr(x, "device", "cpu") == "cpu":
-        (x,) = _operands(name, x)
+        (x,) = _operands(name, x, complex_ok=True)
+    elif _dtype_of(x).kind == "c":  # (casting to float would drop the imaginary part)
+        raise NotImplementedError(f"{name} is not implemented for complex CUDA tensors (yet); "
+                                  "move its operand to the CPU with .cpu()")
     elif _dtype_of(x).kind != "f":
         x = call("astype", x, dtype=np.float64)
     return x
@@ -85,7 +89,10 @@ def _float_operand(name, x):
 
 def _norm2(x, axis, keepdims):
     """``sqrt(sum(x * x))`` over ``axis``: the ``_norm2`` op on the CPU, the same from
-    elementwise ops and ``sum`` (which have CUDA kernels) elsewhere."""
+    elementwise ops and ``sum`` (which have CUDA kernels) elsewhere. A complex ``x``'s norm
+    is that of ``abs(x)`` (gradient ``x / norm``, as torch's)."""
+    if _dtype_of(x).kind == "c":
+        x = call("abs", x)
     if getattr(x, "device", "cpu") == "cpu":
         return call("_norm2", x, axis=axis, keepdims=keepdims)
     total = call("sum", x * x, axis=axis, keepdims=keepdims)

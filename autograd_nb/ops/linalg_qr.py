@@ -22,6 +22,7 @@ from ._linalg_common import (
     _work,
 )
 from .linalg import _shape_of, numba_dot
+from .linalg_complex import complex_qr
 from .linalg_lu import _inv
 from .registry import call, public
 from .shape import concatenate
@@ -213,13 +214,16 @@ def qr(a, mode="reduced"):
     tensor([[-5. , -2.2],
             [ 0. ,  0.4]], grad_fn=<ReshapeBackward>)
     """
-    (a,) = _operands("linalg.qr", a)
+    (a,) = _operands("linalg.qr", a, complex_ok=True)
     shape = _shape_of(a)
     _check_matrix("linalg.qr", shape)
     m, n = shape[-2:]
     if mode not in ("reduced", "complete", "r"):
         raise ValueError(f"linalg.qr: unrecognized mode {mode!r} (supported: 'reduced', "
                          "'complete', 'r')")
+    if a.dtype.kind == "c":
+        q, r = complex_qr(a, mode == "complete")
+        return r if mode == "r" else QRResult(q, r)
     packed = call("_qr", a)
     if mode == "complete" and m > n:
         if packed.requires_grad:  # (recorded: grad mode is on and ``a`` requires grad)

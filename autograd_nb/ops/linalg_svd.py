@@ -23,6 +23,7 @@ from ._linalg_common import (
     _work,
 )
 from .linalg import _shape_of, _size, numba_dot
+from .linalg_complex import complex_svd
 from .registry import call, public
 
 SVDResult = collections.namedtuple("SVDResult", ["U", "S", "Vh"])
@@ -240,11 +241,14 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     (tensor([[ 1.,  0.],
             [ 0., -1.]]),)
     """
-    (a,) = _operands("linalg.svd", a)
+    (a,) = _operands("linalg.svd", a, complex_ok=True)
     shape = _shape_of(a)
     _check_matrix("linalg.svd", shape)
     m, n = shape[-2:]
     full = bool(full_matrices) and compute_uv and m != n
+    if a.dtype.kind == "c":
+        parts = complex_svd(a, full)
+        return SVDResult(*parts) if compute_uv else parts[1]
     packed = call("_svd", a, full_matrices=full)
     if full and packed.requires_grad:  # (recorded: grad mode is on and ``a`` requires grad)
         raise ValueError(
