@@ -639,8 +639,6 @@ class ElementwiseOp(Op):
         out = self.forward(arrays, attrs)
         if key is None or not self._runs_cached or "exec" not in attrs:
             return arrays, attrs, out
-        if arrays[-1].dtype.kind == "c" and self._complex_flat(arrays, attrs) is None:
-            return arrays, attrs, out  # (NumPy's complex formula: no kernel to remember)
         if self.integer_check is not None and out.dtype.kind in "iu":
             return arrays, attrs, out  # the check reads the values: every call prepares
         for prepared, value in zip(arrays, values, strict=True):
@@ -650,21 +648,27 @@ class ElementwiseOp(Op):
                     return arrays, attrs, out
             elif prepared is not value:
                 return arrays, attrs, out
-        strided = None
-        if arrays[-1].dtype.kind == "c":
-            kernel = self.complex_kernels.forward
-        elif attrs["flat"]:
-            kernel = self.kernels.forward
-        elif attrs["mask"] is not None:
-            kernel = getattr(self.kernels, f"forward_s{attrs['mask']}")
-        elif len(arrays) == 2:
-            kernel = self.kernels.forward_strided
-            collapsed, strides = _broadcast.layout(attrs["shape"], attrs["shapes"])
-            strided = (collapsed, strides[0], strides[1])
-        else:
-            return arrays, attrs, out
-        registry.remember(self._run_cache, key, (kernel, attrs["shape"], out.dtype, attrs, strided))
+        found = self._run_kernel(arrays, attrs)
+        if found is not None:
+            kernel, strided = found
+            registry.remember(self._run_cache, key,
+                              (kernel, attrs["shape"], out.dtype, attrs, strided))
         return arrays, attrs, out
+
+    def _run_kernel(self, arrays, attrs):
+        """The forward kernel that ``run`` may call for these prepared arrays, and its
+        strides where it is the strided one; None where there is none to remember."""
+        if arrays[-1].dtype.kind == "c":  # (the compiled complex case, flat only)
+            kernels = self._complex_flat(arrays, attrs)
+            return None if kernels is None else (kernels.forward, None)
+        if attrs["flat"]:
+            return self.kernels.forward, None
+        if attrs["mask"] is not None:
+            return getattr(self.kernels, f"forward_s{attrs['mask']}"), None
+        if len(arrays) == 2:
+            collapsed, strides = _broadcast.layout(attrs["shape"], attrs["shapes"])
+            return self.kernels.forward_strided, (collapsed, strides[0], strides[1])
+        return None
 
     def _strided_args(self, k, grad_output, saved, attrs):
         """Arguments of VJP ``k``'s strided and batched kernels, up to the target's strides."""
