@@ -176,6 +176,19 @@ def _complex_source(inputs, forward, vjps, conjugated):
     return "\n".join(lines)
 
 
+#: The real dtype of each complex dtype's parts.
+_REAL_PARTS = {np.dtype(np.complex128): np.dtype(np.float64),
+               np.dtype(np.complex64): np.dtype(np.float32)}
+
+
+def _cast_to_complex(prepared, value):
+    """Whether ``prepare`` made ``prepared`` of the real array ``value`` by casting it to the
+    complex dtype of its precision alone: then ``run`` may hand the compiled complex kernels
+    ``value`` as it is (``_complex_flat``), and save it so."""
+    return (type(value) is np.ndarray and _REAL_PARTS.get(prepared.dtype) == value.dtype
+            and value.shape == prepared.shape and value.flags.c_contiguous)
+
+
 def _sum_to(values, shape):
     """``values`` (broadcast to the result's shape) summed back to an input's ``shape``."""
     values = np.asarray(values)
@@ -357,13 +370,18 @@ class ElementwiseOp(Op):
         return self._complex_module or None
 
     def _complex_flat(self, arrays, attrs):
-        """The compiled complex kernels where they serve these operands (the flat layout,
-        one complex dtype, no parameters), else None."""
+        """The compiled complex kernels where they serve these operands (the flat layout, no
+        parameters, one complex dtype, the last operand's or the first's, and any real one of
+        its precision: numba computes ``z * x`` as NumPy computes it of ``x`` cast to
+        complex), else None."""
         if not attrs["flat"] or self.params:
             return None
         dtype = arrays[-1].dtype
+        if dtype.kind != "c":
+            dtype = arrays[0].dtype
+        real = _REAL_PARTS.get(dtype)
         for a in arrays:
-            if a.dtype != dtype:
+            if a.dtype != dtype and a.dtype != real:
                 return None
         return self.complex_kernels
 
@@ -646,7 +664,7 @@ class ElementwiseOp(Op):
             if kind is float or kind is int:
                 if prepared.dtype != arrays[0].dtype or prepared.dtype != arrays[-1].dtype:
                     return arrays, attrs, out
-            elif prepared is not value:
+            elif prepared is not value and not _cast_to_complex(prepared, value):
                 return arrays, attrs, out
         found = self._run_kernel(arrays, attrs)
         if found is not None:

@@ -103,3 +103,15 @@ def test_layouts_the_kernels_do_not_serve_keep_numpy_formulas():
     z, w, x = _complex(rng, (2, 3)), _complex(rng, (3,)), rng.uniform(0.5, 1.5, (2, 3))
     check_complex_gradients(anb.multiply, [z, w], second_order=False)
     check_complex_gradients(anb.divide, [z, x], second_order=False)
+
+
+def test_a_real_operand_of_the_complex_precision_is_not_cast_on_repeated_calls():
+    # ``z * x`` with x float64: the run cache hands the kernel x as it is (numba computes
+    # in complex as NumPy does); values and both gradients as NumPy's formula gives them.
+    rng = np.random.default_rng(12)
+    z, x = _complex(rng, (5,)), rng.uniform(0.5, 1.5, (5,))
+    for _ in range(3):
+        got = anb.multiply(anb.tensor(z), anb.tensor(x))
+        np.testing.assert_allclose(got.numpy(), z * x, rtol=1e-15)
+        check_complex_gradients(anb.multiply, [z, x], second_order=False)
+        check_complex_gradients(anb.divide, [x, z], second_order=False)
