@@ -173,8 +173,9 @@ def _array(value):
 
 
 def _add(grad_input, value):
-    """Accumulate ``value`` into ``grad_input``; a real input keeps the real part (the rules
-    leave that to the engine, which keeps it for every op)."""
+    """Accumulate ``value`` into ``grad_input``; a real input keeps the real part (the
+    kernels' walk gives it its real buffer: ``Op.real_input_vjp``; the rules leave that to the
+    engine, which keeps it for every op)."""
     if grad_input.dtype.kind != "c" and value.dtype.kind == "c":
         value = value.real
     grad_input += value
@@ -188,6 +189,7 @@ class FftOp(Op):
     method = False
     #: No CUDA kernels (the public functions raise NotImplementedError on CUDA tensors).
     cpu_only = True
+    real_input_vjp = True  # (``_add``)
 
     def make_function(self):
         return None
