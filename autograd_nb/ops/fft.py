@@ -102,13 +102,11 @@ def _two_sided(ndim, axis, n):
     return tuple(index)
 
 
-_SCIPY_DTYPES = (np.dtype(np.float64), np.dtype(np.complex128))
-
-
 def _library(x, axis, norm):
     """``scipy.fft`` where it gives NumPy's bits (faster, module docstring), else
     ``numpy.fft``."""
-    if x.dtype in _SCIPY_DTYPES and norm != "ortho" and axis in (-1, x.ndim - 1):
+    # (float64 and complex128 by their type characters, cheaper to test than the dtypes)
+    if x.dtype.char in "dD" and norm != "ortho" and axis in (-1, x.ndim - 1):
         return scipy.fft
     return np.fft
 
