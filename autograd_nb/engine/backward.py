@@ -310,8 +310,9 @@ def _walk_kernels(steps, buffers, retain_graph, lead, batch, twins=False):
 def _vjp(node, k, grad, saved, buffer, lead, batch, twins=False):
     """Accumulate VJP ``k`` of ``node`` of ``grad`` into ``buffer`` (on the device of
     ``grad``; with ``twins``, through the op's NumPy twin). A real input's buffer receives
-    the real part of a complex contribution (:func:`real_part_for`)."""
-    if grad.dtype.kind == "c" and buffer.dtype.kind != "c":
+    the real part of a complex contribution (:func:`real_part_for`; the op's own VJP keeps
+    it where ``Op.real_input_vjp``)."""
+    if grad.dtype.kind == "c" and buffer.dtype.kind != "c" and not node.op.real_input_vjp:
         whole = np.zeros(buffer.shape, np.result_type(buffer.dtype, np.complex64))
         _vjp(node, k, grad, saved, whole, lead, batch, twins)
         buffer += whole.real

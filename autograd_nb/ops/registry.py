@@ -245,6 +245,10 @@ class Op:
     method = True
     family = None
     cuda_twin = None
+    #: The VJP kernels add just the real part of a complex contribution into a real input's
+    #: buffer (the FFTs): the engine need not give such an input a complex buffer to keep the
+    #: real part of.
+    real_input_vjp = False
 
     def __init__(self):
         register(self)
