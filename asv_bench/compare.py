@@ -27,6 +27,13 @@ and tuples per op) makes full collections run every few steps, and each one also
 marked in the table and makes the exit status 1. The README's performance table is this
 script's output, with the date, machine and command it prints.
 
+The last column is the roofline (``roofline.py``): for a case whose arrays are larger than
+the caches, the bytes a minimal implementation of the step must move and the rate achieved,
+against NumPy's copy bandwidth measured in the same process; for a GEMM-bound one, the flops
+of its products against the BLAS's own GEMM on the largest of them, measured the same way.
+"x the floor" is the median over the time that ceiling allows. The machine lines print both
+ceilings, and the CPU-dependent kernel choices autograd_nb made (``kernel_choices``).
+
 ``--threads N`` caps every library's thread pool (OpenMP, OpenBLAS, MKL, numba, torch, XLA) at
 N before any of them is imported, and pins the process to N of its CPUs (Linux); by default
 each library picks its own. ``--threads 1,2``
@@ -61,6 +68,8 @@ import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import roofline  # noqa: E402  (beside this script)
+
 THREAD_VARIABLES = (
     "OMP_NUM_THREADS",
     "OPENBLAS_NUM_THREADS",
@@ -77,6 +86,9 @@ TOLERANCE = {"float64": 1e-8, "float32": 1e-4}
 
 #: Fresh compiled steps whose first two calls are timed (the median is reported).
 FIRST_CALL_ROUNDS = 3
+
+#: The copy bandwidth and GEMM rates of this process (``roofline.py``), measured at first use.
+CEILINGS = roofline.Ceilings()
 
 
 def limit_threads(threads):
@@ -149,6 +161,24 @@ def products_blas():
         except metadata.PackageNotFoundError:
             return "Intel MKL"
     return {"numpy": "NumPy's OpenBLAS", "scipy": "SciPy's BLAS"}[name]
+
+
+def kernel_choices():
+    """The CPU-dependent choices autograd_nb made in this process, and what they rest on."""
+    import llvmlite.binding as llvm
+
+    from autograd_nb import config
+    from autograd_nb.ops import _blas
+
+    own = _blas.own_kernel_preferred()
+    core = _blas._blas_core()
+    return (
+        f"Kernel choices: products by {'the own AVX-512 GEMM' if own else 'BLAS'} "
+        f"(config.GEMM_KERNEL={config.GEMM_KERNEL!r}; BLAS core {core or 'not OpenBLAS'}, "
+        f"numba compiles for {llvm.get_host_cpu_name()} "
+        f"{'with' if _blas._compiles_for_avx512() else 'without'} AVX-512; "
+        f"CPU vendor {'Intel' if _blas._intel_cpu() else 'not Intel'})"
+    )
 
 
 def machine_lines(started=None):
@@ -255,6 +285,7 @@ def run_case(workload, params, variants, repeat, seconds, paired=0):
             if "median" in row:
                 print_timed(label, row)
         steps.clear()
+    add_roofline(rows, workload, params)
     # After every variant is timed: clearing the backward templates slows no timed call.
     for row in rows:
         if is_compiled(row["engine"]) and "skipped" not in row:
@@ -264,6 +295,17 @@ def run_case(workload, params, variants, repeat, seconds, paired=0):
     check_gradients(rows, workload, params, grads_of, second_grads_of)
     add_ratios(rows)
     return rows
+
+
+def add_roofline(rows, workload, params, ceilings=CEILINGS):
+    """Each timed row's roofline entry (``roofline.py``) where the case has a model."""
+    model = roofline.model_of(workload, params)
+    if model is None:
+        return
+    ceiling = ceilings.for_model(model)
+    for row in rows:
+        if "median" in row:
+            row["roofline"] = roofline.roofline(model, row["median"], ceiling)
 
 
 def print_timed(label, row):
@@ -412,7 +454,8 @@ def format_row(row, with_threads=False):
     if with_threads:
         cells.append(str(row["threads"]))
     if "skipped" in row:
-        return "| " + " | ".join(cells + [f"not run: {row['skipped']}", "", "", "", "", ""]) + " |"
+        return "| " + " | ".join(cells + [f"not run: {row['skipped']}", "", "", "", "", "", ""]
+                                 ) + " |"
     ratio = f"{row['ratio']:.3g}" if "ratio" in row else "n/a"
     ratio_gc = f"{row['ratio_gc']:.3g}" if "ratio_gc" in row else "n/a"
     if "check" in row:
@@ -422,7 +465,8 @@ def format_row(row, with_threads=False):
         check = row.get("check_against", "")
     median_gc = format_seconds(row["median_gc"]) if "median_gc" in row else "n/a"
     cells += [format_seconds(row["median"]), ratio, median_gc, ratio_gc,
-              format_seconds(row["first_call"]), check]
+              format_seconds(row["first_call"]), check,
+              roofline.format_roofline(row.get("roofline"))]
     return "| " + " | ".join(cells) + " |"
 
 
@@ -430,11 +474,12 @@ def print_table(rows, with_threads=False):
     threads = " threads |" if with_threads else ""
     print(
         f"| workload | engine |{threads} median | time / autograd_nb's | median, GC on "
-        "| time / autograd_nb's, GC on | first call | max gradient difference |"
+        "| time / autograd_nb's, GC on | first call | max gradient difference "
+        "| roofline (minimal bytes or flops, rate, median over the floor) |"
     )
     print(
         "| --- | --- |" + (" ---: |" if with_threads else "") + " ---: | ---: | ---: | ---: | ---: "
-        "| --- |"
+        "| --- | --- |"
     )
     for row in rows:
         print(format_row(row, with_threads))
@@ -602,7 +647,8 @@ def main(argv=None):
     rows = compare(workloads, engines, repeat, seconds, args.paired)
     for row in rows:
         row["threads"] = counts[0] if counts else "default"
-    header = machine_lines(started) + [thread_line(), load]
+    header = machine_lines(started) + [thread_line(), load, kernel_choices()]
+    header += CEILINGS.lines()
     if args.json:
         with open(args.json, "w") as out:
             json.dump({"header": header, "rows": rows}, out)
@@ -658,6 +704,8 @@ def run_per_thread_count(args, counts, command):
     print("\n".join(headers[0][1][:3]))
     for count, header in headers:
         print(f"{header[3]} (run with --threads {count}); {header[4].lower()}")
+        for line in header[6:]:
+            print(f"{line} (run with --threads {count})")
     print(f"Command: {command}")
     if args.alternate > 1:
         print(f"Each cell: the median over {args.alternate} runs per thread count, the counts' "

@@ -208,7 +208,8 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch
     groups = _device_groups(plan, seeds, targets, all_leaves) if device else None
     # (an identity VJP passes a host buffer on as a view in the input's shape)
     steps = schedule.schedule(plan, seeds, targets, all_leaves, groups,
-                              pass_through=not walk_rules and not device)
+                              pass_through=not walk_rules and not device,
+                              joint=not walk_rules and not device and batch is None)
     lead = () if batch is None else (batch,)
     buffers = [None] * len(steps.slots)
     for s, slot in enumerate(steps.slots):
@@ -303,6 +304,8 @@ def _walk_kernels(steps, buffers, retain_graph, lead, batch, twins=False):
             _accumulate(buffer, grad)
         elif k == schedule.GROUP:
             _run_group(origin, grad, buffer, batch)
+        elif k == schedule.JOINT:
+            _joint_vjp(origin, grad, saved, buffer, twins)
         else:
             _vjp(origin, k, grad, saved, buffer, lead, batch, twins)
 
@@ -331,6 +334,22 @@ def _vjp(node, k, grad, saved, buffer, lead, batch, twins=False):
         node.op.vjp(k, grad, saved, node.attrs, buffer)
     else:
         node.op.vjp_batched(k, grad, saved, node.attrs, buffer)
+
+
+def _joint_vjp(node, grad, saved, buffer, twins):
+    """Accumulate the joint VJP of ``node``'s inputs that are one tensor (a JOINT step, host
+    arrays, no batch) into ``buffer``: the op's kernel, or with ``twins`` its NumPy twin
+    where it has one."""
+    ks = schedule.joint_inputs(node)
+    if grad.shape != node.shape:  # (a buffer passed on by an identity)
+        grad = grad.reshape(node.shape)
+    if np.may_share_memory(grad, buffer):
+        grad = grad.copy()
+    op, attrs = node.op, node.attrs
+    if twins and op.has_vjp_joint_numpy(ks, saved, attrs):
+        op.vjp_joint_numpy(ks, grad, saved, attrs, buffer)
+    else:
+        op.vjp_joint(ks, grad, saved, attrs, buffer)
 
 
 def _twin_vjp(node, k, grad, saved, buffer, batch):

@@ -428,6 +428,17 @@ class _Tables:
         self.zero(target, self.slot_rows[target])
         return op.exec_spec(k, origin), 0
 
+    def joint_spec(self, node, target):
+        """The spec of ``node``'s JOINT step (``Op.exec_joint_spec``): writing ``target``
+        whole where it is the first to write it."""
+        ks = schedule.joint_inputs(node)
+        overwrite = target not in self.written
+        self.written.add(target)
+        spec = node.op.exec_joint_spec(ks, node, overwrite)
+        if spec is None:
+            raise Unsupported(f"{node.op.name}'s joint gradient, which has no compiled driver")
+        return spec
+
     def first_write(self, target):
         """A ZERO row before the first row that writes ``target``, for rows that add into it
         (a grad_output's, a fused group's, every row of a batch; ``first_spec`` gives a VJP
@@ -448,11 +459,13 @@ class _Tables:
 
     def special(self, origin, k, source, target):
         """The spec of a step that is not one VJP: a grad_output's accumulation, a fused
-        group (whose loop stays serial in a batch: its blocks already run in parallel); a
-        RESET step (None: its slot is cleared at its next first write)."""
+        group (whose loop stays serial in a batch: its blocks already run in parallel), a
+        joint VJP; a RESET step (None: its slot is cleared at its next first write)."""
         if k == schedule.RESET:
             self.written.discard(target)  # (cleared by its next writer's first write)
             return None
+        if k == schedule.JOINT:
+            return self.joint_spec(origin, target)
         self.first_write(target)
         if k == schedule.SEED_STEP:
             return ExecSpec(_strided.accumulate_driver, (), (self.slot_rows[source],), ())
@@ -601,7 +614,7 @@ def build(plan, seeds, targets, all_leaves, dtype, batch=None, add_to_results=Fa
     groups = None
     if config.FUSE_BACKWARD:
         groups = fusion.groups(plan, targets, all_leaves, {id(edge) for edge, _ in seeds})
-    steps = schedule.schedule(plan, seeds, targets, all_leaves, groups)
+    steps = schedule.schedule(plan, seeds, targets, all_leaves, groups, joint=batch is None)
     tables = _Tables(dtype, batch)
     results = tables.add_slots(steps.slots, seeds)
     if add_to_results:

@@ -61,7 +61,8 @@ def key_of(root_edges, targets, all_leaves, batch=None):
     """The key under which templates of this request are kept; None when it is not cached
     (an output that is a leaf). A batched request (``batch`` rows) has keys of its own, and
     so has a forked child that may not start parallel regions (its fused loops: serial)."""
-    parts = [all_leaves, len(targets), config.FUSE_BACKWARD, parallel_allowed(), batch]
+    parts = [all_leaves, len(targets), config.FUSE_BACKWARD, config.JOINT_VJPS,
+             parallel_allowed(), batch]
     node_type = tape.Node
     for edge in root_edges:
         if type(edge) is not node_type:

@@ -21,20 +21,23 @@ met, a node that retains its gradient); ``SEED`` for a caller's grad_output that
 
 A *step* (:class:`Step`) accumulates into its ``target`` slot: the VJP of ``origin``'s input
 ``k`` of the gradient in slot ``source``; a fused chain (``k == GROUP``, ``origin`` a
-:class:`autograd_nb.engine.fusion.Group`); a grad_output (``k == SEED``: ``source`` is its
-SEED slot); or it clears a reused slot (``k == RESET``, ``origin`` None). Every step that writes
-a slot follows the step that made it, so an interpreter may create a buffer at its first
-write.
+:class:`autograd_nb.engine.fusion.Group`); the joint VJP of ``origin``'s inputs that are one
+tensor (``k == JOINT``: the inputs :func:`joint_inputs` names, ``Op.joint_vjp``); a
+grad_output (``k == SEED``: ``source`` is its SEED slot); or it clears a reused slot
+(``k == RESET``, ``origin`` None). Every step that writes a slot follows the step that made it,
+so an interpreter may create a buffer at its first write.
 """
 
 from typing import NamedTuple
 
-from .. import tape
+from .. import config, tape
 
 #: Slot kinds.
 ARENA, RESULT, SEED = range(3)
 #: ``Step.k`` of a step that is not one input's VJP.
-GROUP, SEED_STEP, RESET = -1, -2, -3
+GROUP, SEED_STEP, RESET, JOINT = -1, -2, -3, -4
+#: ``_Planner.joined`` of a node with no JOINT step.
+_NONE_JOINED = {}
 
 
 class Slot(NamedTuple):
@@ -91,7 +94,19 @@ class Schedule:
         return [(slot.edge, s) for s, slot in enumerate(self.slots) if slot.kind == RESULT]
 
 
-def schedule(plan, seeds, targets, all_leaves, groups=None, pass_through=True):
+def joint_inputs(node):
+    """The inputs of ``node`` that a JOINT step covers, or None: those whose edge is the
+    first edge that ``node`` has more than once."""
+    edges = node.edges
+    for k, edge in enumerate(edges):
+        if edge is not None:
+            ks = tuple(j for j in range(k, len(edges)) if edges[j] is edge)
+            if len(ks) > 1:
+                return ks
+    return None
+
+
+def schedule(plan, seeds, targets, all_leaves, groups=None, pass_through=True, joint=False):
     """The steps of ``plan`` (see the module docstring).
 
     ``seeds`` are ``(edge, grad_output)`` pairs (only the edges are read), ``targets`` the
@@ -99,8 +114,11 @@ def schedule(plan, seeds, targets, all_leaves, groups=None, pass_through=True):
     (:func:`autograd_nb.engine.fusion.groups`), and ``pass_through`` whether an identity VJP
     (``Op.identity_vjp``) may hand its ARENA slot on to the input, with no step: at most one
     input per node, one with no slot yet, not asked for nor retaining, of the node's dtype.
+    With ``joint`` (and ``config.JOINT_VJPS``), a node's inputs that are one tensor run as one
+    JOINT step where the op says so (``Op.joint_vjp``).
     """
-    planner = _Planner(plan, targets, all_leaves, pass_through)
+    planner = _Planner(plan, targets, all_leaves, pass_through,
+                       joint and config.JOINT_VJPS)
     planner.seed(seeds)
     out = planner.out
     for node in plan.nodes:
@@ -120,8 +138,9 @@ class _Planner:
     """The state of one :func:`schedule`: its output, and the ARENA slots consumed, by shape
     and dtype, to reuse."""
 
-    def __init__(self, plan, targets, all_leaves, pass_through):
+    def __init__(self, plan, targets, all_leaves, pass_through, joint):
         self.out = Schedule()
+        self.joint = joint
         self.plan = plan
         self.targets = targets
         self.all_leaves = all_leaves
@@ -176,16 +195,19 @@ class _Planner:
         Node = _Node
         passable = (self.pass_through and out.slots[slot].kind == ARENA
                     and node.op.has_identity_vjp)
+        joined = self.joined(node) if self.joint and node.op.has_joint_vjp else _NONE_JOINED
         k = -1
         for edge in node.edges:
             k += 1
-            if edge is None:
+            step_k = joined.get(k, k)
+            if edge is None or step_k is None:
                 continue
             key = id(edge)
             if type(edge) is Node or isinstance(edge, Node):
                 if key not in needed:
                     continue
-                if passable and key not in slot_of and self.passes(node, k, edge):
+                if (passable and step_k >= 0 and key not in slot_of
+                        and self.passes(node, k, edge)):
                     slot_of[key] = slot
                     passable = None  # (passed on: the slot is the input's now)
                     continue
@@ -196,9 +218,17 @@ class _Planner:
             target = slot_of.get(key)
             if target is None:
                 target = self.slot(edge)
-            steps.append(_new(Step, (node, k, slot, target)))
+            steps.append(_new(Step, (node, step_k, slot, target)))
         if passable is not None:
             self.release(node, slot)
+
+    def joined(self, node):
+        """The step kind of each input of ``node`` that one JOINT step covers: JOINT for the
+        first, None (no step) for the others."""
+        ks = joint_inputs(node)
+        if ks is None or not node.op.joint_vjp(ks, node):
+            return _NONE_JOINED
+        return dict.fromkeys(ks[1:], None) | {ks[0]: JOINT}
 
     def passes(self, node, k, edge):
         """Whether ``node``'s VJP ``k`` may hand its slot on to the node ``edge`` (no slot

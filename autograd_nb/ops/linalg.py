@@ -17,7 +17,7 @@ import numpy as np
 from numba import njit, prange
 
 from .. import config
-from . import _broadcast, _gemm, _numpy_vjp
+from . import _broadcast, _gemm, _numpy_vjp, _rank_one
 from ._blas import (
     SPLIT_MIN_WORK,
     THREAD_CONTROLS,
@@ -656,6 +656,27 @@ def _bmm_rows_driver(operands, ints, floats, like):
         _bmm_vjp_batched_loops(k, g, factor, grad)
 
 
+@njit(cache=True, nogil=True)
+def _joint_entries(g, a, b, out, overwrite):
+    """``_rank_one.joint_add`` per batch entry: ``g (batch, m, n)``, ``a (batch, m, 1)``,
+    ``b (batch, 1, n)``, ``out (batch, n)``."""
+    for i in range(g.shape[0]):
+        _rank_one.joint_add(g[i], a[i, :, 0], b[i, 0], out[i], overwrite)
+
+
+@njit(cache=True, nogil=True)
+def _joint_driver(operands, ints, floats, like):
+    """The compiled executor's driver of ``_bmm``'s joint VJP (``BatchedMatmul.joint_vjp``):
+    ``ints`` is ``[batch, n, overwrite]``; operands the gradient, both factors and the
+    target."""
+    batch, n, overwrite = ints[0], ints[1], ints[2]
+    g = array_at(operands[0], batch * n * n, like).reshape((batch, n, n))
+    a = array_at(operands[1], batch * n, like).reshape((batch, n, 1))
+    b = array_at(operands[2], batch * n, like).reshape((batch, 1, n))
+    out = array_at(operands[3], batch * n, like).reshape((batch, n))
+    _joint_entries(g, a, b, out, overwrite != 0)
+
+
 @cuda_twin("linalg", "BatchedMatmul")
 class BatchedMatmul(Op):
     """``_bmm(a, b)``: ``a (batch, m, k) @ b (batch, k, n)``, the primitive of this family.
@@ -912,6 +933,42 @@ class BatchedMatmul(Op):
         ints = list(spec[2])
         ints[6] = own_kernel(a.dtype)  # (0 where exec_spec chose loops for one row)
         return ExecSpec(_bmm_rows_driver, spec.saved, tuple(ints), ())
+
+    # Both VJPs of a rank-one product of one tensor (``outer(x, x)``), in one pass over the
+    # gradient (``_rank_one``).
+    has_joint_vjp = True
+
+    def joint_vjp(self, ks, node):
+        a, b = node.saved_inputs
+        return (ks == (0, 1) and a.dtype == b.dtype == node.dtype and a.dtype.kind == "f"
+                and a.shape[2] == 1 and a.shape[1] == b.shape[2] and a.size > 0)
+
+    def vjp_joint(self, ks, grad_output, saved, attrs, grad_input):
+        self._joint(_joint_entries, grad_output, saved, grad_input)
+
+    def has_vjp_joint_numpy(self, ks, saved, attrs):
+        return True
+
+    def vjp_joint_numpy(self, ks, grad_output, saved, attrs, grad_input):
+        def entries(g, a, b, out, overwrite):
+            for i in range(g.shape[0]):
+                _rank_one.joint_add_numpy(g[i], a[i, :, 0], b[i, 0], out[i], overwrite)
+
+        self._joint(entries, grad_output, saved, grad_input)
+
+    @staticmethod
+    def _joint(entries, grad_output, saved, grad_input):
+        a, b = saved[0], saved[1]
+        batch, n = a.shape[0], a.shape[1]
+        g = np.ascontiguousarray(grad_output, dtype=a.dtype).reshape((batch, n, n))
+        target, copied = _target_view(grad_input, (batch, n), a.dtype)
+        entries(g, a, b, target, False)
+        if copied:
+            grad_input += target.reshape(grad_input.shape)
+
+    def exec_joint_spec(self, ks, node, overwrite):
+        a, b = node.saved_inputs
+        return ExecSpec(_joint_driver, (a, b), (a.shape[0], a.shape[1], int(overwrite)), ())
 
     def rule(self, k, grad_output, inputs, output, attrs):
         a, b = inputs

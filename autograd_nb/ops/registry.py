@@ -398,6 +398,37 @@ class Op:
         """
         return None
 
+    #: Whether :meth:`joint_vjp` may say yes (the engine asks only then).
+    has_joint_vjp = False
+
+    def joint_vjp(self, ks, node):
+        """Whether the VJPs of inputs ``ks`` (a tuple of two or more input indices) of the
+        recorded ``node``, all one tensor, run as one joint VJP that adds their sum into that
+        tensor's gradient: :meth:`vjp_joint` (its twin :meth:`vjp_joint_numpy`) and
+        :meth:`exec_joint_spec`. Ops say yes where one pass over the gradient then does what
+        one pass per input did (``outer(x, x)``)."""
+        return False
+
+    def vjp_joint(self, ks, grad_output, saved, attrs, grad_input):
+        """Accumulate the sum of VJPs ``ks`` of ``grad_output`` into ``grad_input`` (the
+        gradient of the one tensor they are), where :meth:`joint_vjp` said yes."""
+        raise NotImplementedError
+
+    def vjp_joint_numpy(self, ks, grad_output, saved, attrs, grad_input):
+        """:meth:`vjp_joint` in NumPy alone, bit for bit (tier 0's twin), where
+        :meth:`has_vjp_joint_numpy` says so."""
+        raise NotImplementedError
+
+    def has_vjp_joint_numpy(self, ks, saved, attrs):
+        """Whether :meth:`vjp_joint_numpy` follows :meth:`vjp_joint`'s kernel here."""
+        return False
+
+    def exec_joint_spec(self, ks, node, overwrite):
+        """:meth:`exec_spec` of the joint VJP of inputs ``ks``: a driver that adds their sum
+        into the tensor's gradient buffer, or with ``overwrite`` writes it whole (the bits of
+        adding into zeros, as :meth:`exec_set_spec`'s)."""
+        return None
+
     #: Whether some VJP of this op may be the identity (:meth:`identity_vjp`): the engine asks
     #: only then.
     has_identity_vjp = False

@@ -1,0 +1,203 @@
+"""Joint VJPs (``Op.joint_vjp``, ``schedule.JOINT``): a node's inputs that are one tensor get
+their gradient in one pass over the node's gradient (``outer(x, x)``: ``ops/_rank_one.py``).
+
+The joint kernel against its NumPy twin (bit for bit, hypothesis over shapes, zeros of both
+signs), and whole backwards with joint VJPs against the same backwards one VJP per input
+(``config.JOINT_VJPS = False``: within 1e-13 relative in float64, the sums run in another
+order) and against NumPy references, across shapes, strides, dtypes, a gradient that reaches
+the tensor by other paths too, the compiled executor, the Python walk, cached plans, batches
+and ``anb.compile``. With ``--tier=0`` the same backwards run the twins.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import autograd_nb as anb
+from autograd_nb import config
+from autograd_nb.engine import make_plan, schedule
+from autograd_nb.ops import _rank_one
+
+DTYPES = [np.float32, np.float64]
+#: Relative tolerance between joint and one-VJP-per-input gradients, by dtype.
+RTOL = {np.float32: 1e-5, np.float64: 1e-13}
+
+
+def _bits(x):
+    return x.view(f"u{x.dtype.itemsize}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("overwrite", [True, False])
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(1, 80), seed=st.integers(0, 2**16), zeros=st.booleans())
+def test_the_kernel_and_its_twin_give_the_same_bits(dtype, overwrite, n, seed, zeros):
+    rng = np.random.default_rng(seed)
+    g = rng.standard_normal((n, n)).astype(dtype)
+    a = rng.standard_normal(n).astype(dtype)
+    b = rng.standard_normal(n).astype(dtype)
+    start = rng.standard_normal(n).astype(dtype)
+    if zeros:  # signed zeros: sums of -0.0 products, and -0.0 already in the target
+        g[:, : n // 2] = -0.0
+        a[: n // 2] = 0.0
+        start[::2] = -0.0
+    compiled, twin = start.copy(), start.copy()
+    _rank_one.joint_add(g, a, b, compiled, overwrite)
+    _rank_one.joint_add_numpy(g, a, b, twin, overwrite)
+    np.testing.assert_array_equal(_bits(compiled), _bits(twin))
+    exact = g.astype(np.float64) @ b + a.astype(np.float64) @ g
+    if not overwrite:
+        exact += start
+    np.testing.assert_allclose(compiled, exact, rtol=RTOL[dtype] * 100,
+                               atol=RTOL[dtype] * 100 * np.abs(g).sum(axis=1).max())
+
+
+def test_the_set_kernel_gives_the_bits_of_adding_into_zeros():
+    g = np.full((3, 3), -0.0)
+    a = np.zeros(3)
+    written, added = np.full(3, np.nan), np.zeros(3)
+    _rank_one.joint_add(g, a, a, written, True)
+    _rank_one.joint_add(g, a, a, added, False)
+    np.testing.assert_array_equal(_bits(written), _bits(added))
+    assert not np.signbit(written).any()
+
+
+def _both(make, arrays, seed_shape, dtype, strided=False, **grad_options):
+    """Gradients of ``make(*leaves)`` with joint VJPs, then one VJP per input."""
+    rng = np.random.default_rng(len(seed_shape))
+    seed = rng.standard_normal(seed_shape).astype(dtype)
+    if strided:  # a grad_output that is a transposed view
+        seed = np.ascontiguousarray(seed.T).T
+    results = []
+    for joint in (True, False):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(config, "JOINT_VJPS", joint)
+            leaves = [anb.tensor(a, requires_grad=True) for a in arrays]
+            y = make(*leaves)
+            grads = anb.grad(y, leaves, grad_outputs=anb.tensor(seed), **grad_options)
+            results.append([g.numpy() for g in grads])
+    return results, seed
+
+
+def _close(joint, unfused, dtype):
+    for a, b in zip(joint, unfused, strict=True):
+        assert a.dtype == b.dtype == dtype and a.shape == b.shape
+        scale = max(np.abs(b).max(), 1.0)
+        np.testing.assert_allclose(a, b, rtol=0, atol=RTOL[dtype] * scale)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(1,), (7,), (31,), (32,), (33,), (100,), (3, 5), (2, 3, 4)],
+                         ids=str)
+@pytest.mark.parametrize("strided", [False, True])
+def test_outer_of_one_tensor(dtype, shape, strided):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(shape).astype(dtype)
+    n = x.size
+    (joint, unfused), seed = _both(lambda x: anb.outer(x, x), [x], (n, n), dtype, strided)
+    _close(joint, unfused, dtype)
+    flat = x.reshape(-1).astype(np.float64)
+    reference = (seed.astype(np.float64) @ flat + flat @ seed).reshape(shape)
+    np.testing.assert_allclose(joint[0], reference, rtol=RTOL[dtype] * 100,
+                               atol=RTOL[dtype] * 100 * np.abs(reference).max())
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_strided_leaf(dtype):
+    # x is every other element of a larger array: the product reads a contiguous copy, and
+    # the gradient goes back to the strided leaf.
+    base = np.random.default_rng(2).standard_normal(40).astype(dtype)
+    x = anb.tensor(base, requires_grad=True)
+    results = []
+    for joint in (True, False):
+        config_joint = pytest.MonkeyPatch()
+        config_joint.setattr(config, "JOINT_VJPS", joint)
+        try:
+            (g,) = anb.grad(anb.sum(anb.outer(x[::2], x[::2]) * 0.5), x)
+        finally:
+            config_joint.undo()
+        results.append(g.numpy())
+    _close([results[0]], [results[1]], dtype)
+    expected = np.zeros(40)
+    expected[::2] = base[::2].astype(np.float64).sum()
+    np.testing.assert_allclose(results[0], expected, rtol=RTOL[dtype] * 100)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("first", [True, False], ids=["joint first", "joint second"])
+def test_a_gradient_that_reaches_the_tensor_by_other_paths(dtype, first):
+    # The joint VJP writes x's gradient whole where it is the first to write it, else adds.
+    rng = np.random.default_rng(3)
+    x0, w = rng.standard_normal(20).astype(dtype), rng.standard_normal((20, 20)).astype(dtype)
+
+    def loss(x):
+        pair = anb.sum(anb.outer(x, x) * anb.tensor(w))
+        single = anb.sum(anb.tanh(x) * 3.0)
+        return pair + single if first else single + pair
+
+    (joint, unfused), _ = _both(loss, [x0], (), dtype)
+    _close(joint, unfused, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_outer_of_an_intermediate(dtype):
+    # The repeated input is a node: its gradient lives in the run's arena.
+    x0 = np.random.default_rng(4).standard_normal(50).astype(dtype)
+
+    def loss(x):
+        h = anb.tanh(x)
+        return anb.sum(anb.outer(h, h) * 0.25)
+
+    (joint, unfused), _ = _both(loss, [x0], (), dtype)
+    _close(joint, unfused, dtype)
+
+
+def test_the_schedule_has_one_joint_step_only_for_one_tensor():
+    x = anb.tensor(np.ones(5), requires_grad=True)
+    z = anb.tensor(np.ones(5), requires_grad=True)
+    for y, expected in ((anb.outer(x, x), [schedule.JOINT]), (anb.outer(x, z), [0, 1])):
+        plan = make_plan([y._node], [x, z], False)
+        steps = schedule.schedule(plan, [(y._node, None)], {id(x), id(z)}, False, joint=True)
+        assert [s.k for s in steps.steps] == expected
+    plan = make_plan([anb.outer(x, x)._node], [x], False)
+    steps = schedule.schedule(plan, [(plan.nodes[0], None)], {id(x)}, False)
+    assert [s.k for s in steps.steps] == [0, 1]  # (joint only where the interpreter asks)
+
+
+@pytest.mark.compiled_only
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_the_python_walk_and_cached_plans_give_the_executors_bits(dtype):
+    x0 = np.random.default_rng(5).standard_normal(40).astype(dtype)
+    seed = anb.tensor(np.random.default_rng(6).standard_normal((40, 40)).astype(dtype))
+    x = anb.tensor(x0, requires_grad=True)
+    runs = [anb.grad(anb.outer(x, x), x, grad_outputs=seed)[0].numpy() for _ in range(3)]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(config, "COMPILED_BACKWARD", False)
+        runs.append(anb.grad(anb.outer(x, x), x, grad_outputs=seed)[0].numpy())
+    for run in runs[1:]:
+        np.testing.assert_array_equal(_bits(run), _bits(runs[0]))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_batched_gradients_keep_one_vjp_per_input(dtype):
+    x0 = np.random.default_rng(7).standard_normal(12).astype(dtype)
+    seeds = np.random.default_rng(8).standard_normal((3, 12, 12)).astype(dtype)
+    x = anb.tensor(x0, requires_grad=True)
+    (g,) = anb.grad(anb.outer(x, x), x, grad_outputs=anb.tensor(seeds), is_grads_batched=True)
+    expected = seeds.astype(np.float64) @ x0 + x0 @ seeds
+    np.testing.assert_allclose(g.numpy(), expected, rtol=RTOL[dtype] * 100,
+                               atol=RTOL[dtype] * 100 * np.abs(expected).max())
+
+
+@pytest.mark.compiled_only
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_compiled_function_gives_the_eager_bits(dtype):
+    x0 = np.random.default_rng(9).standard_normal(64).astype(dtype)
+    seed = anb.tensor(np.random.default_rng(10).standard_normal((64, 64)).astype(dtype))
+    x = anb.tensor(x0, requires_grad=True)
+    outer = anb.compile(lambda x: anb.outer(x, x))
+    eager = anb.grad(anb.outer(x, x), x, grad_outputs=seed)[0].numpy()
+    for _ in range(3):  # records, then replays
+        (g,) = anb.grad(outer(x), x, grad_outputs=seed)
+        np.testing.assert_array_equal(_bits(g.numpy()), _bits(eager))
