@@ -150,3 +150,105 @@ def test_issue_44_workloads_match_their_numpy_references(compare, workload):
             warnings.simplefilter("ignore", CompileWarning)
             for _ in range(2):  # a compiled step records, then replays
                 assert compare.relative_difference(step(), reference) <= tolerance, variant
+
+
+# -- the roofline column (asv_bench/roofline.py) -------------------------------------------------
+
+
+def test_the_models_count_the_bytes_and_flops_a_minimal_step_moves(compare):
+    model_of = compare.roofline.model_of
+    # seed_outer: y written and the grad_outputs read (n x n each), x read and its gradient
+    # written (n each).
+    outer = model_of("seed_outer", {"n": 2000, "dtype": "float64"})
+    assert outer.kind == "bytes" and outer.amount == (2 * 2000**2 + 2 * 2000) * 8
+    assert model_of("seed_outer", {"n": 2000, "dtype": "float32"}).amount == outer.amount / 2
+    chain = model_of("elementwise_chain", {"size": 1_000_000, "dtype": "float64"})
+    assert chain.kind == "bytes" and chain.amount == 2 * 1_000_000 * 8
+    matmul = model_of("matmul_tanh_256", {})
+    assert matmul.kind == "flops" and matmul.amount == 6 * 256**3
+    assert matmul.gemm == (256, 256, 256, "float64")
+    mlp = model_of("mlp_train_step", {})
+    forward = 2 * 256 * (784 * 512 + 512 * 512 + 512 * 10)
+    assert mlp.amount == 2 * forward + 2 * 256 * (512 * 512 + 512 * 10)
+    # Cases that fit in the caches, and workloads without a model, have no entry.
+    assert model_of("seed_outer", {"n": 100, "dtype": "float64"}) is None
+    assert model_of("elementwise_chain", {"size": 10_000, "dtype": "float64"}) is None
+    assert model_of("fastest_autograd", {"n_ops": 1000}) is None
+
+
+class _Ceilings:
+    bandwidth, gemm_rate = 20e9, 50e9
+
+    def for_model(self, model):
+        return self.bandwidth if model.kind == "bytes" else self.gemm_rate
+
+
+def test_rows_get_the_rate_and_the_floor_ratio(compare):
+    rows = [_row(1, 4e-3, engine="autograd_nb"), _row(1, 8e-3, engine="torch"),
+            {"engine": "jax", "skipped": "not installed"}]
+    compare.add_roofline(rows, "seed_outer", {"n": 2000, "dtype": "float64"}, _Ceilings())
+    amount = (2 * 2000**2 + 2 * 2000) * 8
+    ours = rows[0]["roofline"]
+    assert ours["achieved"] == pytest.approx(amount / 4e-3)
+    assert ours["floor_ratio"] == pytest.approx(4e-3 / (amount / 20e9))
+    assert rows[1]["roofline"]["floor_ratio"] == pytest.approx(2 * ours["floor_ratio"])
+    assert "roofline" not in rows[2]
+    compare.add_roofline(rows[:1], "matmul_tanh_256", {}, _Ceilings())
+    assert rows[0]["roofline"]["achieved"] == pytest.approx(6 * 256**3 / 4e-3)
+
+
+def test_the_table_has_the_roofline_column(compare, capsys):
+    rows = [_row(1, 4e-3), _row(1, 1e-3, engine="torch")]
+    compare.add_roofline(rows[:1], "seed_outer", {"n": 2000, "dtype": "float64"}, _Ceilings())
+    compare.print_table(rows)
+    lines = capsys.readouterr().out.splitlines()
+    assert "roofline" in lines[0]
+    assert all(line.count("|") == lines[0].count("|") for line in lines)
+    assert lines[2].endswith("64 MB at 16 GB/s: 1.25x the floor |")
+    assert lines[3].endswith("|  |")  # (no model entry)
+
+
+def test_the_ceilings_are_measured_and_printed():
+    import importlib.util as util
+
+    spec = util.spec_from_file_location("roofline", _PATH.replace("compare.py", "roofline.py"))
+    roofline = util.module_from_spec(spec)
+    spec.loader.exec_module(roofline)
+    assert roofline.copy_bandwidth(nbytes=1 << 20, rounds=2) > 1e8
+    assert roofline.gemm_rate(32, 32, 32, "float64", rounds=2) > 1e6
+    ceilings = roofline.Ceilings()
+    ceilings.bandwidth = 20e9
+    ceilings.gemm[(256, 256, 256, "float64")] = 50e9
+    assert ceilings.lines() == [
+        "Copy bandwidth: 20.0 GB/s (NumPy copy of 128 MiB, best of 5, bytes read + written)",
+        "BLAS GEMM: 50.0 GFLOP/s (256x256 @ 256x256 float64, NumPy's matmul, best of 5)",
+    ]
+
+
+@pytest.mark.parametrize(
+    "intel, core, avx512, own",
+    [
+        (False, "Zen", False, False),  # AMD Zen 3 (this project's VM: no AVX-512 exposed)
+        (False, "Haswell", True, True),  # Zen 4's AVX-512, OpenBLAS on AVX2 kernels
+        (False, "Cooperlake", True, False),  # Zen 4 with OpenBLAS's AVX-512 kernels
+        (True, "SkylakeX", True, False),  # Intel with AVX-512, and so is its BLAS
+        (True, "Haswell", True, True),  # Intel, OPENBLAS_CORETYPE=Haswell
+        (True, None, True, False),  # Intel, MKL (not OpenBLAS): MKL's own kernels
+    ],
+)
+def test_the_kernel_choice_line_says_what_was_taken(compare, monkeypatch, intel, core, avx512,
+                                                    own):
+    from autograd_nb import config
+    from autograd_nb.ops import _blas
+
+    monkeypatch.setattr(config, "GEMM_KERNEL", "auto")
+    monkeypatch.setattr(_blas, "_AUTO", None)
+    monkeypatch.setattr(_blas, "_intel_cpu", lambda: intel)
+    monkeypatch.setattr(_blas, "_blas_core", lambda: core)
+    monkeypatch.setattr(_blas, "_compiles_for_avx512", lambda: avx512)
+    line = compare.kernel_choices()
+    taken = "the own AVX-512 GEMM" if own else "BLAS"
+    assert line.startswith(f"Kernel choices: products by {taken} (")
+    assert f"BLAS core {core or 'not OpenBLAS'}" in line
+    assert ("with AVX-512" if avx512 else "without AVX-512") in line
+    assert f"CPU vendor {'Intel' if intel else 'not Intel'}" in line
