@@ -68,8 +68,6 @@ import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import roofline  # noqa: E402  (beside this script)
-
 THREAD_VARIABLES = (
     "OMP_NUM_THREADS",
     "OPENBLAS_NUM_THREADS",
@@ -87,8 +85,18 @@ TOLERANCE = {"float64": 1e-8, "float32": 1e-4}
 #: Fresh compiled steps whose first two calls are timed (the median is reported).
 FIRST_CALL_ROUNDS = 3
 
-#: The copy bandwidth and GEMM rates of this process (``roofline.py``), measured at first use.
-CEILINGS = roofline.Ceilings()
+#: The copy bandwidth and GEMM rates of this process (``roofline.Ceilings``), measured at
+#: first use; made at first use too: ``roofline`` imports NumPy, which must wait for
+#: ``limit_threads`` (OpenBLAS reads its thread count when it loads).
+_CEILINGS = []
+
+
+def ceilings():
+    import roofline
+
+    if not _CEILINGS:
+        _CEILINGS.append(roofline.Ceilings())
+    return _CEILINGS[0]
 
 
 def limit_threads(threads):
@@ -297,12 +305,15 @@ def run_case(workload, params, variants, repeat, seconds, paired=0):
     return rows
 
 
-def add_roofline(rows, workload, params, ceilings=CEILINGS):
-    """Each timed row's roofline entry (``roofline.py``) where the case has a model."""
+def add_roofline(rows, workload, params, measured=None):
+    """Each timed row's roofline entry (``roofline.py``) where the case has a model, against
+    the ceilings ``measured`` (by default this process's, :func:`ceilings`)."""
+    import roofline
+
     model = roofline.model_of(workload, params)
     if model is None:
         return
-    ceiling = ceilings.for_model(model)
+    ceiling = (measured or ceilings()).for_model(model)
     for row in rows:
         if "median" in row:
             row["roofline"] = roofline.roofline(model, row["median"], ceiling)
@@ -450,6 +461,8 @@ def compare(workloads, engines, repeat, seconds, paired=0):
 
 
 def format_row(row, with_threads=False):
+    import roofline
+
     cells = [f"`{row['case']}`", row["engine"]]
     if with_threads:
         cells.append(str(row["threads"]))
@@ -648,7 +661,7 @@ def main(argv=None):
     for row in rows:
         row["threads"] = counts[0] if counts else "default"
     header = machine_lines(started) + [thread_line(), load, kernel_choices()]
-    header += CEILINGS.lines()
+    header += ceilings().lines()
     if args.json:
         with open(args.json, "w") as out:
             json.dump({"header": header, "rows": rows}, out)

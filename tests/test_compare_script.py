@@ -156,7 +156,9 @@ def test_issue_44_workloads_match_their_numpy_references(compare, workload):
 
 
 def test_the_models_count_the_bytes_and_flops_a_minimal_step_moves(compare):
-    model_of = compare.roofline.model_of
+    import roofline
+
+    model_of = roofline.model_of
     # seed_outer: y written and the grad_outputs read (n x n each), x read and its gradient
     # written (n each).
     outer = model_of("seed_outer", {"n": 2000, "dtype": "float64"})
@@ -204,16 +206,14 @@ def test_the_table_has_the_roofline_column(compare, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert "roofline" in lines[0]
     assert all(line.count("|") == lines[0].count("|") for line in lines)
+    assert compare.format_row({**rows[0], "skipped": "no"}).count("|") == lines[0].count("|")
     assert lines[2].endswith("64 MB at 16 GB/s: 1.25x the floor |")
     assert lines[3].endswith("|  |")  # (no model entry)
 
 
-def test_the_ceilings_are_measured_and_printed():
-    import importlib.util as util
+def test_the_ceilings_are_measured_and_printed(compare):
+    import roofline
 
-    spec = util.spec_from_file_location("roofline", _PATH.replace("compare.py", "roofline.py"))
-    roofline = util.module_from_spec(spec)
-    spec.loader.exec_module(roofline)
     assert roofline.copy_bandwidth(nbytes=1 << 20, rounds=2) > 1e8
     assert roofline.gemm_rate(32, 32, 32, "float64", rounds=2) > 1e6
     ceilings = roofline.Ceilings()
@@ -252,3 +252,17 @@ def test_the_kernel_choice_line_says_what_was_taken(compare, monkeypatch, intel,
     assert f"BLAS core {core or 'not OpenBLAS'}" in line
     assert ("with AVX-512" if avx512 else "without AVX-512") in line
     assert f"CPU vendor {'Intel' if intel else 'not Intel'}" in line
+
+
+def test_importing_the_script_leaves_numpy_to_limit_threads():
+    # ``--threads`` sets the thread caps before NumPy loads OpenBLAS: the script's own
+    # imports must not load NumPy (an OpenBLAS of two threads pinned to one CPU ran a 256 x 256
+    # product 60 times slower).
+    import subprocess
+    import sys
+
+    code = (f"import runpy, sys; runpy.run_path({_PATH!r}, run_name='compare_script'); "
+            "print('numpy' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "False"
