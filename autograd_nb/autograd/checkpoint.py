@@ -19,7 +19,7 @@ import numpy as np
 from .. import tape
 from ..tensor import Tensor
 from . import _tree
-from .api import grad
+from .api import grad, recorder_trace
 from .function import Function
 
 REENTRANT_WARNING = (
@@ -33,6 +33,13 @@ CLOSURE_NODE = (
     "anb.checkpoint: the checkpointed function reads a tensor that requires grad, is not a "
     "leaf and is not one of its arguments (it comes from a closure or a global). Pass it as "
     "an argument of the function."
+)
+
+
+#: Why a signature of ``anb.compile`` that checkpoints runs eagerly (its CompileWarning).
+RECORDING = (
+    "anb.checkpoint (a program cannot recompute a segment in its backward yet; eagerly, "
+    "the memory stays bounded)"
 )
 
 
@@ -100,6 +107,9 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True,
         )
     if not tape.is_grad_enabled():
         return function(*args, **kwargs)
+    trace = recorder_trace()
+    if trace is not None:
+        trace.refuse(RECORDING)
     leaves, structure = _tree.flatten((args, kwargs))
     positions = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Tensor)]
     state = _State()

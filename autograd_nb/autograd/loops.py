@@ -19,9 +19,13 @@ from ..tensor import Tensor, as_tensor
 from . import _tree
 from .checkpoint import checkpoint as _checkpoint
 
-#: A recursive ("binomial") schedule stops halving at segments of this many steps, which it
-#: runs plainly: a smaller one adds checkpoint nodes (Python work) for little memory.
-BINOMIAL_LEAF = 4
+#: The recursive ("binomial") schedule splits a segment into this many checkpointed parts,
+#: down to segments of ``BINOMIAL_LEAF`` steps that it runs plainly. It keeps about
+#: ``BINOMIAL_BRANCHES * log(n / BINOMIAL_LEAF) / log(BINOMIAL_BRANCHES)`` carries and runs
+#: the forward once more per level; halving (2 parts) kept fewer carries but ran 8 forwards
+#: for 500 steps (docs/loops.rst has the measurements).
+BINOMIAL_BRANCHES = 8
+BINOMIAL_LEAF = 8
 
 
 def _as_leaf(value):
@@ -147,29 +151,29 @@ class _Scan:
         return [FUNCTIONS["stack"]([y[k] for y in ys]) for k in range(len(ys[0]))]
 
     def bisect(self, carry, xs, length):
-        """``segment`` with a recursive schedule: each half checkpointed, halved again."""
+        """``segment`` with a recursive schedule: split into ``BINOMIAL_BRANCHES`` parts,
+        each checkpointed and split again, down to ``BINOMIAL_LEAF`` steps."""
         if length <= BINOMIAL_LEAF:
             return self.segment(carry, xs, length)
-        middle = length // 2
-        halves = [(0, middle), (middle, length)]
-        parts = [None, None]
-        for h in ((1, 0) if self.reverse else (0, 1)):
-            a, b = halves[h]
-            carry, parts[h] = _checkpoint(
-                self.bisect, carry, tuple(x[a:b] for x in xs), b - a, use_reentrant=False
+        parts = min(BINOMIAL_BRANCHES, -(-length // BINOMIAL_LEAF))
+        cuts = [length * p // parts for p in range(parts + 1)]
+        bounds = list(zip(cuts[:-1], cuts[1:]))
+        return self._checkpointed(self.bisect, carry, xs, bounds)
+
+    def _checkpointed(self, run, carry, xs, bounds):
+        """``run`` over each of ``bounds`` (in the scan's direction), checkpointed."""
+        pieces = [None] * len(bounds)
+        for s in (range(len(bounds) - 1, -1, -1) if self.reverse else range(len(bounds))):
+            a, b = bounds[s]
+            carry, pieces[s] = _checkpoint(
+                run, carry, tuple(x[a:b] for x in xs), b - a, use_reentrant=False
             )
-        return carry, _concatenate(parts)
+        return carry, _concatenate(pieces)
 
     def every(self, carry, xs, length, k):
         """``segment`` over segments of ``k`` steps, each checkpointed."""
         bounds = [(a, min(a + k, length)) for a in range(0, length, k)]
-        parts = [None] * len(bounds)
-        for s in (range(len(bounds) - 1, -1, -1) if self.reverse else range(len(bounds))):
-            a, b = bounds[s]
-            carry, parts[s] = _checkpoint(
-                self.segment, carry, tuple(x[a:b] for x in xs), b - a, use_reentrant=False
-            )
-        return carry, _concatenate(parts)
+        return self._checkpointed(self.segment, carry, xs, bounds)
 
 
 def _concatenate(parts):
