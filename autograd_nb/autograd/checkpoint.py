@@ -206,36 +206,51 @@ class CheckpointFunction(Function):
         state = ctx.state
         saved = ctx.saved_tensors
         needs = ctx.needs_input_grad[2:]
-        create_graph = tape.is_grad_enabled()
         n = len(state.positions)
-        stand_ins = [
-            _stand_in(t, flag, create_graph) for t, flag in zip(saved[:n], needs, strict=False)
-        ]
-        outputs = _recompute(state, stand_ins)
-        targets = [(k, t) for k, t in enumerate(stand_ins + list(saved[n:])) if needs[k]]
-        pairs = [
-            (o, g) for o, g in zip(outputs, grad_outputs, strict=True)
-            if isinstance(o, Tensor) and o.requires_grad and g is not None
-        ]
-        result = [None] * (2 + len(saved))
-        if not pairs or not targets:
-            return tuple(result)
-        grads = grad(
-            [o for o, _ in pairs], [t for _, t in targets],
-            grad_outputs=[g for _, g in pairs], allow_unused=True, create_graph=create_graph,
-        )
-        for (k, _), g in zip(targets, grads, strict=True):
-            result[2 + k] = g
-        return tuple(result)
+        explicit, closure = list(saved[:n]), list(saved[n:])
+        if tape.is_grad_enabled():  # create_graph
+            return (None, None, *_higher_order(state, explicit, closure, needs, grad_outputs))
+        stand_ins = [_detached(t, flag) for t, flag in zip(explicit, needs, strict=False)]
+        return (None, None, *_vjp(state, stand_ins, closure, needs, grad_outputs, False))
 
 
-def _stand_in(tensor, needs, create_graph):
-    """The recomputation's copy of an argument: a fresh leaf, or with ``create_graph`` a
-    node over the argument (so higher-order gradients reach it; the gradient stops at the
-    node, never counting a path through another argument twice)."""
-    if create_graph and needs:
-        return tensor * 1.0
-    return _detached(tensor, needs)
+def _vjp(state, stand_ins, closure, needs, grad_outputs, create_graph):
+    """The gradients of the recomputed outputs at ``grad_outputs``, with respect to the
+    arguments' stand-ins (leaves: the gradient stops there, never counting a path through
+    another argument twice) and the closure's leaves."""
+    outputs = _recompute(state, stand_ins)
+    targets = [(k, t) for k, t in enumerate(stand_ins + closure) if needs[k]]
+    pairs = [
+        (o, g) for o, g in zip(outputs, grad_outputs, strict=True)
+        if isinstance(o, Tensor) and o.requires_grad and g is not None
+    ]
+    result = [None] * len(needs)
+    if not pairs or not targets:
+        return result
+    grads = grad(
+        [o for o, _ in pairs], [t for _, t in targets],
+        grad_outputs=[g for _, g in pairs], allow_unused=True, create_graph=create_graph,
+    )
+    for (k, _), g in zip(targets, grads, strict=True):
+        result[k] = g
+    return result
+
+
+def _higher_order(state, explicit, closure, needs, grad_outputs):
+    """With ``create_graph``: the first-order gradients as a checkpointed function of the
+    arguments and the grad_outputs, so that they are differentiated again (recomputing once
+    more) while the arguments' stand-ins stay leaves."""
+    given = [g for g in grad_outputs if isinstance(g, Tensor)]
+
+    def first_order(stand_ins, given_in):
+        it = iter(given_in)
+        full = [next(it) if isinstance(g, Tensor) else g for g in grad_outputs]
+        return tuple(_vjp(state, list(stand_ins), closure, needs, full, True))
+
+    return checkpoint(
+        first_order, tuple(explicit), tuple(given), use_reentrant=False,
+        preserve_rng_state=False,  # (the recomputation inside restores state.rng itself)
+    )
 
 
 def _recompute(state, stand_ins):
