@@ -317,7 +317,7 @@ def fori_loop(lower, upper, body_fun, init_val):
     >>> x = anb.tensor(2.0, requires_grad=True)
     >>> y = anb.fori_loop(0, 3, lambda i, v: v * x + i, anb.tensor(1.0))
     >>> y
-    tensor(11., grad_fn=<AddBackward>)
+    tensor(12., grad_fn=<AddBackward>)
     >>> anb.grad(y, x)
     (tensor(13.),)
     """
