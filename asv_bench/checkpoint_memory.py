@@ -1,6 +1,7 @@
 """Peak memory and time of a long rollout's gradient with ``anb.scan(..., checkpoint=...)``.
 
     python asv_bench/checkpoint_memory.py [--steps 10000] [--particles 4] [--rounds 1]
+        [--schedules none,sqrt,binomial]
 
 The body is the ``ode_rollout`` workload's step (a chain of springs, semi-implicit Euler)
 on ``--particles`` particles; the loss is the final energy, the gradient is taken w.r.t. the
@@ -53,6 +54,10 @@ def main():
     parser.add_argument("--steps", type=int, default=10_000)
     parser.add_argument("--particles", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument(
+        "--schedules", default="none,sqrt,binomial",
+        help="comma-separated, from none, sqrt, binomial (the ratios are to the first)",
+    )
     args = parser.parse_args()
     rng = np.random.default_rng(40)
     positions = np.zeros((args.particles, 2))
@@ -65,7 +70,8 @@ def main():
     print(f"{args.steps} steps, {args.particles} particles, forward + backward")
     print(f"{'schedule':>10} {'peak MiB':>9} {'memory':>7} {'time s':>7} {'time':>6}  same")
     base = None
-    for schedule in (None, k, "binomial"):
+    names = {"none": None, "sqrt": k, "binomial": "binomial"}
+    for schedule in (names[name] for name in args.schedules.split(",")):
         gradient, peak, seconds = measure(x0, v0, zero_row, args.steps, schedule, args.rounds)
         if base is None:
             base = gradient, peak, seconds
