@@ -8,7 +8,7 @@ on ``--particles`` particles; the loss is the final energy, the gradient is take
 initial positions. For each schedule (every step kept, every ``k``-th carry kept for
 ``k = round(sqrt(steps))``, and the recursive ``"binomial"`` one) it prints the peak memory
 that ``tracemalloc`` saw during forward plus backward (Python objects and NumPy buffers),
-the median time of forward plus backward, their ratios to the unckeckpointed run, and
+the median time of forward plus backward, their ratios to the uncheckpointed run, and
 whether the gradient is the same bit for bit. docs/loops.rst quotes its output.
 """
 
