@@ -55,8 +55,9 @@ def _check_carry(what, in_structure, in_leaves, out_structure, out_leaves):
             f"is {_describe(out_structure)} "
             f"({_tree.unflatten(out_structure, ['*'] * len(out_leaves))!r})"
         )
-    for path, a, b in zip(_tree.paths(in_structure), in_leaves, out_leaves, strict=True):
+    for k, (a, b) in enumerate(zip(in_leaves, out_leaves, strict=True)):
         if a.shape != b.shape or a.dtype != b.dtype:
+            path = _tree.paths(in_structure)[k]  # (named only here: it costs a walk)
             raise TypeError(
                 f"{start}, shape and dtype, but carry{path} has shape {a.shape} and dtype "
                 f"{a.dtype} on input and shape {b.shape} and dtype {b.dtype} on output"
