@@ -323,3 +323,31 @@ def test_while_loop_and_checkpoint_inside_compile_run_eagerly():
 
     _compiled_matches_eager(grown, (x,), [x], expect_warning="comparison")
     _compiled_matches_eager(checkpointed, (x,), [x], expect_warning="anb.checkpoint")
+
+
+def _graph_size(tensor):
+    """The nodes a tensor's graph holds (what a backward would keep alive)."""
+    seen, stack = set(), [tensor.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or isinstance(node, anb.Tensor) or id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.extend(node.next_functions)
+    return len(seen)
+
+
+def test_checkpointed_scan_keeps_fewer_steps():
+    w = anb.tensor([0.5, -0.5], requires_grad=True)
+    init = anb.tensor([0.1, 0.2], requires_grad=True)
+
+    def body(c, _):
+        return anb.tanh(c * w + 0.1), None
+
+    sizes = {
+        schedule: _graph_size(anb.scan(body, init, length=400, checkpoint=schedule)[0])
+        for schedule in (None, 20, "binomial")
+    }
+    assert sizes[None] >= 400 * 3  # every step's nodes
+    assert sizes[20] <= 2 * (400 // 20)  # one checkpoint node per segment (and its output)
+    assert sizes["binomial"] <= 2 * 8  # the top level's parts only
