@@ -14,8 +14,9 @@ dtypes as the one it received (TypeError otherwise, naming the element and both)
 
 import numpy as np
 
+from .. import tape
 from ..ops.registry import FUNCTIONS
-from ..tensor import Tensor, as_tensor
+from ..tensor import Tensor, as_tensor, zeros
 from . import _tree
 from .checkpoint import checkpoint as _checkpoint
 
@@ -214,7 +215,9 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, checkpoint=None
         Sliced along their (common) leading axis, one slice per step; None with ``length``
         gives ``x = None``.
     length : int, optional
-        The number of steps; needed when ``xs`` is None, checked against it otherwise.
+        The number of steps; needed when ``xs`` is None, checked against it otherwise. With
+        no steps, the body runs once under ``no_grad`` (on zeros shaped like a slice of
+        ``xs``) to learn the shapes of the empty ``ys``, as JAX traces it once.
     reverse : bool, default False
         Run from the last slice to the first; ``ys`` keep the order of ``xs``.
     unroll : int, default 1
@@ -258,12 +261,9 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, checkpoint=None
     n = _scan_length(x_leaves, length)
     if not isinstance(unroll, (bool, int, np.integer)) or int(unroll) < 0:
         raise TypeError(f"scan's unroll must be a non-negative int or a bool, not {unroll!r}")
-    if n == 0:
-        raise ValueError(
-            "scan of length 0: the eager scan cannot tell the shape of ys without running "
-            "the body; give at least one step"
-        )
     loop = _Scan(f, carry_structure, x_structure, len(x_leaves), bool(reverse))
+    if n == 0:
+        return _empty_scan(loop, carry, x_leaves)
     carry, xs_leaves = tuple(carry), tuple(x_leaves)
     if checkpoint is None:
         carry, ys = loop.segment(carry, xs_leaves, n)
@@ -280,6 +280,21 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, checkpoint=None
     return (
         _tree.unflatten(carry_structure, carry),
         _tree.unflatten(loop.y_structure, list(ys)),
+    )
+
+
+def _empty_scan(loop, carry, x_leaves):
+    """Zero steps: ``init``, and empty ys of the shapes one step would give (as JAX traces
+    the body once, this runs it once, under ``no_grad``, on zeros shaped like a slice)."""
+    x = _tree.unflatten(
+        loop.x_structure, [zeros(v.shape[1:], dtype=v.dtype) for v in x_leaves]
+    )
+    with tape.grad_mode(False):
+        _, y_leaves = loop._one(list(carry), x)
+    ys = [zeros((0, *y.shape), dtype=y.dtype) for y in y_leaves]
+    return (
+        _tree.unflatten(loop.carry_structure, carry),
+        _tree.unflatten(loop.y_structure, ys),
     )
 
 

@@ -351,3 +351,17 @@ def test_checkpointed_scan_keeps_fewer_steps():
     assert sizes[None] >= 400 * 3  # every step's nodes
     assert sizes[20] <= 2 * (400 // 20)  # one checkpoint node per segment (and its output)
     assert sizes["binomial"] <= 2 * 8  # the top level's parts only
+
+
+def test_scan_of_length_zero():
+    init = anb.tensor(1.0, requires_grad=True)
+    calls = []
+
+    def body(c, x):
+        calls.append(anb.is_grad_enabled())
+        return c + x.sum(), {"a": c * x}
+
+    carry, ys = anb.scan(body, init, anb.ones((0, 3)))
+    assert carry is init and ys["a"].shape == (0, 3) and ys["a"].dtype == np.float64
+    assert calls == [False]  # run once, to learn the shapes of ys, recording nothing
+    assert anb.scan(lambda c, x: (c, None), 2.0, length=0)[1] is None
