@@ -34,18 +34,24 @@ globals().update({name: fn for name, fn in _FUNCTIONS.items() if not name.starts
 from . import autograd  # noqa: E402
 from .autograd import (  # noqa: E402,F401
     backward,
+    checkpoint,
+    cond,
     enable_grad,
+    fori_loop,
     grad,
     is_grad_enabled,
     no_grad,
+    scan,
     set_grad_enabled,
+    while_loop,
 )
 
 __version__ = "0.1.0"
 
 __all__ = (
     ["Tensor", "autograd", "backward", "compile", "CompiledFunction", "CompileWarning", "grad",
-     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled"]
+     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
+     "checkpoint", "scan", "fori_loop", "while_loop", "cond"]
     + list(_tensor_module.CREATION)
     # (``linalg.solve`` and ``special.erf`` live in their namespaces, not at the top level)
     + sorted(name for name in _FUNCTIONS if not name.startswith("_") and "." not in name)

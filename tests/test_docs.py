@@ -33,6 +33,7 @@ EXAMPLE_PAGES = {
     "custom-ops.rst",
     "numpy.rst",
     "compile.rst",
+    "loops.rst",
     "complex.rst",
 }
 FLAGS = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS

@@ -915,6 +915,36 @@ def _(anb, trace, **_):
     return step
 
 
+def _ode_scan_variant(compiled):
+    """``autograd_nb:scan`` / ``autograd_nb:compile-scan``: the rollout as ``anb.scan``."""
+
+    def maker(anb, **_):
+        positions, velocities, zero_row = _ode_data()
+        x = anb.tensor(positions, requires_grad=True)
+        v, zero_row = anb.tensor(velocities), anb.tensor(zero_row)
+
+        def body(state, _):
+            return _ode_step(anb, *state, zero_row), None
+
+        def rollout(x):
+            (x_end, v_end), _ = anb.scan(body, (x, v), length=ODE_STEPS)
+            return _ode_energy(anb, x_end, v_end)
+
+        if compiled:
+            rollout = anb.compile(rollout)
+
+        def step():
+            return [anb.grad(rollout(x), x)[0].numpy()]
+
+        return step
+
+    return maker
+
+
+ode_rollout.variant("autograd_nb:scan")(_ode_scan_variant(False))
+ode_rollout.variant("autograd_nb:compile-scan")(_ode_scan_variant(True))
+
+
 @ode_rollout.variant("torch")
 def _(torch, **_):
     positions, velocities, zero_row = _ode_data()
