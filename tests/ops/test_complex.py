@@ -129,6 +129,32 @@ def test_angle_and_parts():
     np.testing.assert_array_equal(anb.angle(r).numpy(), np.angle(x))
 
 
+def test_real_and_imag_are_attributes_as_numpys():
+    z = _complex(np.random.default_rng(4), (2, 3))
+    t = anb.tensor(z)
+    np.testing.assert_array_equal(t.real.numpy(), z.real)
+    np.testing.assert_array_equal(t.imag.numpy(), z.imag)
+    assert t.real.grad_fn is None  # (no grad: nothing recorded)
+    check_complex_gradients(lambda t: t.real * t.imag, [z])
+    # a real tensor is its own real part; its imaginary part is zeros, as NumPy's
+    x = np.array([-1.5, 0.0, np.inf])
+    r = anb.tensor(x, requires_grad=True)
+    assert r.real is r
+    assert r.imag.dtype == np.float64 and r.imag.shape == (3,)
+    np.testing.assert_array_equal(r.imag.numpy(), x.imag)
+    assert not isinstance(type(t).__dict__["real"], type(lambda: None))  # a property
+
+
+@pytest.mark.parametrize("name", ["_real", "_imag", "_conj", "_angle"])
+def test_the_parts_of_a_0d_tensor_keep_its_shape(name):
+    z = np.array(0.5 - 0.25j)
+    got = _function(name)(anb.tensor(z))
+    assert got.shape == np.shape(COMPLEX_UNARY[name](z)) == ()
+    np.testing.assert_allclose(got.numpy(), COMPLEX_UNARY[name](z), rtol=1e-15)
+    check_complex_gradients(_function(name), [z])
+    check_complex_gradients(lambda t: t.real * t.imag, [z])
+
+
 def test_real_if_close_and_iscomplexobj_as_numpy():
     for values in ([2.0 + 1e-16j, 1.0], [2.0 + 1e-3j], [1.0, 2.0]):
         a = np.array(values)
