@@ -24,6 +24,12 @@ the chunk in a register and adds it once: with ``+=`` when one chunk covers the 
 reduction, with ``cuda.atomic.add`` when the reduction is split over threads (a small input
 broadcast over a large output, e.g. a bias, would otherwise leave the GPU idle).
 
+An op's complex case (docs/complex.rst) is a second module of the same kernels, generated
+from its complex formulas (``op.complex_formulas()``: a holomorphic row's VJPs conjugated,
+``a ** b`` as ``power``) over the names of :mod:`._complex_scalar`. CUDA's atomics are real,
+so its strided VJPs sum a target element's whole reduction in one thread, and the
+data-movement scatters into complex arrays add the two parts, each atomically.
+
 Every kernel is a grid-stride loop, so any launch size computes every element.
 """
 

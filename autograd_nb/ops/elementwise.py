@@ -539,7 +539,10 @@ class ElementwiseOp(Op):
         if self._complex_conjugated:
             value = np.conj(value)
         value = np.broadcast_to(value, attrs["shape"])
-        grad_input += _sum_to(value, grad_input.shape)
+        shape = attrs["shapes"][k]
+        if grad_input.shape != shape:  # (a buffer passed on in another shape of its size,
+            grad_input = grad_input.reshape(shape)  # as the kernels read it: flat)
+        grad_input += _sum_to(value, shape)
 
     def _vjp_complex_kernel(self, k, grad_output, saved, attrs, grad_input):
         """VJP ``k`` through the compiled complex kernel, where it serves (the flat layout,
