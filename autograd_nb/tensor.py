@@ -350,6 +350,34 @@ class Tensor:
         return FUNCTIONS["transpose"](self)
 
     @property
+    def real(self):
+        """The real part, recorded (NumPy's and torch's attribute; ``anb.real(self)``): a
+        real tensor is its own real part.
+
+        Examples
+        --------
+        >>> import autograd_nb as anb
+        >>> anb.tensor([1 + 2j, 3 - 1j]).real
+        tensor([1., 3.])
+        """
+        return FUNCTIONS["real"](self)
+
+    @property
+    def imag(self):
+        """The imaginary part, recorded (``anb.imag(self)``): zeros for a real tensor, as
+        NumPy's ``ndarray.imag`` (torch raises there).
+
+        Examples
+        --------
+        >>> import autograd_nb as anb
+        >>> anb.tensor([1 + 2j, 3 - 1j]).imag
+        tensor([ 2., -1.])
+        >>> anb.tensor([1.0, 2.0]).imag
+        tensor([0., 0.])
+        """
+        return FUNCTIONS["imag"](self)
+
+    @property
     def _version_number(self):
         return self._version[0]
 

@@ -69,6 +69,26 @@ def resolve(twin):
     return implementation() if isinstance(implementation, type) else implementation
 
 
+def complex_error(op, dtype):
+    """The TypeError of an op whose CUDA implementation has no complex case, given complex
+    operands or gradients on the device (its CPU implementation may have one)."""
+    return TypeError(
+        f"{op.name} is not implemented for complex CUDA tensors ({np.dtype(dtype).name}): "
+        "run it on the CPU (.cpu()); docs/complex.rst lists the complex ops on CUDA"
+    )
+
+
+def _check_complex(op, implementation, arrays):
+    """Refuse complex ``arrays`` where ``implementation`` does not declare ``takes_complex``
+    (its kernels were written for real dtypes: never a wrong result)."""
+    if getattr(implementation, "takes_complex", False):
+        return
+    for array in arrays:
+        dtype = getattr(array, "dtype", None)
+        if dtype is not None and dtype.kind == "c":
+            raise complex_error(op, dtype)
+
+
 def lookup(op):
     """The implementation of ``op``; NotImplementedError naming the op if there is none."""
     twin = getattr(op, "cuda_twin", None)
@@ -92,12 +112,16 @@ def prepare(op, values, attrs):
 
 def forward(op, device_arrays, attrs):
     """Run ``op``'s CUDA forward; a new device array."""
-    return lookup(op).forward(op, device_arrays, attrs)
+    implementation = lookup(op)
+    _check_complex(op, implementation, device_arrays)
+    return implementation.forward(op, device_arrays, attrs)
 
 
 def vjp(op, k, grad_output, saved, attrs, grad_input):
     """Accumulate input ``k``'s vector-Jacobian product into the device array ``grad_input``."""
-    lookup(op).vjp(op, k, grad_output, saved, attrs, grad_input)
+    implementation = lookup(op)
+    _check_complex(op, implementation, (grad_output, grad_input))
+    implementation.vjp(op, k, grad_output, saved, attrs, grad_input)
 
 
 def vjp_batched(op, k, grad_outputs, saved, attrs, grad_inputs):
@@ -106,6 +130,7 @@ def vjp_batched(op, k, grad_outputs, saved, attrs, grad_inputs):
     Falls back to one :func:`vjp` per row when the implementation has no batched form.
     """
     implementation = lookup(op)
+    _check_complex(op, implementation, (grad_outputs, grad_inputs))
     batched = getattr(implementation, "vjp_batched", None)
     if batched is not None:
         batched(op, k, grad_outputs, saved, attrs, grad_inputs)

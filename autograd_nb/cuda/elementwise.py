@@ -107,13 +107,46 @@ def _run_forward(module, arrays, out, params):
     launch(module.forward_strided, out.size, *args, flat(out), dims, params)
 
 
+def _is_complex(arrays):
+    return any(a is not None and a.dtype.kind == "c" for a in arrays)
+
+
+#: The result dtype of an op's complex case by (op name, operand dtypes) (:func:`_complex_dtype`).
+_complex_dtypes = {}
+
+
+def _complex_dtype(op, dtypes, forward_numpy):
+    """The dtype of ``op``'s complex result for operands of ``dtypes``: what its NumPy
+    formula gives for one element of each (``abs``, ``real``: the parts' real dtype; a
+    Python constant is weak, as NumPy has it)."""
+    key = (op.name, dtypes)
+    dtype = _complex_dtypes.get(key)
+    if dtype is None:
+        ones = [np.ones(1, dtype) for dtype in dtypes]
+        with np.errstate(all="ignore"):
+            dtype = _complex_dtypes[key] = np.asarray(forward_numpy(ones)).dtype
+    return dtype
+
+
 class Elementwise:
-    """The CUDA implementation shared by every elementwise op."""
+    """The CUDA implementation shared by every elementwise op: kernels generated from its
+    formulas, or from its complex formulas where the operands or gradients are complex (an
+    op without a complex case is refused by its prepare, as on the CPU)."""
+
+    takes_complex = True
 
     @staticmethod
     def forward(op, arrays, attrs):
-        out = _device.empty(attrs["shape"], arrays[-1].dtype)
-        _run_forward(_kernels.elementwise_module(op), arrays, out, _params(attrs))
+        complex_case = arrays[-1].dtype.kind == "c"  # (as the CPU's forward decides)
+        if complex_case:
+            dtype = _complex_dtype(
+                op, tuple(a.dtype for a in arrays),
+                lambda ones: op._forward_complex(ones, {"shape": (1,), "params": attrs["params"]}),
+            )
+        else:
+            dtype = arrays[-1].dtype
+        out = _device.empty(attrs["shape"], dtype)
+        _run_forward(_kernels.elementwise_module(op, complex_case), arrays, out, _params(attrs))
         return out
 
     @classmethod
@@ -128,12 +161,16 @@ class Elementwise:
     def run_vjp(op, k, grad_output, saved, attrs, grad_input, batch):
         """Accumulate VJP ``k`` for ``batch`` rows of grad_output (row-major, one after the
         other in ``grad_output`` and ``grad_input``)."""
-        used, reads_g, reads_y = op.vjp_reads(k)
+        complex_case = grad_input.dtype.kind == "c" or grad_output.dtype.kind == "c"
+        if complex_case:
+            used, reads_g, reads_y = op.complex_vjp_reads(k)
+        else:
+            used, reads_g, reads_y = op.vjp_reads(k)
         shape, shapes = attrs["shape"], attrs["shapes"]
         size = _count(shape)
         if size == 0 or grad_input.size == 0 or batch == 0:
             return
-        module = _kernels.elementwise_module(op)
+        module = _kernels.elementwise_module(op, complex_case)
         params = _params(attrs)
         g = [flat(grad_output)] if reads_g else []
         y = [flat(saved.output)] if reads_y else []
@@ -147,13 +184,49 @@ class Elementwise:
         xs = []
         for i, stride in zip(used, layout.operand_strides):
             xs += [flat(saved[i]), stride]
-        chunk = _chunk(layout.kept_size, layout.reduced_size)
-        threads = layout.kept_size * (-(-layout.reduced_size // chunk))
+        # (complex: one thread sums a target element's whole reduction; no complex atomics)
+        chunk = (layout.reduced_size if complex_case
+                 else _chunk(layout.kept_size, layout.reduced_size))
+        threads = layout.kept_size * (-(-layout.reduced_size // max(chunk, 1)))
         kernel = getattr(module, f"vjp{k}_strided")
         launch_batched(
             kernel, threads, batch, *g, *xs, *y, flat(grad_input), layout.output_strides,
-            layout.dims, layout.n_kept, chunk, params, batch, size, layout.kept_size,
+            layout.dims, layout.n_kept, max(chunk, 1), params, batch, size, layout.kept_size,
         )
+
+
+class ComplexPart:
+    """``real``, ``imag``, ``conj`` and ``angle`` of a complex tensor (the ops
+    ``_real``, ...): kernels generated from the op's formulas, as an elementwise op's
+    complex case (operand, result and gradients of one shape)."""
+
+    takes_complex = True
+
+    @staticmethod
+    def forward(op, arrays, attrs):
+        (x,) = arrays
+        dtype = _complex_dtype(op, (x.dtype,), lambda ones: op.forward(ones, {}))
+        out = _device.empty(x.shape, dtype)
+        if out.size:
+            module = _kernels.elementwise_module(op, True)
+            launch(module.forward, out.size, flat(x), flat(out), (0.0,))
+        return out
+
+    @classmethod
+    def vjp(cls, op, k, grad_output, saved, attrs, grad_input):
+        cls.vjp_batched(op, k, grad_output.reshape((1,) + grad_output.shape), saved, attrs,
+                        grad_input.reshape((1,) + grad_input.shape))
+
+    @staticmethod
+    def vjp_batched(op, k, grad_outputs, saved, attrs, grad_inputs):
+        size = grad_inputs.size // max(grad_inputs.shape[0], 1)
+        batch = grad_outputs.shape[0]
+        if size == 0 or batch == 0:
+            return
+        module = _kernels.elementwise_module(op, True)
+        xs = [flat(saved[0])] if op.saves else []
+        launch_batched(module.vjp0, size, batch, flat(grad_outputs), *xs, flat(grad_inputs),
+                       (0.0,), batch, size)
 
 
 # -- comparisons and logic (no gradient) -------------------------------------------------------

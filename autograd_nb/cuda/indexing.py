@@ -107,6 +107,8 @@ def _prepare(op, values, attrs):
 class GetItem:
     """``x[index]``: a strided copy or a take; the VJP scatters (and accumulates) back."""
 
+    takes_complex = True  # (dtype-generic copies and sums)
+
     prepare = staticmethod(_prepare)
 
     @staticmethod
@@ -125,6 +127,8 @@ class GetItem:
 
 class IndexScatter:
     """Scatter-add into zeros of the indexed shape (``getitem``'s recorded adjoint)."""
+
+    takes_complex = True  # (dtype-generic copies and sums)
 
     @staticmethod
     def forward(op, arrays, attrs):
@@ -165,6 +169,8 @@ class SetItem:
     Basic indices write through the strided kernel (``v`` broadcast by stride 0); array
     indices write only each position's last value, as NumPy's assignment does in order.
     """
+
+    takes_complex = True  # (dtype-generic copies and sums)
 
     prepare = staticmethod(_prepare)
 

@@ -49,6 +49,15 @@ def _load(source, z, row, col, rows, cols, transposed, zero):
     return source[z, row, col]
 
 
+@cuda.jit(device=True)
+def _load_conjugate(source, z, row, col, rows, cols, transposed, zero):
+    """:func:`_load`, conjugated where ``transposed``: a complex VJP's ``g b^H``, ``a^H g``."""
+    value = _load(source, z, row, col, rows, cols, transposed, zero)
+    if transposed:
+        return value.conjugate()
+    return value
+
+
 @functools.cache
 def _matmul_kernel(dtype, tile):
     """``out[z] (+)= op(a[z % len(a)]) @ op(b[z % len(b)])``, where ``op`` transposes when
@@ -61,6 +70,8 @@ def _matmul_kernel(dtype, tile):
     """
     slot = numba.from_dtype(np.dtype(dtype))
     padded = (tile, tile + 1)  # a compile-time constant shape
+    # (complex: a transposed operand is conjugated; the forward transposes none)
+    load = _load_conjugate if np.dtype(dtype).kind == "c" else _load
 
     @cuda.jit
     def kernel(a, b, out, transpose_a, transpose_b, accumulate, zero):
@@ -81,13 +92,13 @@ def _matmul_kernel(dtype, tile):
                 for start in range(0, depth, tile):
                     # op(a)[row0:, start:] and op(b)[start:, col0:], each element loaded once.
                     if transpose_a:
-                        tile_a[tx, ty] = _load(a, za, row0 + tx, start + ty, m, depth, True, zero)
+                        tile_a[tx, ty] = load(a, za, row0 + tx, start + ty, m, depth, True, zero)
                     else:
-                        tile_a[ty, tx] = _load(a, za, row0 + ty, start + tx, m, depth, False, zero)
+                        tile_a[ty, tx] = load(a, za, row0 + ty, start + tx, m, depth, False, zero)
                     if transpose_b:
-                        tile_b[tx, ty] = _load(b, zb, start + tx, col0 + ty, depth, n, True, zero)
+                        tile_b[tx, ty] = load(b, zb, start + tx, col0 + ty, depth, n, True, zero)
                     else:
-                        tile_b[ty, tx] = _load(b, zb, start + ty, col0 + tx, depth, n, False, zero)
+                        tile_b[ty, tx] = load(b, zb, start + ty, col0 + tx, depth, n, False, zero)
                     cuda.syncthreads()
                     for q in range(tile):
                         acc += tile_a[ty, q] * tile_b[q, tx]
@@ -107,7 +118,8 @@ def batched_product(a, b, out, dtype, transpose_a=False, transpose_b=False, accu
     """Launch the tiled kernel: ``out (batch, m, n) (+)= op(a) @ op(b)`` per batch entry.
 
     ``a`` and ``b`` are 3-d device arrays whose batch length divides ``out``'s; ``op``
-    transposes the last two axes where asked. Products are summed in ``dtype``.
+    transposes the last two axes where asked (and conjugates them, for complex ``dtype``:
+    the VJPs). Products are summed in ``dtype``.
     """
     batch, m, n = out.shape
     if out.size == 0:
@@ -139,6 +151,8 @@ class BatchedMatmul(BatchFirst):
     straight into ``grad_input`` (whatever its float dtype: the kernel casts on store), and
     the batched VJP is one launch over ``B * batch`` products.
     """
+
+    takes_complex = True  # (the VJPs conjugate: g b^H, a^H g)
 
     @staticmethod
     def forward(op, arrays, attrs):

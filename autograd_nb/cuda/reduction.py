@@ -352,6 +352,8 @@ def _broadcast_vjp_kernel(g, gx):
 class Sum(AxisKernels):
     """``sum``: a tree reduction per row; its VJP broadcasts the gradient back."""
 
+    takes_complex = True  # (a tree of additions; the VJP broadcasts)
+
     @staticmethod
     def run_forward(op, x3, attrs):
         return reduce_rows("sum", x3)

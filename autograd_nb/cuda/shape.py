@@ -35,6 +35,8 @@ def _gather(source, out_shape, strides, dtype=None):
 class Copy:
     """``reshape`` and ``astype``: a flat copy (cast for ``astype``); the VJP adds back."""
 
+    takes_complex = True  # (dtype-generic copies and sums)
+
     @staticmethod
     def forward(op, arrays, attrs):
         (x,) = arrays
@@ -51,6 +53,8 @@ class Copy:
 
 class Transpose:
     """``transpose``: a gather through permuted strides; the VJP scatters back."""
+
+    takes_complex = True  # (dtype-generic copies and sums)
 
     @staticmethod
     def _layout(attrs):
@@ -79,6 +83,8 @@ class Transpose:
 class BroadcastTo:
     """``broadcast_to``: a gather with stride 0 on broadcast dimensions; the VJP sums back."""
 
+    takes_complex = True  # (dtype-generic copies and sums)
+
     @staticmethod
     def forward(op, arrays, attrs):
         strides = _broadcast.broadcast_strides(attrs["input_shape"], attrs["shape"])
@@ -100,6 +106,8 @@ class BroadcastTo:
 class Join:
     """``concatenate`` and ``stack``: input ``k`` is the column block ``(outer, width_k)`` at
     ``start_k`` of the result seen as ``(outer, total)``; its VJP reads the block back."""
+
+    takes_complex = True  # (dtype-generic copies and sums)
 
     @staticmethod
     def forward(op, arrays, attrs):

@@ -58,6 +58,8 @@ TO = {"cuda": ToDevice("cuda", "cpu"), "cpu": ToDevice("cpu", "cuda")}
 class Transfer:
     """The device side of a transfer is the op itself (it moves arrays either way)."""
 
+    takes_complex = True
+
     @staticmethod
     def prepare(op, values, attrs):
         return op.prepare(values, attrs)

@@ -316,9 +316,13 @@ def _vjp(node, k, grad, saved, buffer, lead, batch, twins=False):
     the real part of a complex contribution (:func:`real_part_for`; the op's own VJP keeps
     it where ``Op.real_input_vjp``)."""
     if grad.dtype.kind == "c" and buffer.dtype.kind != "c" and not node.op.real_input_vjp:
-        whole = np.zeros(buffer.shape, np.result_type(buffer.dtype, np.complex64))
+        dtype = np.result_type(buffer.dtype, np.complex64)
+        whole = _zeros_for(None, buffer, buffer.shape, dtype)  # (on the buffer's device)
         _vjp(node, k, grad, saved, whole, lead, batch, twins)
-        buffer += whole.real
+        if type(buffer) is np.ndarray:
+            buffer += whole.real
+        else:
+            _accumulate(buffer, whole)  # (the device's addition keeps the real part)
         return
     if grad.shape[len(lead):] != node.shape:  # (a buffer passed on by an identity)
         grad = grad.reshape(lead + node.shape)

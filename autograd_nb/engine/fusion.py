@@ -114,11 +114,18 @@ def _size(shape):
     return n
 
 
+def _is_complex(node):
+    """Whether ``node`` computed in complex: the fused kernels come from the real formulas."""
+    return node.dtype.kind == "c" or any(
+        a is not None and a.dtype.kind == "c" for a in node.saved_inputs or ()
+    )
+
+
 def _link(node, needed, targets, all_leaves):
     """The one input position through which ``node``'s gradient flows, and the kinds
     ("full"/"scalar") of the operands its VJP reads; None if the node cannot be fused."""
     op = node.op
-    if not isinstance(op, ElementwiseOp) or op.input_kinds is not None:
+    if not isinstance(op, ElementwiseOp) or op.input_kinds is not None or _is_complex(node):
         return None
     attrs = node.attrs
     shape = attrs["shape"]

@@ -466,6 +466,17 @@ class ElementwiseOp(Op):
         operands of its kernels and drivers, in that order; fused loops gather them)."""
         return self._vjp_args[k]
 
+    def complex_formulas(self):
+        """The complex case's formulas, for kernels generated elsewhere (CUDA's):
+        ``(input names, forward, {k: vjp}, conjugated)``, the VJPs to be evaluated as
+        ``conj(vjp(conj(g)))`` where ``conjugated`` (see the class docstring)."""
+        return (self.input_names, self._complex_forward, dict(self._complex_vjps),
+                self._complex_conjugated)
+
+    def complex_vjp_reads(self, k):
+        """:meth:`vjp_reads` of the complex case's VJP ``k``."""
+        return self._complex_vjp_args[k]
+
     def identity_vjp(self, k, node):
         # (a derivative formula ``g`` into an input of the result's shape)
         return self.vjp_formulas.get(k) == "g" and node.edges[k].shape == node.shape
@@ -528,7 +539,10 @@ class ElementwiseOp(Op):
         if self._complex_conjugated:
             value = np.conj(value)
         value = np.broadcast_to(value, attrs["shape"])
-        grad_input += _sum_to(value, grad_input.shape)
+        shape = attrs["shapes"][k]
+        if grad_input.shape != shape:  # (a buffer passed on in another shape of its size,
+            grad_input = grad_input.reshape(shape)  # as the kernels read it: flat)
+        grad_input += _sum_to(value, shape)
 
     def _vjp_complex_kernel(self, k, grad_output, saved, attrs, grad_input):
         """VJP ``k`` through the compiled complex kernel, where it serves (the flat layout,
@@ -973,6 +987,7 @@ class WhereOp(ElementwiseOp):
         return out if out.dtype == arrays[1].dtype else out.astype(arrays[1].dtype)
 
 
+@cuda_twin("elementwise", "ComplexPart")
 class ComplexPartOp(Op):
     """``real``, ``imag``, ``conj`` and ``angle`` of a complex tensor: complex operands only
     (the public functions give real ones to other ops), NumPy's function forward, and the VJP
@@ -981,8 +996,8 @@ class ComplexPartOp(Op):
 
     family = "complex"
     method = False
-    cpu_only = True
     complex = True
+    params = ()
 
     def __init__(self, name, forward, vjp):
         self.name = name
@@ -996,7 +1011,7 @@ class ComplexPartOp(Op):
         x = np.asarray(values[0])
         if x.dtype.kind != "c":
             raise TypeError(f"{self.name} takes a complex operand, not {x.dtype}")
-        return [np.ascontiguousarray(x)], {}
+        return [np.asarray(x, order="C")], {}  # (not ascontiguousarray: it makes 0-d 1-d)
 
     def forward(self, arrays, attrs):
         return np.array(self._forward(arrays[0]), order="C")  # (a copy: np.real gives a view)
@@ -1007,6 +1022,11 @@ class ComplexPartOp(Op):
             grad_input += eval(self._code, _COMPLEX_NAMESPACE, names)  # noqa: S307
 
     vjp_numpy = vjp  # (NumPy already: the same in both tiers)
+
+    def complex_formulas(self):
+        """:meth:`ElementwiseOp.complex_formulas` of the part (its NumPy name is its own
+        without the underscore: ``real(x)``)."""
+        return ("x",), f"{self.name[1:]}(x)", {0: self.formula}, False
 
     def rule(self, k, grad_output, inputs, output, attrs):
         namespace = _tensor_namespace()

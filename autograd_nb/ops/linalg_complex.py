@@ -154,19 +154,13 @@ _NUMPY, _TENSORS = _Arrays(), _Tensors()
 
 
 def real_part(x):
-    """``real(x)`` of a complex Tensor, recorded, in ``x``'s shape (``_real`` of a 0-d
-    Tensor gives shape (1,))."""
-    return _same_shape(call("_real", x), x)
+    """``real(x)`` of a complex Tensor, recorded."""
+    return call("_real", x)
 
 
 def imag_part(x):
-    """``imag(x)``, as :func:`real_part`."""
-    return _same_shape(call("_imag", x), x)
-
-
-def _same_shape(y, x):
-    shape = tuple(x.shape)
-    return y if tuple(y.shape) == shape else call("reshape", y, shape=shape)
+    """``imag(x)`` of a complex Tensor, recorded."""
+    return call("_imag", x)
 
 
 def _diag_embed(xp, v):

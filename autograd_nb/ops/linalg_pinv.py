@@ -1,5 +1,6 @@
 """``anb.linalg.pinv`` and ``lstsq``: the ``_pinv`` op (numba's ``np.linalg.pinv``), with
-Golub and Pereyra's gradient; ``lstsq`` is ``pinv(a) @ b`` and ``linalg_svd``'s
+Golub and Pereyra's gradient, and its complex twin ``_cpinv`` (NumPy's LAPACK, as the other
+complex cases of :mod:`.linalg_complex`); ``lstsq`` is ``pinv(a) @ b`` and ``linalg_svd``'s
 ``svdvals``.
 """
 
@@ -23,6 +24,7 @@ from ._linalg_common import (
     _work,
 )
 from .linalg import _shape_of, matmul, numba_dot
+from .linalg_complex import ComplexLinalgOp, _complex_arrays
 from .linalg_svd import svdvals
 from .registry import call, public
 
@@ -107,6 +109,32 @@ class Pinv(LinalgOp):
 Pinv()
 
 
+class ComplexPinv(ComplexLinalgOp):
+    """``_cpinv(a, rcond)``: :class:`Pinv` of complex ``a``, NumPy's ``pinv`` forward, and
+    Golub and Pereyra's derivative with conjugate transposes (torch's ``pinv_backward``):
+    ``-P^H G P^H + (I - A P) G^H P P^H + P^H P G^H (I - P A)``."""
+
+    name = "_cpinv"
+
+    def prepare(self, values, attrs):
+        (a,) = _complex_arrays(values)
+        _check_matrix("linalg.pinv", a.shape)
+        return [a], {"rcond": float(attrs["rcond"])}
+
+    def forward(self, arrays, attrs):
+        return np.ascontiguousarray(np.linalg.pinv(arrays[0], attrs["rcond"]))
+
+    def gradient(self, xp, k, g, inputs, p, attrs):
+        (a,) = inputs
+        ph, gh = xp.h(p), xp.h(g)
+        total = -(ph @ g @ ph)
+        total = total + (gh - a @ (p @ gh)) @ (p @ ph)
+        return total + (ph @ p) @ (gh - (gh @ p) @ a)
+
+
+ComplexPinv()
+
+
 # -- the public functions ---------------------------------------------------------------------
 
 
@@ -126,7 +154,8 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=np._NoValue):
     Notes
     -----
     The gradient is Golub and Pereyra's, true where the rank does not change near ``a``
-    (full rank, or singular values far from the cut-off).
+    (full rank, or singular values far from the cut-off). A complex ``a`` runs NumPy's
+    LAPACK, its gradient in torch's convention (:doc:`/complex`).
 
     Examples
     --------
@@ -135,7 +164,7 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=np._NoValue):
     tensor([[1. , 0. , 0. ],
             [0. , 0.5, 0. ]])
     """
-    (a,) = _operands("linalg.pinv", a)
+    (a,) = _operands("linalg.pinv", a, complex_ok=True)
     shape = _shape_of(a)
     _check_matrix("linalg.pinv", shape)
     if rcond is None:
@@ -147,7 +176,7 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=np._NoValue):
             rcond = rtol
     elif rtol is not np._NoValue:
         raise ValueError("`rtol` and `rcond` can't be both set.")
-    return call("_pinv", a, rcond=float(rcond))
+    return call("_cpinv" if _dtype_of(a).kind == "c" else "_pinv", a, rcond=float(rcond))
 
 
 @public("linalg.lstsq", method=False, family="linalg")
@@ -168,7 +197,7 @@ def lstsq(a, b, rcond=None):
         The minimum-norm solution, ``pinv(a, rcond) @ b``.
     residuals : Tensor, shape (1,), (K,) or (0,)
         The squared norms of ``b - a @ x``'s columns where ``a`` has rank ``N < M``, else
-        empty.
+        empty (real for complex operands, as NumPy's).
     rank : int
     s : Tensor, shape (min(M, N),)
         ``a``'s singular values.
@@ -186,7 +215,7 @@ def lstsq(a, b, rcond=None):
     >>> x, rank
     (tensor([1.16666667, 0.5       ], grad_fn=<BmmBackward>), 2)
     """
-    a, b = _operands("linalg.lstsq", a, b)
+    a, b = _operands("linalg.lstsq", a, b, complex_ok=True)
     a_shape, b_shape = _shape_of(a), _shape_of(b)
     if len(a_shape) != 2 or len(b_shape) not in (1, 2):
         raise LinAlgError(
@@ -204,9 +233,11 @@ def lstsq(a, b, rcond=None):
     x = matmul(pinv(a, rcond=rcond), b)
     if rank == n and m > n:
         residual = b - matmul(a, x)
+        if _dtype_of(residual).kind == "c":  # (|r|^2: real, as NumPy's)
+            residual = call("abs", residual)
         residuals = call("sum", residual * residual, axis=0)
         if len(b_shape) == 1:
             residuals = call("reshape", residuals, shape=(1,))
     else:
-        residuals = _constant_like(np.zeros(0, dtype=_dtype_of(x)))
+        residuals = _constant_like(np.zeros(0, dtype=_dtype_of(s)))
     return x, residuals, rank, s

@@ -296,7 +296,7 @@ class Trace:
             return
         spec = op.forward_spec(arrays, attrs, output)
         if spec is None:
-            self.refuse(f"{op.name} (no forward driver for this case)")
+            self.refuse(f"{op.name} ({_why_no_driver(arrays, output)})")
             return
         if not output.flags.c_contiguous:
             self.refuse(f"{op.name}: a non-contiguous result")
@@ -597,3 +597,13 @@ class recording:
             if _active[0] == 0:
                 tensor_module.set_recorder(None)
         return False
+
+
+def _why_no_driver(arrays, output):
+    """Why an op recorded has no forward driver, for the warning: complex operands (the
+    replay's drivers are real: docs/complex.rst), or another case of the op's."""
+    if output.dtype.kind == "c" or any(
+        getattr(a, "dtype", None) is not None and a.dtype.kind == "c" for a in arrays
+    ):
+        return "complex operands: a program with complex values runs eagerly"
+    return "no forward driver for this case"

@@ -314,6 +314,25 @@ def test_ops_without_a_driver_fall_back_with_one_warning():
     np.testing.assert_allclose(g.numpy(), 2 * np.cos(x.numpy()))
 
 
+def test_complex_values_run_eagerly_with_a_warning_naming_them():
+    def fn(z, x):
+        return anb.sum(anb.abs(anb.exp(z) * x) ** 2)
+
+    z = anb.tensor([1 + 1j, -0.5j], requires_grad=True)
+    x = anb.tensor([2.0, 3.0], requires_grad=True)
+    compiled = anb.compile(fn)
+    with pytest.warns(CompileWarning, match=r"exp \(complex operands"):
+        compiled(z, x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (one warning per signature)
+        out = compiled(z, x)
+    got = anb.grad(out, [z, x])
+    expected = anb.grad(fn(z, x), [z, x])
+    for g, e in zip(got, expected):
+        assert g.dtype == e.dtype
+        np.testing.assert_array_equal(g.numpy(), e.numpy())
+
+
 def test_bad_input_raises_the_eager_error():
     compiled = anb.compile(lambda a, b: a @ b)
     a, b = anb.ones((2, 3)), anb.ones((3, 4))

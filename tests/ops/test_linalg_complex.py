@@ -263,8 +263,64 @@ def test_bad_input():
         anb.linalg.cholesky(anb.tensor(-np.eye(2) + 0j))
     with pytest.raises(ValueError, match="full_matrices=False"):
         anb.linalg.svd(anb.tensor(_matrix((2, 3)), requires_grad=True))
-    with pytest.raises(TypeError, match="linalg.pinv.*complex"):
-        anb.linalg.pinv(rect)
+    with pytest.raises(np.linalg.LinAlgError, match="Incompatible dimensions"):
+        anb.linalg.lstsq(rect, anb.tensor(np.ones(3) + 0j))
+
+
+# -- pinv and lstsq ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [(3, 2), (2, 3), (2, 3, 3)])
+def test_pinv_values_and_gradients(shape):
+    a = _matrix(shape, seed=3)
+    got = anb.linalg.pinv(anb.tensor(a))
+    assert got.dtype == np.complex128
+    np.testing.assert_allclose(got.numpy(), np.linalg.pinv(a), rtol=1e-12, atol=1e-12)
+    check_complex_gradients(anb.linalg.pinv, [a])
+
+
+def test_pinv_single_precision_and_a_real_matrix_keeps_a_real_gradient():
+    a = _matrix((3, 2), seed=4).astype(np.complex64)
+    got = anb.linalg.pinv(anb.tensor(a))
+    assert got.dtype == np.complex64
+    np.testing.assert_allclose(got.numpy(), np.linalg.pinv(a), rtol=1e-4, atol=1e-5)
+    x = anb.tensor(_matrix((3, 2), seed=5).real, requires_grad=True)
+    (anb.abs(anb.linalg.pinv(x * (1 + 2j))) ** 2).sum().backward()
+    assert x.grad.dtype == np.float64
+    check_complex_gradients(lambda x: anb.linalg.pinv(x * (1 + 2j)), [x.numpy()])
+
+
+def _lstsq_operands(kinds, b_shape, seed=6):
+    rng = np.random.default_rng(seed)
+    a = _matrix((4, 2), seed=seed) if kinds[0] == "c" else rng.standard_normal((4, 2))
+    b = _matrix(b_shape, seed=seed + 1) if kinds[1] == "c" else rng.standard_normal(b_shape)
+    return a, b
+
+
+@pytest.mark.parametrize("b_shape", [(4,), (4, 2)])
+@pytest.mark.parametrize("kinds", ["cc", "cr", "rc"])
+def test_lstsq_values_and_gradients(b_shape, kinds):
+    a, b = _lstsq_operands(kinds, b_shape)
+    x, residuals, rank, s = anb.linalg.lstsq(anb.tensor(a), anb.tensor(b))
+    expected = np.linalg.lstsq(a, b, rcond=None)
+    np.testing.assert_allclose(x.numpy(), expected[0], rtol=1e-12, atol=1e-12)
+    assert residuals.dtype == expected[1].dtype == np.float64
+    assert residuals.shape == expected[1].shape
+    np.testing.assert_allclose(residuals.numpy(), expected[1], rtol=1e-12)
+    assert rank == expected[2] == 2
+    np.testing.assert_allclose(s.numpy(), expected[3], rtol=1e-12)
+    check_complex_gradients(lambda a, b: anb.linalg.lstsq(a, b)[0], [a, b])
+    check_complex_gradients(lambda a, b: anb.linalg.lstsq(a, b)[1], [a, b])
+
+
+def test_lstsq_of_a_rank_deficient_matrix():
+    a = _matrix((4, 1), seed=8) @ _matrix((1, 3), seed=9)  # rank 1
+    b = _matrix((4,), seed=10)
+    x, residuals, rank, s = anb.linalg.lstsq(anb.tensor(a), anb.tensor(b))
+    expected = np.linalg.lstsq(a, b, rcond=None)
+    assert rank == expected[2] == 1
+    assert residuals.shape == expected[1].shape == (0,) and residuals.dtype == np.float64
+    np.testing.assert_allclose(x.numpy(), expected[0], rtol=1e-10, atol=1e-12)
 
 
 class _ComplexOnCuda:
@@ -277,10 +333,10 @@ class _ComplexOnCuda:
 
 
 @pytest.mark.parametrize("name", ["solve", "inv", "det", "slogdet", "cholesky", "eigh", "svd",
-                                  "qr", "norm", "eig", "eigvals"])
+                                  "qr", "norm", "eig", "eigvals", "pinv", "lstsq"])
 def test_complex_cuda_operands_raise_not_implemented_naming_the_function(name):
     x = _ComplexOnCuda()
-    args = (x, x) if name == "solve" else (x,)
+    args = (x, x) if name in ("solve", "lstsq") else (x,)
     with pytest.raises(NotImplementedError, match=rf"linalg\.{name}\b.*CUDA"):
         getattr(anb.linalg, name)(*args)
 
