@@ -1,6 +1,6 @@
 """The autograd API: grad, backward, grad modes, custom Functions, gradcheck, functional."""
 
-from . import functional
+from . import forward_ad, functional
 from .api import backward, grad
 from .custom_op import register_op, unregister_op
 from .function import Function, FunctionCtx
@@ -13,6 +13,7 @@ __all__ = [
     "GradcheckError",
     "backward",
     "enable_grad",
+    "forward_ad",
     "functional",
     "grad",
     "gradcheck",
