@@ -364,6 +364,8 @@ class _Seam:
             if tensor is None or array is None or getattr(tensor, "_tangents", None):
                 continue
             for level in _levels:
+                if level.suspended:
+                    continue
                 kept = level.buffers.get(id(array))
                 if kept is None or kept[0]() is not array:
                     continue

@@ -26,7 +26,11 @@ import importlib.util
 
 import numpy as np
 
-from ...ops.registry import call
+from ...ops.registry import FUNCTIONS, REGISTRY, call
+from ...tensor import Tensor
+from ...tensor import tensor as _new_tensor
+from ..api import grad
+from ..grad_mode import enable_grad
 
 #: ``{op name: rule}``.
 RULES = {}
@@ -92,6 +96,39 @@ def zero(tangents, primals, output, attrs):
     """The rule of an op whose result is locally constant in its inputs (``floor``,
     ``sign``): a zero tangent."""
     return None
+
+
+def transposed_vjp(name):
+    """The rule of the op ``name`` as the transpose of its differentiable VJP rule
+    (``Op.rule``, linear in its gradient ``g``): the gradient in ``g`` of ``<vjp(g), t>``,
+    recorded (``create_graph``) so that it differentiates again. Two passes where a rule of
+    its own takes one: for ops whose forward derivative has no simpler form (``cumprod``,
+    ``prod`` at zeros)."""
+    op = REGISTRY[name]
+
+    def rule(tangents, primals, output, attrs):
+        if all(t is None for t in tangents):
+            return None
+        seed = _new_tensor(np.zeros(output.shape, dtype=output.dtype), requires_grad=True,
+                           device=output.device)
+        with enable_grad():
+            inputs = [p if isinstance(p, Tensor) else _new_tensor(np.asarray(p))
+                      for p in primals]
+            parts = []
+            for k, tangent in enumerate(tangents):
+                if tangent is None:
+                    continue
+                contribution = op.rule(k, seed, inputs, output, attrs)
+                if contribution.dtype.kind == "c" or tangent.dtype.kind == "c":
+                    contribution = FUNCTIONS["real"](FUNCTIONS["conj"](contribution) * tangent)
+                else:
+                    contribution = contribution * tangent
+                parts.append(call("sum", contribution))
+            (result,) = grad(add_tangents(parts), seed, create_graph=True, allow_unused=True,
+                             materialize_grads=True)
+        return result
+
+    return rule
 
 
 #: The family modules, in import order. Those not written yet are skipped: the linalg, special
