@@ -260,11 +260,11 @@ def unpack_dual(tensor, *, level=None):
     tangent = None if tangents is None else tangents.get(owner)
     if tangent is None:
         return UnpackedDualTensor(tensor, None)
-    owner.suspended = True  # (the view gets no tangent of this level, but keeps the others)
+    before, owner.suspended = owner.suspended, True  # (the view keeps the other levels')
     try:
         primal = registry.call_view("reshape", tensor, shape=tensor.shape)
     finally:
-        owner.suspended = False
+        owner.suspended = before
     return UnpackedDualTensor(primal, tangent)
 
 
@@ -336,13 +336,14 @@ class _Seam:
             if rule is None:
                 raise no_rule_error(op.name)
             inner = _levels[position:]
+            before = [each.suspended for each in inner]
             for each in inner:
                 each.suspended = True
             try:
                 tangent = rule(tangents, args, result, attrs)
             finally:
-                for each in inner:
-                    each.suspended = False
+                for each, flag in zip(inner, before, strict=True):
+                    each.suspended = flag
             for array, arg, t in zip(arrays, args, tangents, strict=False):
                 if t is not None and isinstance(arg, Tensor) and array is not arg._data:
                     self.keep(array, level, t)
