@@ -142,6 +142,11 @@ def set_tier0(op, run):
     _tiered = bool(_tier0_ops)
 
 
+def dual_level_open():
+    """Whether a dual level is open (forward mode: :data:`forward_seam` installed)."""
+    return forward_seam is not None
+
+
 def saved_tangents(tensors, arrays):
     """Give the Tensors that a differentiable backward rebuilt from the saved ``arrays`` their
     tangents, while a dual level is open (:data:`forward_seam`)."""

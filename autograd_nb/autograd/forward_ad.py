@@ -294,6 +294,42 @@ def no_rule_error(op_name):
     )
 
 
+NO_FUNCTION_JVP = (
+    "You must implement the jvp function for custom autograd.Function to use it with forward "
+    "mode AD: {name} has no jvp staticmethod"
+)
+
+
+def function_tangents(function, ctx, args, outputs):
+    """Give the outputs of the custom Function ``function`` (``Function.apply``) their
+    tangents: its ``jvp(ctx, *tangents)`` staticmethod, as torch's (one tangent per
+    argument, None where it has none; one per output back). A Function without one refuses
+    dual arguments (NotImplementedError), never giving a wrong tangent."""
+    for position, level in enumerate(_levels):
+        if level.suspended:
+            continue
+        tangents = [_tangent_at(arg, level) for arg in args]
+        if all(t is None for t in tangents):
+            continue
+        jvp = getattr(function, "jvp", None)
+        if jvp is None:
+            raise NotImplementedError(NO_FUNCTION_JVP.format(name=function.__name__))
+        inner = _levels[position:]
+        before = [each.suspended for each in inner]
+        for each in inner:
+            each.suspended = True
+        try:
+            results = jvp(ctx, *tangents)
+        finally:
+            for each, flag in zip(inner, before, strict=True):
+                each.suspended = flag
+        if not isinstance(results, tuple):
+            results = (results,)
+        for output, tangent in zip(outputs, results, strict=False):
+            if tangent is not None and isinstance(output, Tensor):
+                _SEAM.attach(output, level, _fit(tangent, output))
+
+
 class _Seam:
     """What :func:`autograd_nb.tensor.set_forward` installs while a level is open."""
 
