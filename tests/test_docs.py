@@ -34,6 +34,7 @@ EXAMPLE_PAGES = {
     "numpy.rst",
     "compile.rst",
     "complex.rst",
+    "forward-mode.rst",
 }
 FLAGS = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS
 
