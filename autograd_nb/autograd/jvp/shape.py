@@ -1,10 +1,18 @@
 """Forward rules of the shape ops and of the copies between devices: all linear, so each
 applies the op itself to the tangent."""
 
-from ...ops.registry import call
+from ...ops.registry import call, call_view
 from . import filled, jvp_rule, linear
 
-jvp_rule("reshape")(linear(lambda t, attrs: call("reshape", t, shape=attrs["shape"])))
+
+def _reshape(tangent, attrs):
+    """A view of the tangent where the primal's reshape was one (``matmul``'s operands)."""
+    if attrs.get("view") is True:
+        return call_view("reshape", tangent, shape=attrs["shape"])
+    return call("reshape", tangent, shape=attrs["shape"])
+
+
+jvp_rule("reshape")(linear(_reshape))
 jvp_rule("transpose")(linear(lambda t, attrs: call("transpose", t, axes=attrs["axes"])))
 jvp_rule("broadcast_to")(linear(lambda t, attrs: call("broadcast_to", t, shape=attrs["shape"])))
 jvp_rule("astype")(linear(lambda t, attrs: call("astype", t, dtype=attrs["dtype"])))
