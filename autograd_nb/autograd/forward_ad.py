@@ -156,7 +156,9 @@ def _level_object(level):
 
 def _check_tangent(tensor, tangent):
     if tensor.dtype.kind not in "fc":
-        raise ValueError(f"Expected primal to be floating point or complex, but got: {tensor.dtype}")
+        raise ValueError(
+            f"Expected primal to be floating point or complex, but got: {tensor.dtype}"
+        )
     if tangent.dtype.kind not in "fc":
         raise ValueError(
             f"Expected tangent to be floating point or complex, but got: {tangent.dtype}"
@@ -314,15 +316,7 @@ def function_tangents(function, ctx, args, outputs):
         jvp = getattr(function, "jvp", None)
         if jvp is None:
             raise NotImplementedError(NO_FUNCTION_JVP.format(name=function.__name__))
-        inner = _levels[position:]
-        before = [each.suspended for each in inner]
-        for each in inner:
-            each.suspended = True
-        try:
-            results = jvp(ctx, *tangents)
-        finally:
-            for each, flag in zip(inner, before, strict=True):
-                each.suspended = flag
+        results = _suspended(position, jvp, ctx, *tangents)
         if not isinstance(results, tuple):
             results = (results,)
         for output, tangent in zip(outputs, results, strict=False):
@@ -371,15 +365,7 @@ class _Seam:
             rule = rule_of(op)
             if rule is None:
                 raise no_rule_error(op.name)
-            inner = _levels[position:]
-            before = [each.suspended for each in inner]
-            for each in inner:
-                each.suspended = True
-            try:
-                tangent = rule(tangents, args, result, attrs)
-            finally:
-                for each, flag in zip(inner, before, strict=True):
-                    each.suspended = flag
+            tangent = _suspended(position, rule, tangents, args, result, attrs)
             for array, arg, t in zip(arrays, args, tangents, strict=False):
                 if t is not None and isinstance(arg, Tensor) and array is not arg._data:
                     self.keep(array, level, t)
@@ -410,6 +396,21 @@ class _Seam:
                 if tangent.shape != tensor.shape:
                     tangent = tangent.reshape(tensor.shape)
                 self.attach(tensor, level, tangent)
+
+
+def _suspended(position, function, *args):
+    """``function(*args)`` with the level at ``position`` and those inside it suspended: the
+    ops of a rule propagate the tangents of the outer levels only (no perturbation
+    confusion), and a suspended level stays so when the rule returns."""
+    inner = _levels[position:]
+    before = [each.suspended for each in inner]
+    for each in inner:
+        each.suspended = True
+    try:
+        return function(*args)
+    finally:
+        for each, flag in zip(inner, before, strict=True):
+            each.suspended = flag
 
 
 def _tangent_at(arg, level):

@@ -653,25 +653,7 @@ def _jacobian_forward(func, inputs, strict, vectorize, need_graph=False):
     is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
     inputs = tuple(x.detach().requires_grad_(need_graph) for x in inputs)
     numels = [x.size for x in inputs]
-    columns = []  # per column, the tangent of each output
-    outputs = None
-    with forward_ad.dual_level():
-        for j, x in enumerate(inputs):
-            for c in range(numels[j]):
-                duals = []
-                for i, other in enumerate(inputs):
-                    tangent = np.zeros(other.shape, dtype=other.dtype)
-                    if i == j:
-                        tangent.reshape(-1)[c] = 1
-                    duals.append(forward_ad.make_dual(other, Tensor._make(tangent)))
-                is_outputs_tuple, outputs = _as_tuple(
-                    func(*duals), "outputs of the user-provided function", "jacobian"
-                )
-                columns.append([forward_ad.unpack_dual(o).tangent for o in outputs])
-        if outputs is None:  # (no input element at all: one call for the outputs' shapes)
-            is_outputs_tuple, outputs = _as_tuple(
-                func(*inputs), "outputs of the user-provided function", "jacobian"
-            )
+    is_outputs_tuple, outputs, columns = _forward_columns(func, inputs, numels)
     jac = []
     for k, output in enumerate(outputs):
         data = np.zeros((sum(numels),) + output.shape, dtype=output.dtype)
@@ -688,6 +670,31 @@ def _jacobian_forward(func, inputs, strict, vectorize, need_graph=False):
             offset += numel
         jac.append(tuple(row))
     return _tuple_postprocess(tuple(jac), (is_outputs_tuple, is_inputs_tuple))
+
+
+def _forward_columns(func, inputs, numels):
+    """``(is_outputs_tuple, outputs, columns)``: ``func``'s outputs, and per unit vector of the
+    inputs the outputs' tangents along it (one forward pass each, in one dual level)."""
+    columns = []
+    outputs = None
+    with forward_ad.dual_level():
+        for j, numel in enumerate(numels):
+            for c in range(numel):
+                duals = []
+                for i, other in enumerate(inputs):
+                    tangent = np.zeros(other.shape, dtype=other.dtype)
+                    if i == j:
+                        tangent.reshape(-1)[c] = 1
+                    duals.append(forward_ad.make_dual(other, Tensor._make(tangent)))
+                is_outputs_tuple, outputs = _as_tuple(
+                    func(*duals), "outputs of the user-provided function", "jacobian"
+                )
+                columns.append([forward_ad.unpack_dual(o).tangent for o in outputs])
+    if outputs is None:  # (no input element at all: one call for the outputs' shapes)
+        is_outputs_tuple, outputs = _as_tuple(
+            func(*inputs), "outputs of the user-provided function", "jacobian"
+        )
+    return is_outputs_tuple, outputs, columns
 
 
 # -- second order ------------------------------------------------------------------------------
