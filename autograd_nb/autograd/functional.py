@@ -839,8 +839,8 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
 
     Computed by forward over reverse: the tangent along ``v`` of the differentiable gradient
     (one forward pass of dual tensors, one recorded backward that carries the tangents). On
-    an MLP loss it took 0.83 of the time of the double-VJP trick on the gradient (two
-    recorded reverse passes; docs/benchmarking.rst, "Forward mode"). ``strict=True`` takes
+    ``mlp_train_step``'s loss it took half the time of the double-VJP trick on the gradient
+    (two recorded reverse passes; docs/benchmarking.rst, "Forward mode"). ``strict=True`` takes
     that trick, whose checks are torch's. For twice continuously
     differentiable functions ``H`` is symmetric and it agrees with :func:`vhp`.
 
