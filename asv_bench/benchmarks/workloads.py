@@ -1695,6 +1695,28 @@ def _(anb, **_):
     return step
 
 
+@pinn_laplacian.variant("autograd_nb:reverse_over_forward")
+def _(anb, **_):
+    from autograd_nb.autograd import forward_ad as fwAD
+
+    points, params = _pinn_data()
+    params = [anb.tensor(p) for p in params]
+    x = anb.tensor(points, requires_grad=True)
+    directions = [anb.tensor(np.eye(2)[d] * np.ones((PINN_POINTS, 1))) for d in range(2)]
+
+    def step():  # the gradient of each coordinate's tangent (a plain, compiled backward)
+        total = 0.0
+        with fwAD.dual_level():
+            for d in range(2):
+                dual = fwAD.make_dual(x, directions[d])
+                tangent = fwAD.unpack_dual(_pinn_u(anb.tanh, dual, params)).tangent
+                (second,) = anb.grad(tangent.sum(), x)
+                total = total + second[:, d]
+        return [total.numpy()]
+
+    return step
+
+
 @pinn_laplacian.variant("autograd_nb:nested")
 def _(anb, **_):
     points, params = _pinn_data()
