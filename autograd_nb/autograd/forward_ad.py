@@ -288,6 +288,16 @@ def is_dual(value):
     return any(not level.suspended and level in tangents for level in _levels)
 
 
+def copy_tangents(source, target):
+    """Give ``target`` (a Tensor of ``source``'s shape and dtype: a detached copy) the tangents
+    ``source`` has at the open levels (for the functional API's fresh inputs)."""
+    tangents = getattr(source, "_tangents", None)
+    if tangents:
+        for level in _levels:
+            if level in tangents:
+                _SEAM.attach(target, level, tangents[level])
+
+
 def no_rule_error(op_name):
     """The error of an op run on a dual tensor whose op has no forward rule."""
     return NotImplementedError(

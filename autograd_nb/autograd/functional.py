@@ -67,14 +67,19 @@ def _grad_preprocess(tensors, create_graph, need_graph):
     Always a new object, so that differentiating with respect to it cannot be confused with
     the caller's tensor that ``func`` may also have captured. With ``create_graph`` a tensor
     that requires grad stays connected to its history (a differentiable copy); otherwise it
-    is detached and, if ``need_graph``, made a leaf that requires grad.
+    is detached and, if ``need_graph``, made a leaf that requires grad. With ``create_graph`` a
+    dual tensor (:mod:`.forward_ad`) keeps its tangents (nested ``jvp`` calls, the ``jvp`` of a
+    Jacobian), the detached leaf too.
     """
     fresh = []
     for tensor in tensors:
         if create_graph and tensor.requires_grad:
             fresh.append(FUNCTIONS["reshape"](tensor, tensor.shape))
         else:
-            fresh.append(tensor.detach().requires_grad_(need_graph))
+            leaf = tensor.detach().requires_grad_(need_graph)
+            if create_graph:
+                forward_ad.copy_tangents(tensor, leaf)
+            fresh.append(leaf)
     return tuple(fresh)
 
 
