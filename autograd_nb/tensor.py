@@ -70,9 +70,17 @@ _cuda_used = False
 #: the only way in: nothing is patched.
 recorder = None
 
+#: The forward-mode seam: None, or what :func:`set_forward` installed while a dual level is
+#: open (:mod:`autograd_nb.autograd.forward_ad`). After every op that :func:`apply` runs it is
+#: told ``ran(op, args, arrays, attrs, result)``, and gives the result the tangents of its
+#: dual inputs; ``wrote(target, result)`` after an in-place update; ``saved(tensors,
+#: arrays)`` gives the Tensors a differentiable backward rebuilds from saved arrays their
+#: tangents (forward over reverse). This is the only way in: nothing is patched.
+forward_seam = None
+
 #: Whether the eager fast paths step aside for the general one, which looks for device
-#: arrays and the recorder: set once a CUDA tensor exists, and while a recorder is
-#: installed. (One global read on the hot path, as ``_cuda_used`` was.)
+#: arrays, the recorder and the forward seam: set once a CUDA tensor exists, and while a
+#: recorder or a forward seam is installed. (One global read on the hot path.)
 _detour = False
 
 #: Tier 0's seam (:mod:`autograd_nb.tiering`): the ops whose CPU calls it serves now, and the
@@ -110,7 +118,15 @@ def set_recorder(new):
     """Install ``new`` in :data:`recorder` (None: remove it); the previous one is returned."""
     global recorder, _detour
     previous, recorder = recorder, new
-    _detour = _cuda_used or new is not None
+    _detour = _cuda_used or new is not None or forward_seam is not None
+    return previous
+
+
+def set_forward(new):
+    """Install ``new`` in :data:`forward_seam` (None: remove it); the previous one is returned."""
+    global forward_seam, _detour
+    previous, forward_seam = forward_seam, new
+    _detour = _cuda_used or recorder is not None or new is not None
     return previous
 
 
@@ -124,6 +140,18 @@ def set_tier0(op, run):
         _tier0_ops.add(op)
         _tier0_run = run
     _tiered = bool(_tier0_ops)
+
+
+def dual_level_open():
+    """Whether a dual level is open (forward mode: :data:`forward_seam` installed)."""
+    return forward_seam is not None
+
+
+def saved_tangents(tensors, arrays):
+    """Give the Tensors that a differentiable backward rebuilt from the saved ``arrays`` their
+    tangents, while a dual level is open (:data:`forward_seam`)."""
+    if forward_seam is not None:
+        forward_seam.saved(tensors, arrays)
 
 
 def in_tier0(op):
@@ -195,6 +223,9 @@ class Tensor:
         # Set only by collector.keep_tracked (the tensor is on a path through some .grad and
         # the garbage collector must keep scanning it); unset costs nothing at creation.
         "_kept",
+        # Set only on dual tensors (forward mode, :data:`forward_seam`): ``{level: tangent}``;
+        # unset costs nothing at creation.
+        "_tangents",
         "__weakref__",
     )
     # -- construction ------------------------------------------------------------------------
@@ -1024,6 +1055,8 @@ def _apply_operands(op, args, attrs):  # noqa: C901 (the general hot path, kept 
             result._node = _record_live(op, edges, arrays, boxes, output, version, attrs)
     if trace is not None:
         trace.ran(op, args, arrays, attrs, output, result)
+    if forward_seam is not None:
+        forward_seam.ran(op, args, arrays, attrs, result)
     return result
 
 
@@ -1223,6 +1256,8 @@ def _inplace(target, op_name, other, **attrs):
     target._version[0] += 1
     tape.mutated()  # a cached backward's version check relies on this
     _rebase(target, result._node)
+    if forward_seam is not None:
+        forward_seam.wrote(target, result)
     if trace is not None:
         trace.wrote(mark, target._data)
     return target
@@ -1248,7 +1283,7 @@ def _write_into(target, op, other, trace=None):
     and dtype (``ElementwiseOp.run_pair`` with ``out``); else False, with nothing changed.
     Not while this thread's ``trace`` records: it follows the update through the out-of-place
     op it records."""
-    if trace is not None:
+    if trace is not None or forward_seam is not None:
         return False
     data = target._data
     run_pair = getattr(op, "run_pair", None)

@@ -35,6 +35,7 @@ EXAMPLE_PAGES = {
     "compile.rst",
     "loops.rst",
     "complex.rst",
+    "forward-mode.rst",
 }
 FLAGS = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS
 

@@ -224,3 +224,21 @@ class CompiledFirstCalls:
         return compiled_first_calls(workload, variant, **params)[1]
 
     track_first_replay.unit = "seconds"
+
+
+class TallJacobian(_WorkloadSuite):
+    __doc__ = WORKLOADS["tall_jacobian"].description
+    workload = "tall_jacobian"
+    params, param_names = _params_of(workload)
+
+
+class MlpHvp(_WorkloadSuite):
+    __doc__ = WORKLOADS["mlp_hvp"].description
+    workload = "mlp_hvp"
+    params, param_names = _params_of(workload)
+
+
+class PinnLaplacian(_WorkloadSuite):
+    __doc__ = WORKLOADS["pinn_laplacian"].description
+    workload = "pinn_laplacian"
+    params, param_names = _params_of(workload)

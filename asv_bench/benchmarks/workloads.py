@@ -1486,3 +1486,317 @@ def _(autograd, **_):
         return [grad(u0)]
 
     return step
+
+
+# -- forward mode (issue 46): a tall Jacobian, an HVP, a PINN Laplacian ------------------------
+
+TALL_IN, TALL_HIDDEN, TALL_OUT = 8, 64, 4096
+
+tall_jacobian = Workload(
+    "tall_jacobian",
+    "the 4096x8 Jacobian of W2 @ tanh(W1 @ x + b1) + b2 (8 inputs, hidden 64, 4096 outputs), "
+    "float64: forward mode (jacfwd) beside reverse",
+    params={},
+    compare=[{}],
+)
+
+
+def _tall_data():
+    return {
+        "x": seeded(TALL_IN, seed=60),
+        "W1": seeded((TALL_HIDDEN, TALL_IN), seed=61, scale=TALL_IN**-0.5),
+        "b1": seeded(TALL_HIDDEN, seed=62, scale=0.1),
+        "W2": seeded((TALL_OUT, TALL_HIDDEN), seed=63, scale=TALL_HIDDEN**-0.5),
+        "b2": seeded(TALL_OUT, seed=64, scale=0.1),
+    }
+
+
+def _tall(tanh, x, W1, b1, W2, b2):
+    return W2 @ tanh(W1 @ x + b1) + b2
+
+
+@tall_jacobian.exact
+def _():
+    d = _tall_data()
+    h = np.tanh(d["W1"] @ d["x"] + d["b1"])
+    return [(d["W2"] * (1 - h**2)) @ d["W1"]]
+
+
+def _anb_tall(anb, strategy):
+    from autograd_nb.autograd.functional import jacobian
+
+    data = {name: anb.tensor(value) for name, value in _tall_data().items()}
+    x = data.pop("x")
+
+    def step():
+        function = lambda x: _tall(anb.tanh, x, **data)  # noqa: E731
+        return [jacobian(function, x, vectorize=True, strategy=strategy).numpy()]
+
+    return step
+
+
+@tall_jacobian.variant("autograd_nb")
+def _(anb, **_):
+    return _anb_tall(anb, "forward-mode")
+
+
+@tall_jacobian.variant("autograd_nb:reverse")
+def _(anb, **_):
+    return _anb_tall(anb, "reverse-mode")
+
+
+@tall_jacobian.variant("torch")
+def _(torch, **_):
+    import torch.func
+
+    data = {name: torch.tensor(value) for name, value in _tall_data().items()}
+    x = data.pop("x")
+    jacfwd = torch.func.jacfwd(lambda x: _tall(torch.tanh, x, **data))
+
+    def step():
+        return [jacfwd(x).numpy()]
+
+    return step
+
+
+@tall_jacobian.variant("jax")
+def _(jax, **_):
+    import jax.numpy as jnp
+
+    data = {name: jnp.asarray(value) for name, value in _tall_data().items()}
+    x = data.pop("x")
+    jacfwd = jax.jit(jax.jacfwd(lambda x, data: _tall(jnp.tanh, x, **data)))
+
+    def step():
+        return [np.asarray(jax.block_until_ready(jacfwd(x, data)))]
+
+    return step
+
+
+mlp_hvp = Workload(
+    "mlp_hvp",
+    "a Hessian-vector product of mlp_train_step's loss in its six parameters, float32",
+    params={},
+    compare=[{}],
+    dtype="float32",
+    tolerance=1e-3,
+)
+
+
+def _hvp_vector():
+    _, _, params = _mlp_data()
+    return [seeded(p.shape, seed=70 + i, dtype="float32") for i, p in enumerate(params)]
+
+
+def _anb_hvp(anb, forward_over_reverse):
+    from autograd_nb.autograd import functional
+
+    params, loss = _anb_mlp(anb)
+    params = tuple(p.detach() for p in params)
+    vector = tuple(anb.tensor(v) for v in _hvp_vector())
+
+    def step():
+        if forward_over_reverse:
+            _, product = functional.hvp(loss, params, vector)
+        else:  # the double-VJP trick (two recorded reverse passes), functional.hvp's other way
+            _, product = functional._second_order_product(
+                loss, params, vector, False, False, "hvp"
+            )
+        return [p.numpy() for p in product]
+
+    return step
+
+
+@mlp_hvp.variant("autograd_nb")
+def _(anb, **_):
+    return _anb_hvp(anb, True)
+
+
+@mlp_hvp.variant("autograd_nb:double_vjp")
+def _(anb, **_):
+    return _anb_hvp(anb, False)
+
+
+def _torch_mlp_loss(torch):
+    inputs, labels, params = _mlp_data()
+    inputs, labels = torch.tensor(inputs), torch.tensor(labels)
+    rows = torch.arange(MLP_BATCH)
+
+    def loss(*params):
+        return _mlp_loss(torch.tanh, lambda z: torch.log_softmax(z, dim=-1), inputs, labels,
+                         rows, params)
+
+    return tuple(torch.tensor(p) for p in params), loss
+
+
+@mlp_hvp.variant("torch")
+def _(torch, **_):
+    import torch.func
+
+    params, loss = _torch_mlp_loss(torch)
+    vector = tuple(torch.tensor(v) for v in _hvp_vector())
+    gradient = torch.func.grad(loss, argnums=tuple(range(len(params))))
+
+    def step():  # forward over reverse, torch.func's way
+        _, product = torch.func.jvp(gradient, params, vector)
+        return [p.numpy() for p in product]
+
+    return step
+
+
+@mlp_hvp.variant("torch:functional")
+def _(torch, **_):
+    params, loss = _torch_mlp_loss(torch)
+    vector = tuple(torch.tensor(v) for v in _hvp_vector())
+
+    def step():  # torch.autograd.functional.hvp: the double-backward trick
+        _, product = torch.autograd.functional.hvp(loss, params, vector)
+        return [p.numpy() for p in product]
+
+    return step
+
+
+@mlp_hvp.variant("jax")
+def _(jax, **_):
+    import jax.numpy as jnp
+
+    inputs, labels, params = _mlp_data()
+    inputs, labels = jnp.asarray(inputs), jnp.asarray(labels)
+    rows = jnp.arange(MLP_BATCH)
+    params = [jnp.asarray(p) for p in params]
+    vector = [jnp.asarray(v) for v in _hvp_vector()]
+
+    def loss(params):
+        return _mlp_loss(jnp.tanh, jax.nn.log_softmax, inputs, labels, rows, params)
+
+    hvp = jax.jit(lambda p, v: jax.jvp(jax.grad(loss), (p,), (v,))[1])
+
+    def step():
+        return [np.asarray(p) for p in jax.block_until_ready(hvp(params, vector))]
+
+    return step
+
+
+PINN_SIZES, PINN_POINTS = (2, 64, 64, 1), 1024
+
+pinn_laplacian = Workload(
+    "pinn_laplacian",
+    "the Laplacian of a 2-64-64-1 tanh MLP's output in its 2-D input at 1024 points, float64",
+    params={},
+    compare=[{}],
+)
+
+
+def _pinn_data():
+    params = []
+    for i, (fan_in, fan_out) in enumerate(zip(PINN_SIZES[:-1], PINN_SIZES[1:])):
+        params.append(seeded((fan_in, fan_out), seed=80 + 2 * i, scale=fan_in**-0.5))
+        params.append(seeded(fan_out, seed=81 + 2 * i, scale=0.1))
+    points = seeded_uniform((PINN_POINTS, 2), -1.0, 1.0, seed=90)
+    return points, params
+
+
+def _pinn_u(tanh, points, params):
+    h = points
+    for i in range(0, len(params) - 2, 2):
+        h = tanh(h @ params[i] + params[i + 1])
+    return (h @ params[-2] + params[-1])[:, 0]
+
+
+@pinn_laplacian.variant("autograd_nb")
+def _(anb, **_):
+    from autograd_nb.autograd import forward_ad as fwAD
+
+    points, params = _pinn_data()
+    params = [anb.tensor(p) for p in params]
+    x = anb.tensor(points, requires_grad=True)
+    directions = [anb.tensor(np.eye(2)[d] * np.ones((PINN_POINTS, 1))) for d in range(2)]
+
+    def step():  # forward over reverse: one pass per coordinate
+        total = 0.0
+        with fwAD.dual_level():
+            for d in range(2):
+                dual = fwAD.make_dual(x, directions[d])
+                (gradient,) = anb.grad(_pinn_u(anb.tanh, dual, params).sum(), dual,
+                                       create_graph=True)
+                total = total + fwAD.unpack_dual(gradient).tangent[:, d]
+        return [total.numpy()]
+
+    return step
+
+
+@pinn_laplacian.variant("autograd_nb:reverse_over_forward")
+def _(anb, **_):
+    from autograd_nb.autograd import forward_ad as fwAD
+
+    points, params = _pinn_data()
+    params = [anb.tensor(p) for p in params]
+    x = anb.tensor(points, requires_grad=True)
+    directions = [anb.tensor(np.eye(2)[d] * np.ones((PINN_POINTS, 1))) for d in range(2)]
+
+    def step():  # the gradient of each coordinate's tangent (a plain, compiled backward)
+        total = 0.0
+        with fwAD.dual_level():
+            for d in range(2):
+                dual = fwAD.make_dual(x, directions[d])
+                tangent = fwAD.unpack_dual(_pinn_u(anb.tanh, dual, params)).tangent
+                (second,) = anb.grad(tangent.sum(), x)
+                total = total + second[:, d]
+        return [total.numpy()]
+
+    return step
+
+
+@pinn_laplacian.variant("autograd_nb:nested")
+def _(anb, **_):
+    points, params = _pinn_data()
+    params = [anb.tensor(p) for p in params]
+    x = anb.tensor(points, requires_grad=True)
+
+    def step():  # nested reverse mode
+        (gradient,) = anb.grad(_pinn_u(anb.tanh, x, params).sum(), x, create_graph=True)
+        total = 0.0
+        for d in range(2):
+            (second,) = anb.grad(gradient[:, d].sum(), x, retain_graph=True)
+            total = total + second[:, d]
+        return [total.numpy()]
+
+    return step
+
+
+@pinn_laplacian.variant("torch")
+def _(torch, **_):
+    points, params = _pinn_data()
+    params = [torch.tensor(p) for p in params]
+    x = torch.tensor(points, requires_grad=True)
+
+    def step():  # nested grad, the usual PINN code
+        (gradient,) = torch.autograd.grad(_pinn_u(torch.tanh, x, params).sum(), x,
+                                          create_graph=True)
+        total = 0.0
+        for d in range(2):
+            (second,) = torch.autograd.grad(gradient[:, d].sum(), x, retain_graph=True)
+            total = total + second[:, d]
+        return [total.detach().numpy()]
+
+    return step
+
+
+@pinn_laplacian.variant("jax")
+def _(jax, **_):
+    import jax.numpy as jnp
+
+    points, params = _pinn_data()
+    points, params = jnp.asarray(points), [jnp.asarray(p) for p in params]
+
+    def u(point, params):
+        return _pinn_u(jnp.tanh, point[None, :], params)[0]
+
+    hessian = jax.jacfwd(jax.jacrev(u))
+    laplacian = jax.jit(jax.vmap(lambda p, params: jnp.trace(hessian(p, params)),
+                                 in_axes=(0, None)))
+
+    def step():
+        return [np.asarray(jax.block_until_ready(laplacian(points, params)))]
+
+    return step

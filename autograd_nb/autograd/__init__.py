@@ -1,6 +1,6 @@
 """The autograd API: grad, backward, grad modes, custom Functions, gradcheck, functional."""
 
-from . import functional
+from . import forward_ad, functional
 from .api import backward, grad
 from .checkpoint import checkpoint
 from .custom_op import register_op, unregister_op
@@ -18,6 +18,7 @@ __all__ = [
     "cond",
     "enable_grad",
     "fori_loop",
+    "forward_ad",
     "functional",
     "grad",
     "gradcheck",

@@ -22,7 +22,8 @@ import numpy as np
 from .. import tape
 from ..ops import _broadcast
 from ..ops.registry import Op, call
-from ..tensor import Tensor
+from ..tensor import Tensor, dual_level_open
+from . import forward_ad
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -509,6 +510,8 @@ class Function:
         differentiable, originals = _claim_outputs(ctx, args, outputs)
         if any(ctx.needs_input_grad) and differentiable:
             _connect(cls, ctx, args, outputs, differentiable, originals)
+        if dual_level_open():
+            forward_ad.function_tangents(cls, ctx, args, outputs)
         return outputs[0] if single else tuple(outputs)
 
 

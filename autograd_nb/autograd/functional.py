@@ -6,8 +6,11 @@ mirror the tuple-ness of the inputs and outputs. Inputs are detached and made to
 inside, so ``func`` may be called on tensors that don't require grad; results are detached
 unless ``create_graph=True``.
 
-Forward-mode products (``jvp``, ``hvp``, ``strategy="forward-mode"``) use the double-VJP trick:
-the VJP ``u ↦ uᵀJ`` is linear in ``u``, so its own VJP against ``v`` is ``Jv``.
+Forward-mode products run in forward mode (:mod:`autograd_nb.autograd.forward_ad`): ``jvp`` is
+one forward pass of dual tensors; ``jacobian(..., strategy="forward-mode")`` one such pass per
+unit vector of the inputs (a column of the Jacobian each); ``hvp`` and
+``hessian(..., outer_jacobian_strategy="forward-mode")`` take forward over reverse, the tangent
+of a differentiable gradient (docs/forward-mode.rst says when each is faster).
 
 ``jacobian(..., vectorize=True)`` makes one batched call, ``grad(..., is_grads_batched=True)``
 with the rows of the identity as the batch of grad_outputs; ``vectorize=False`` makes one
@@ -19,6 +22,7 @@ import numpy as np
 from .. import config
 from ..ops.registry import FUNCTIONS
 from ..tensor import Tensor
+from . import forward_ad
 from .api import grad
 from .grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
 
@@ -63,14 +67,19 @@ def _grad_preprocess(tensors, create_graph, need_graph):
     Always a new object, so that differentiating with respect to it cannot be confused with
     the caller's tensor that ``func`` may also have captured. With ``create_graph`` a tensor
     that requires grad stays connected to its history (a differentiable copy); otherwise it
-    is detached and, if ``need_graph``, made a leaf that requires grad.
+    is detached and, if ``need_graph``, made a leaf that requires grad. With ``create_graph`` a
+    dual tensor (:mod:`.forward_ad`) keeps its tangents (nested ``jvp`` calls, the ``jvp`` of a
+    Jacobian), the detached leaf too.
     """
     fresh = []
     for tensor in tensors:
         if create_graph and tensor.requires_grad:
             fresh.append(FUNCTIONS["reshape"](tensor, tensor.shape))
         else:
-            fresh.append(tensor.detach().requires_grad_(need_graph))
+            leaf = tensor.detach().requires_grad_(need_graph)
+            if create_graph:
+                forward_ad.copy_tangents(tensor, leaf)
+            fresh.append(leaf)
     return tuple(fresh)
 
 
@@ -342,9 +351,10 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
 def jvp(func, inputs, v=None, create_graph=False, strict=False):
     """The Jacobian-vector product ``J · v`` of ``func`` at ``inputs``.
 
-    Computed by the double-VJP trick: ``g(u) = uᵀJ`` is linear in ``u``, and the VJP of ``g``
-    against ``v`` is ``Jv``. That costs two reverse passes (the second through the
-    recorded first).
+    One forward pass of dual tensors (:mod:`autograd_nb.autograd.forward_ad`): every op gives
+    its result the tangent its forward rule computes from its inputs' tangents. With
+    ``strict=True`` it takes torch's double-VJP trick (two reverse passes) instead, whose
+    checks find an output that does not depend on an input.
 
     Parameters
     ----------
@@ -381,6 +391,44 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
             [3., 0., 0., 0.],
             [4., 0., 0., 0.]])
     """
+    if strict:
+        return _jvp_double_vjp(func, inputs, v, create_graph, strict)
+    with set_grad_enabled(True if create_graph else is_grad_enabled()):
+        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
+        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=False)
+        if v is not None:
+            _, v = _as_tuple(v, "v", "jvp")
+            v = _grad_preprocess(v, create_graph=create_graph, need_graph=False)
+            _validate_v(v, inputs, is_inputs_tuple)
+        elif len(inputs) != 1 or inputs[0].size != 1:
+            raise RuntimeError(
+                "The vector v can only be None if the input to the user-provided function is "
+                "a single Tensor with a single element."
+            )
+        else:
+            v = (Tensor._make(np.ones(inputs[0].shape, dtype=inputs[0].dtype)),)
+        with forward_ad.dual_level():
+            duals = tuple(forward_ad.make_dual(x, t) for x, t in zip(inputs, v, strict=True))
+            outputs = func(*duals)
+            is_outputs_tuple, outputs = _as_tuple(
+                outputs, "outputs of the user-provided function", "jvp"
+            )
+            unpacked = [forward_ad.unpack_dual(o) for o in outputs]
+        outputs = tuple(u.primal for u in unpacked)
+        result = _fill_in_zeros(
+            [u.tangent for u in unpacked], outputs, strict, create_graph, "back_trick"
+        )
+    outputs = _grad_postprocess(outputs, create_graph)
+    result = _grad_postprocess(result, create_graph)
+    return (
+        _tuple_postprocess(outputs, is_outputs_tuple),
+        _tuple_postprocess(result, is_outputs_tuple),
+    )
+
+
+def _jvp_double_vjp(func, inputs, v, create_graph, strict):
+    """``jvp`` by the double-VJP trick, for ``strict=True``: its checks are torch's, which
+    finds an output independent of an input through the gradient of the first VJP."""
     with enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
         inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
@@ -591,8 +639,11 @@ def _jacobian_batched(outputs, inputs, create_graph):
     return tuple(zip(*per_input, strict=True))
 
 
-def _jacobian_forward(func, inputs, strict, vectorize):
-    """Column by column: ``J · e_c`` for every unit vector ``e_c`` of the inputs, batched."""
+def _jacobian_forward(func, inputs, strict, vectorize, need_graph=False):
+    """Column by column: ``J · e_c`` for every unit vector ``e_c`` of the inputs, each one
+    forward pass of dual tensors (the tangents are not batched: the passes run one after
+    another, within one dual level). ``need_graph``: the inputs require grad (``hessian``'s
+    gradient, forward over reverse)."""
     if strict:
         raise RuntimeError(
             "autograd_nb.autograd.functional.jacobian: `strict=True` and "
@@ -604,31 +655,16 @@ def _jacobian_forward(func, inputs, strict, vectorize):
             "Computing Jacobian using forward-AD or forward-over-reverse Hessian is only "
             "implemented for `vectorize=True`."
         )
-    with enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
-        inputs = _grad_preprocess(inputs, create_graph=False, need_graph=True)
-        outputs = func(*inputs)
-        is_outputs_tuple, outputs = _as_tuple(
-            outputs, "outputs of the user-provided function", "jacobian"
-        )
-        dummy_grad_outputs = tuple(
-            Tensor._make(np.zeros(o.shape, dtype=o.dtype), requires_grad=True) for o in outputs
-        )
-        grad_inputs = _autograd_grad(outputs, inputs, dummy_grad_outputs, create_graph=True)
-    basis, numels = _standard_basis(inputs)
-    total = sum(numels)
-    columns = (
-        _autograd_grad(grad_inputs, dummy_grad_outputs, basis, is_grads_batched=True)
-        if total
-        else (None,) * len(outputs)
-    )
+    is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
+    inputs = tuple(x.detach().requires_grad_(need_graph) for x in inputs)
+    numels = [x.size for x in inputs]
+    is_outputs_tuple, outputs, columns = _forward_columns(func, inputs, numels)
     jac = []
-    for columns_i, output in zip(columns, outputs, strict=True):
-        data = (
-            np.zeros((total,) + output.shape, dtype=output.dtype)
-            if columns_i is None
-            else columns_i._data
-        )
+    for k, output in enumerate(outputs):
+        data = np.zeros((sum(numels),) + output.shape, dtype=output.dtype)
+        for c, tangents in enumerate(columns):
+            if tangents[k] is not None:
+                data[c] = tangents[k].detach().cpu().numpy()
         row = []
         offset = 0
         for numel, input_j in zip(numels, inputs, strict=True):
@@ -639,6 +675,31 @@ def _jacobian_forward(func, inputs, strict, vectorize):
             offset += numel
         jac.append(tuple(row))
     return _tuple_postprocess(tuple(jac), (is_outputs_tuple, is_inputs_tuple))
+
+
+def _forward_columns(func, inputs, numels):
+    """``(is_outputs_tuple, outputs, columns)``: ``func``'s outputs, and per unit vector of the
+    inputs the outputs' tangents along it (one forward pass each, in one dual level)."""
+    columns = []
+    outputs = None
+    with forward_ad.dual_level():
+        for j, numel in enumerate(numels):
+            for c in range(numel):
+                duals = []
+                for i, other in enumerate(inputs):
+                    tangent = np.zeros(other.shape, dtype=other.dtype)
+                    if i == j:
+                        tangent.reshape(-1)[c] = 1
+                    duals.append(forward_ad.make_dual(other, Tensor._make(tangent)))
+                is_outputs_tuple, outputs = _as_tuple(
+                    func(*duals), "outputs of the user-provided function", "jacobian"
+                )
+                columns.append([forward_ad.unpack_dual(o).tangent for o in outputs])
+    if outputs is None:  # (no input element at all: one call for the outputs' shapes)
+        is_outputs_tuple, outputs = _as_tuple(
+            func(*inputs), "outputs of the user-provided function", "jacobian"
+        )
+    return is_outputs_tuple, outputs, columns
 
 
 # -- second order ------------------------------------------------------------------------------
@@ -724,14 +785,18 @@ def hessian(
         _check_requires_grad(gradient, "jacobian", strict=strict)
         return gradient
 
-    result = jacobian(
-        gradient_func,
-        inputs,
-        create_graph=create_graph,
-        strict=strict,
-        vectorize=vectorize,
-        strategy=outer_jacobian_strategy,
-    )
+    if outer_jacobian_strategy == "forward-mode" and not create_graph:
+        # Forward over reverse: each column is the tangent of the differentiable gradient.
+        result = _jacobian_forward(gradient_func, inputs, strict, vectorize, need_graph=True)
+    else:
+        result = jacobian(
+            gradient_func,
+            inputs,
+            create_graph=create_graph,
+            strict=strict,
+            vectorize=vectorize,
+            strategy=outer_jacobian_strategy,
+        )
     return _tuple_postprocess(result, (is_inputs_tuple, is_inputs_tuple))
 
 
@@ -777,9 +842,12 @@ def vhp(func, inputs, v=None, create_graph=False, strict=False):
 def hvp(func, inputs, v=None, create_graph=False, strict=False):
     """The Hessian-vector product ``H · v`` of a scalar ``func`` at ``inputs``.
 
-    Computed by the double-VJP trick on the gradient, which costs one more reverse pass than
-    :func:`vhp`; for twice continuously differentiable functions ``H`` is symmetric and the
-    two agree.
+    Computed by forward over reverse: the tangent along ``v`` of the differentiable gradient
+    (one forward pass of dual tensors, one recorded backward that carries the tangents). On
+    ``mlp_train_step``'s loss it took half the time of the double-VJP trick on the gradient
+    (two recorded reverse passes; docs/benchmarking.rst, "Forward mode"). ``strict=True`` takes
+    that trick, whose checks are torch's. For twice continuously
+    differentiable functions ``H`` is symmetric and it agrees with :func:`vhp`.
 
     Parameters
     ----------
@@ -813,7 +881,40 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
     >>> hvp(lambda x: x @ A @ x, anb.tensor([1.0, 1.0]), anb.tensor([1.0, 0.0]))
     (tensor(6.), tensor([2., 2.]))
     """
-    return _second_order_product(func, inputs, v, create_graph, strict, "hvp")
+    if strict:  # (torch's checks, through the double-VJP trick's graph)
+        return _second_order_product(func, inputs, v, create_graph, strict, "hvp")
+    return _hvp_forward_over_reverse(func, inputs, v, create_graph, strict)
+
+
+def _hvp_forward_over_reverse(func, inputs, v, create_graph, strict):
+    """``hvp`` as the tangent along ``v`` of the differentiable gradient: one forward pass of
+    dual tensors and one recorded backward, whose rules carry the tangents."""
+    with enable_grad():
+        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hvp")
+        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
+        if v is not None:
+            _, v = _as_tuple(v, "v", "hvp")
+            v = _grad_preprocess(v, create_graph=create_graph, need_graph=False)
+            _validate_v(v, inputs, is_inputs_tuple)
+        elif len(inputs) != 1 or inputs[0].size != 1:
+            raise RuntimeError(
+                "The vector v can only be None if the input to the user-provided function is "
+                "a single Tensor with a single element."
+            )
+        else:
+            v = (Tensor._make(np.ones(inputs[0].shape, dtype=inputs[0].dtype)),)
+        with forward_ad.dual_level():
+            duals = tuple(forward_ad.make_dual(x, t) for x, t in zip(inputs, v, strict=True))
+            output = _single_element_output(func, duals, strict, "hvp")
+            gradient = _autograd_grad((output,), duals, create_graph=True)
+            _check_requires_grad(gradient, "jacobian", strict=strict)
+            tangents = [None if g is None else forward_ad.unpack_dual(g).tangent
+                        for g in gradient]
+            output = forward_ad.unpack_dual(output).primal
+        result = _fill_in_zeros(tangents, inputs, strict, create_graph, "double_back_trick")
+    outputs = _grad_postprocess((output,), create_graph)
+    result = _grad_postprocess(result, create_graph)
+    return _tuple_postprocess(outputs, False), _tuple_postprocess(result, is_inputs_tuple)
 
 
 def _second_order_product(func, inputs, v, create_graph, strict, fn_name):

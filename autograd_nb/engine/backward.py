@@ -29,7 +29,7 @@ import numpy as np
 
 from .. import config, tape
 from ..ops.registry import Saved, call
-from ..tensor import Tensor
+from ..tensor import Tensor, saved_tangents
 from . import fusion, schedule
 
 
@@ -175,6 +175,8 @@ def _unpack_inputs(node):
     output = None
     if node.saved_output is not None:
         output = Tensor._make(node.saved_output, node=node)
+    # (while a dual level is open, the saved values' tangents come back: forward over reverse)
+    saved_tangents((*tensors, output), (*node.saved_inputs, node.saved_output))
     return tensors, output
 
 

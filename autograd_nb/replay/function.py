@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import config, tape
 from ..ops import _pointers
-from ..tensor import Tensor
+from ..tensor import Tensor, dual_level_open
 from . import program as program_module
 from . import tracer
 from .tree import flatten, flatten_call, unflatten
@@ -75,6 +75,12 @@ class CompiledFunction:
         return functools.partial(self, instance)
 
     def __call__(self, *args, **kwargs):
+        if dual_level_open():
+            # Tangents are not part of a recorded program: inside a dual level the function
+            # runs eagerly, so that its dual tensors get their tangents (docs/compile.rst).
+            _warn(self, "a forward-mode dual level is open (dual tensors run eagerly)", None,
+                  stacklevel=3)
+            return self.fn(*args, **kwargs)
         leaves, structure = flatten_call(args, kwargs)
         key = _signature(leaves, structure)
         entry = self._programs.get(key)
@@ -290,11 +296,11 @@ def _untraceable(tensors):
     return None
 
 
-def _warn(compiled, why, where):
+def _warn(compiled, why, where, stacklevel=4):
     name = getattr(compiled, "__qualname__", None) or repr(compiled.fn)
     at = f" ({where[0]}:{where[1]})" if where else ""
     warnings.warn(f"autograd_nb.compile: {name} runs eagerly for this signature: {why}{at}.",
-                  CompileWarning, stacklevel=4)
+                  CompileWarning, stacklevel=stacklevel)
 
 
 # -- signatures and structures ---------------------------------------------------------------
