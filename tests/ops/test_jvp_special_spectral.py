@@ -160,3 +160,14 @@ def test_every_spectral_op_is_checked():
     names = {name for name, op in REGISTRY.items()
              if type(op).__module__ in ("autograd_nb.ops.fft", "autograd_nb.ops.signal")}
     assert {case.name for case in SPECTRAL_CASES} == names
+
+
+@pytest.mark.parametrize("name, number", [("iv", 1.5), ("polygamma", 1), ("jn", 2),
+                                          ("xlogy", 0.7), ("gammainc", 1.3)])
+def test_special_rule_with_a_python_number_among_the_inputs(name, number):
+    x = np.random.default_rng(3).uniform(0.5, 3.0, 4)
+    if name == "xlogy":  # (a number in the differentiated position: the other is x)
+        case = Case(name, [x], primals=lambda x: [x, number], positions=[0])
+    else:
+        case = Case(name, [x], primals=lambda x: [number, x], positions=[1])
+    check_all(case)

@@ -12,6 +12,8 @@ shape parameters of ``_gammainc_da``, ...) raises ``DerivativeNotImplemented`` w
 a tangent, as the VJP does, never a silent zero.
 """
 
+import numpy as np
+
 from ...ops import special_bessel  # noqa: F401 - registers the Bessel ops
 from ...ops.registry import REGISTRY, call
 from ...ops.special import SpecialOp
@@ -24,6 +26,8 @@ def special_jvp(op):
     def rule(tangents, primals, output, attrs):
         shape = tuple(attrs["shape"])
         out_attrs = dict(attrs, shapes=[shape] * len(tangents))
+        # (a Python number among the inputs, as the VJP's rule sees it: an array)
+        inputs = [p if hasattr(p, "dtype") else np.asarray(p) for p in primals]
         total = None
         for k, tangent in enumerate(tangents):
             if tangent is None:
@@ -34,7 +38,7 @@ def special_jvp(op):
                 continue
             if tuple(tangent.shape) != shape:
                 tangent = call("broadcast_to", tangent, shape=shape)
-            term = op.rule(k, tangent, primals, output, out_attrs)
+            term = op.rule(k, tangent, inputs, output, out_attrs)
             total = term if total is None else total + term
         return total
 
