@@ -246,6 +246,14 @@ def test_lu_factors_carry_no_tangent():
     assert RULES["_lu"]([call("astype", a, dtype=a.dtype)], [a], lu, {}) is None
 
 
+BATCHED_CASES = real_cases((2,)) + complex_cases((2,))
+
+
+@pytest.mark.parametrize("case", BATCHED_CASES, ids=lambda case: "batched-" + repr(case))
+def test_rule_on_a_batch(case):
+    check_all(case, seed=1)
+
+
 @settings(max_examples=6, deadline=None)
 @given(batch=st.sampled_from([(1,), (2,), (2, 1), (3,), (1, 2)]),
        index=st.integers(0, 10_000))
