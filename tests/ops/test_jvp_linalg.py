@@ -198,6 +198,8 @@ def complex_cases(batch=()):
         Case("_eig", [conditioned(rng, b + (3, 3), c)], invariant=eig_invariant,
              project=eig_project, project_second=lambda v, p: values_only(v, p, 3)),
         Case("_sqrtm", [definite(rng, b + (3, 3), c)]),
+        Case("_cpinv", [full_rank(rng, b + (4, 3), c)], kwargs={"rcond": 1e-15}),
+        Case("_cpinv", [full_rank(rng, b + (2, 3), c)], kwargs={"rcond": 1e-15}),
         Case("_solve_sylvester", [conditioned(rng, b + (2, 2), c),
                                   conditioned(rng, b + (2, 2), c),
                                   random_like(rng, np.zeros(b + (2, 2), c))]),

@@ -372,16 +372,16 @@ def _cqr_jvp(tangents, primals, output, attrs):
 # -- pinv, norms ------------------------------------------------------------------------------
 
 
-@jvp_rule("_pinv")
+@jvp_rule("_pinv", "_cpinv")
 def _pinv_jvp(tangents, primals, output, attrs):
-    # Golub and Pereyra, at constant rank:
-    # dP = -P dA P + P P^T dA^T (I - A P) + (I - P A) dA^T P^T P
+    # Golub and Pereyra, at constant rank (H: the conjugate transpose; T where real):
+    # dP = -P dA P + P P^H dA^H (I - A P) + (I - P A) dA^H P^H P
     da = tangents[0]
     if da is None:
         return None
     (a,) = primals
     p = output
-    pt, dat = _mT(p), _mT(da)
+    pt, dat = _h(p), _h(da)
     total = -(p @ da @ p)
     total = total + (p @ pt) @ (dat - (dat @ a) @ p)
     return total + (dat - p @ (a @ dat)) @ (pt @ p)
