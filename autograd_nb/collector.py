@@ -180,8 +180,8 @@ def _untrack_young_in_python():
     """:func:`_untrack_young` without compiled code: one ctypes call per object. The list of
     young objects lives across bytecode here, where another thread may take over: only a
     process running Python in this thread alone untracks (see the module docstring)."""
-    if len(sys._current_frames()) > 1:
-        return 0
+    if _tensor_type is None or len(sys._current_frames()) > 1:
+        return 0  # (no Tensor yet: the package is still being imported)
     young = gc.get_objects(0)
     tensors = [obj for obj in young if type(obj) is _tensor_type and not hasattr(obj, "_kept")]
     nodes = [
