@@ -724,6 +724,17 @@ class _CompileListener(event.Listener):
             LOGGER.debug("compile listener failed", exc_info=True)
 
 
+def in_cache(function):
+    """Whether numba's cache of this generation has an index of ``function`` (one of
+    autograd_nb's ``cache=True`` dispatchers): its machine code would load from disk, not
+    compile (the index names its signatures)."""
+    found = getattr(function, "_cache", None)
+    if not isinstance(found, _GuardedCache):
+        return False
+    found._locate()
+    return found._ours and found._enabled and os.path.exists(found._cache_file._index_path)
+
+
 def _is_ours(data):
     return _is_our_function(getattr(data.get("dispatcher") if data else None, "py_func", None))
 

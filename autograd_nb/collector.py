@@ -46,7 +46,8 @@ compiling or importing can start in a collection). It does not re-enter itself. 
 loads with the process's first compiled function (``cache.after_first_kernel``), not at
 import: loading any compiled function first loads numba's typing and target contexts, 0.2-0.3
 s that a process serving its first calls in tier 0, or none, need not pay at import
-(docs/benchmarking.rst, "Import time"). Until then the Python walk serves.
+(docs/benchmarking.rst, "Import time"). Until then the Python walk serves. Where the cache
+does not hold the walk yet, it compiles at import, as the first thing a cold process does.
 
 Nor may the hook run bytecode once it can help it. Python runs a signal's handler (Ctrl-C's
 KeyboardInterrupt) at the next bytecode that checks for one, and an exception raised inside a
@@ -313,7 +314,9 @@ _loading_walk = False  # (while :func:`load_compiled_walk` loads it)
 def watch_tensors(tensor_type):
     """Untrack ``tensor_type``'s instances too (``tensor.py`` calls this once, at import);
     the compiled walk loads with the process's first compiled function
-    (:func:`load_compiled_walk`)."""
+    (:func:`load_compiled_walk`), or at once where it is not in the cache yet: compiling it
+    takes seconds, which a process with an empty cache spends at import, not in its first
+    op's call, where tier 0's background worker would be compiling too."""
     global _tensor_type, _found
     _tensor_type = tensor_type
     if not layout.SUPPORTED:
@@ -329,7 +332,10 @@ def watch_tensors(tensor_type):
     edges, versions, node_kept, tensor_kept = offsets
     _found = (id(_get_objects), id(_YOUNGEST), id(Node), edges, versions, node_kept,
               id(tensor_type), tensor_kept, id(tuple))
-    cache.after_first_kernel(load_compiled_walk)
+    if cache.in_cache(_untrack_young) and cache.in_cache(_on_collection_compiled):
+        cache.after_first_kernel(load_compiled_walk)
+    else:  # (an empty cache: it compiles now, as the first thing, before any worker starts)
+        load_compiled_walk()
 
 
 def load_compiled_walk():

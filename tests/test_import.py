@@ -60,6 +60,14 @@ def test_import_loads_no_compiled_function_and_no_scipy_subpackage():
     assert not report["walk"]  # collections meanwhile untrack in Python
 
 
+def test_with_an_empty_cache_the_walk_compiles_at_import(tmp_path):
+    report = run_child('print(json.dumps(state()))',
+                       AUTOGRAD_NB_CACHE_DIR=str(tmp_path / "k"),
+                       NUMBA_CACHE_DIR=str(tmp_path / "n"))
+    assert report["walk"] and report["hooks"] == 1
+    assert "scipy.special" not in report["modules"]
+
+
 @pytest.mark.parametrize("first", ["an op", "load_compiled_walk"])
 def test_the_compiled_walk_loads_with_the_first_compiled_function(first):
     report = run_child(
