@@ -77,7 +77,7 @@ def main():
     numpy_blas = _blas._numpy_blas()
     if numpy_blas is None:
         sys.exit("NumPy bundles no OpenBLAS of its own here: nothing to compare")
-    libraries = {"numpy": numpy_blas, "scipy": _blas.SCIPY}
+    libraries = {"numpy": numpy_blas, "scipy": _blas.scipy_blas()}
     mkl = _blas.PRODUCTS if _blas.PRODUCTS.name == "mkl" else _blas._mkl_blas()
     if mkl is not None:
         libraries["mkl"] = mkl

@@ -75,7 +75,7 @@ def _capabilities():
         "array_pointers": bool(_array_pointers.SUPPORTED),
         "object_layout": bool(layout.SUPPORTED),
         "graph_reader": _graph_reader.found_layout() is not None,
-        "gc_untracking": collector.LAYOUT is not None,
+        "gc_untracking": collector.load_compiled_walk(),
     }
 
 

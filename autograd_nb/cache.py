@@ -42,6 +42,7 @@ import importlib.util
 import linecache
 import logging
 import os
+import pickle
 import re
 import shutil
 import sys
@@ -502,15 +503,79 @@ class _Locator(caching._SourceFileBackedLocatorMixin, caching._CacheLocator):
         return None if cache_path is None else cls(py_func, py_file, cache_path)
 
 
+#: What runs once the process's first compiled function of autograd_nb is loaded or compiled
+#: (:func:`after_first_kernel`).
+_after_first_kernel = []
+
+
+def after_first_kernel(callback):
+    """Call ``callback()`` once, right after the first of autograd_nb's ``cache=True``
+    functions is looked up in numba's cache in this process (found or not, so before it
+    compiles where it was not).
+
+    numba loads its typing and target contexts then (0.2-0.3 s, with the import of
+    ``numba.np`` and ``scipy.linalg``: docs/benchmarking.rst, "Import time"), so that what
+    ``callback`` loads afterwards costs only its own reading. The collector's compiled walk
+    loads so, instead of at import (:func:`autograd_nb.collector.watch_tensors`).
+    """
+    with _lock:
+        _after_first_kernel.append(callback)
+
+
+def _run_after_first_kernel():
+    with _lock:
+        callbacks = list(_after_first_kernel)
+        _after_first_kernel.clear()
+    for callback in callbacks:
+        callback()
+
+
+#: ``[(symbol prefix as bytes, register)]``: the external symbols that compiled code calls by
+#: name and that are registered with LLVM only once some code needs them (:func:`on_symbols`).
+_deferred_symbols = []
+
+
+def on_symbols(prefix, register):
+    """Call ``register()`` (once) before a machine code that names a symbol starting with
+    ``prefix`` is read from numba's cache of autograd_nb's functions.
+
+    ``register`` puts those symbols in LLVM's table (``llvmlite.binding.add_symbol``); the code
+    that compiles a call to them calls it too. So a module whose compiled functions call a
+    library by symbol name (SciPy's Bessel functions) needs not import that library at
+    import: it costs its import only in a process that runs such a function.
+    """
+    with _lock:
+        _deferred_symbols.append((prefix.encode(), register))
+
+
+def _register_symbols_in(data):
+    """Run the :func:`on_symbols` registrations whose prefix ``data`` (a data file) holds."""
+    for entry in list(_deferred_symbols):
+        prefix, register = entry
+        if prefix in data:
+            register()
+            with _lock:
+                if entry in _deferred_symbols:
+                    _deferred_symbols.remove(entry)
+
+
 class _KeyedIndex(caching.IndexDataCacheFile):
     """numba's index and data files, with the data file named by its key (numba numbers
     them: two processes adding different signatures at once could both take number 1, and
     the index then name the other signature's machine code), and written before the index
-    names it."""
+    names it; the symbols a data file names are registered (:func:`on_symbols`) before its
+    machine code is read."""
 
     def __init__(self, cache_path, filename_base, source_stamp):
         super().__init__(cache_path, filename_base, source_stamp)
         self._filename_base = filename_base
+
+    def _load_data(self, name):
+        with open(self._data_path(name), "rb") as stream:
+            data = stream.read()
+        if _deferred_symbols:
+            _register_symbols_in(data)
+        return pickle.loads(data)
 
     def save(self, key, data):
         digest = hashlib.sha256(repr(key).encode()).hexdigest()[:20]
@@ -549,18 +614,52 @@ def _locked(path):
 
 class _GuardedCache(caching.FunctionCache):
     """numba's per-function cache; for autograd_nb's functions, one whose failures compile
-    in memory (:func:`report`) instead of raising, with :class:`_KeyedIndex` files."""
+    in memory (:func:`report`) instead of raising, with :class:`_KeyedIndex` files, and
+    whose files are located at its first use, not as the function is made: numba's locating
+    (paths, the source file's stamp, the signature) cost about 0.3 ms per function, 0.1 s
+    of the package's import (docs/benchmarking.rst, "Import time")."""
 
     def __init__(self, py_func):
-        super().__init__(py_func)
-        self._ours = isinstance(self._impl.locator, _Locator)
+        self._py_func = py_func
+        self._name = repr(py_func)
         self._function = f"{py_func.__module__}.{py_func.__qualname__}"
-        if self._ours:
-            self._cache_file = _KeyedIndex(
-                self._cache_path, self._impl.filename_base, self._cache_file._source_stamp
-            )
+        self._enabled = True
+        self._located = False
+        if not _is_our_function(py_func):  # (numba's errors where it cannot cache: now)
+            self._locate()
+
+    def _locate(self):
+        with _lock:
+            if self._located:
+                return
+            enabled = self._enabled
+            try:
+                super().__init__(self._py_func)
+            except Exception as error:  # (numba found no folder): the function compiles
+                report(f"cannot locate numba's cache of {self._function} ({error!r})")
+                self._ours, self._enabled, self._cache_path = False, False, None
+                self._located = True
+                return
+            self._enabled = enabled
+            self._ours = isinstance(self._impl.locator, _Locator)
+            if self._ours:
+                self._cache_file = _KeyedIndex(
+                    self._cache_path, self._impl.filename_base, self._cache_file._source_stamp
+                )
+            self._located = True
+
+    @property
+    def cache_path(self):
+        self._locate()
+        return self._cache_path
+
+    def flush(self):
+        self._locate()
+        if self._enabled:
+            super().flush()
 
     def load_overload(self, sig, target_context):
+        self._locate()
         if not self._ours:
             return super().load_overload(sig, target_context)
         try:
@@ -576,9 +675,12 @@ class _GuardedCache(caching.FunctionCache):
         if result is not None:
             with _lock:
                 _stats["loaded"] += 1
+        if _after_first_kernel:
+            _run_after_first_kernel()
         return result
 
     def save_overload(self, sig, data):
+        self._locate()
         if not self._ours:
             return super().save_overload(sig, data)
         try:
@@ -622,8 +724,22 @@ class _CompileListener(event.Listener):
             LOGGER.debug("compile listener failed", exc_info=True)
 
 
+def in_cache(function):
+    """Whether numba's cache of this generation has an index of ``function`` (one of
+    autograd_nb's ``cache=True`` dispatchers): its machine code would load from disk, not
+    compile (the index names its signatures)."""
+    found = getattr(function, "_cache", None)
+    if not isinstance(found, _GuardedCache):
+        return False
+    found._locate()
+    return found._ours and found._enabled and os.path.exists(found._cache_file._index_path)
+
+
 def _is_ours(data):
-    function = getattr(data.get("dispatcher") if data else None, "py_func", None)
+    return _is_our_function(getattr(data.get("dispatcher") if data else None, "py_func", None))
+
+
+def _is_our_function(function):
     module = getattr(function, "__module__", None) or ""
     return module.startswith(("autograd_nb.", "anb_"))
 

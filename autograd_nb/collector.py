@@ -40,9 +40,14 @@ about it), and a user may assign ``x.grad = y`` with ``y`` computed from ``x``, 
 ``config.UNTRACK_GRAPHS = False`` turns the hook off (what it untracked before stays so).
 
 A collection can start at any allocation, also while numba compiles or imports: the hook must
-then run nothing of numba's. :func:`watch_tensors` loads the compiled walk at import, and only
-then hands the hook its compiled entry point, which it calls directly (no dispatch, so no
-typing, compiling or importing can start in a collection). It does not re-enter itself.
+then run nothing of numba's. :func:`load_compiled_walk` loads the compiled walk, and only then
+hands the hook its compiled entry point, which it calls directly (no dispatch, so no typing,
+compiling or importing can start in a collection). It does not re-enter itself. The walk
+loads with the process's first compiled function (``cache.after_first_kernel``), not at
+import: loading any compiled function first loads numba's typing and target contexts, 0.2-0.3
+s that a process serving its first calls in tier 0, or none, need not pay at import
+(docs/benchmarking.rst, "Import time"). Until then the Python walk serves. Where the cache
+does not hold the walk yet, it compiles at import, as the first thing a cold process does.
 
 Nor may the hook run bytecode once it can help it. Python runs a signal's handler (Ctrl-C's
 KeyboardInterrupt) at the next bytecode that checks for one, and an exception raised inside a
@@ -68,8 +73,9 @@ import threading
 from operator import attrgetter
 
 from numba import njit, types
+from numba.core.compiler_lock import global_compiler_lock
 
-from . import config, layout
+from . import cache, config, layout
 from .layout import ITEMS_OFFSET, SIZE_OFFSET, TYPE_OFFSET
 from .ops._pointers import load_address
 from .tape import Node
@@ -161,10 +167,11 @@ _versions_of = attrgetter("versions")
 #: The Tensor class (``tensor.py`` registers it with :func:`watch_tensors`).
 _tensor_type = None
 #: The arguments of :func:`_untrack_young` after the list; None: untrack in Python
-#: (``NUMBA_DISABLE_JIT``, an interpreter laid out otherwise, or before Tensor is known).
+#: (``NUMBA_DISABLE_JIT``, an interpreter laid out otherwise, or before the compiled walk is
+#: loaded: :func:`load_compiled_walk`).
 LAYOUT = None
 #: The compiled :func:`_untrack_young` itself (its loaded overload's entry point, which skips
-#: the dispatcher's typing); set by :func:`watch_tensors` before ``LAYOUT``.
+#: the dispatcher's typing); set by :func:`load_compiled_walk` before ``LAYOUT``.
 _untrack_compiled = None
 #: Whether the hook is running (it never runs inside itself).
 _in_hook = False
@@ -174,8 +181,8 @@ def _untrack_young_in_python():
     """:func:`_untrack_young` without compiled code: one ctypes call per object. The list of
     young objects lives across bytecode here, where another thread may take over: only a
     process running Python in this thread alone untracks (see the module docstring)."""
-    if len(sys._current_frames()) > 1:
-        return 0
+    if _tensor_type is None or len(sys._current_frames()) > 1:
+        return 0  # (no Tensor yet: the package is still being imported)
     young = gc.get_objects(0)
     tensors = [obj for obj in young if type(obj) is _tensor_type and not hasattr(obj, "_kept")]
     nodes = [
@@ -298,9 +305,19 @@ def _keep_tensor(tensor):
             _track_one(tensor)
 
 
+#: The arguments of :func:`_untrack_young` after the list, once :func:`watch_tensors` found
+#: the layout (None: not found); :data:`LAYOUT` once the compiled walk is loaded.
+_found = None
+_loading_walk = False  # (while :func:`load_compiled_walk` loads it)
+
+
 def watch_tensors(tensor_type):
-    """Untrack ``tensor_type``'s instances too (``tensor.py`` calls this once, at import)."""
-    global _tensor_type, LAYOUT, _untrack_compiled
+    """Untrack ``tensor_type``'s instances too (``tensor.py`` calls this once, at import);
+    the compiled walk loads with the process's first compiled function
+    (:func:`load_compiled_walk`), or at once where it is not in the cache yet: compiling it
+    takes seconds, which a process with an empty cache spends at import, not in its first
+    op's call, where tier 0's background worker would be compiling too."""
+    global _tensor_type, _found
     _tensor_type = tensor_type
     if not layout.SUPPORTED:
         return
@@ -313,18 +330,38 @@ def watch_tensors(tensor_type):
     if None in offsets:
         return
     edges, versions, node_kept, tensor_kept = offsets
-    found = (id(_get_objects), id(_YOUNGEST), id(Node), edges, versions, node_kept,
-             id(tensor_type), tensor_kept, id(tuple))
-    # Load (or compile, once per machine) now; collections meanwhile untrack in Python. Only
-    # then the hook calls the compiled walk.
-    _untrack_young(*found)
-    overloads = getattr(_untrack_young, "overloads", None)  # (none without the JIT)
-    if not overloads:
-        return
-    _untrack_compiled = next(iter(overloads.values())).entry_point
-    LAYOUT = found
-    untrack_young()
-    _install_compiled_hook(found)
+    _found = (id(_get_objects), id(_YOUNGEST), id(Node), edges, versions, node_kept,
+              id(tensor_type), tensor_kept, id(tuple))
+    if cache.in_cache(_untrack_young) and cache.in_cache(_on_collection_compiled):
+        cache.after_first_kernel(load_compiled_walk)
+    else:  # (an empty cache: it compiles now, as the first thing, before any worker starts)
+        load_compiled_walk()
+
+
+def load_compiled_walk():
+    """Load (or compile, once per machine) the compiled walk and put the compiled hook in
+    ``gc.callbacks``; collections meanwhile untrack in Python. Whether the compiled walk
+    runs now (False: a CPython laid out otherwise, or no JIT). Runs once; later calls
+    return at once."""
+    global LAYOUT, _untrack_compiled, _loading_walk
+    # (numba's compiler lock, which a first kernel's thread holds already as it calls this:
+    # one lock, so that two threads cannot wait for each other)
+    with global_compiler_lock:
+        if LAYOUT is not None or _found is None or _loading_walk:
+            return LAYOUT is not None  # (loading it calls this again: cache.after_first_kernel)
+        _loading_walk = True
+        try:
+            _untrack_young(*_found)
+        finally:
+            _loading_walk = False
+        overloads = getattr(_untrack_young, "overloads", None)  # (none without the JIT)
+        if not overloads:
+            return False
+        _untrack_compiled = next(iter(overloads.values())).entry_point
+        LAYOUT = _found
+        untrack_young()
+        _install_compiled_hook(_found)
+        return True
 
 
 #: The names the compiled hook looks up (kept alive here).

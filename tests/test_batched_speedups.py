@@ -112,14 +112,15 @@ def test_small_products_stay_on_one_block():
 def _thread_counts():
     """The own thread count of each OpenBLAS in use (products', SciPy's), or None where none
     has OpenBLAS's controls."""
-    counts = [blas.get_threads() for blas in _blas.LIBRARIES if blas.get_threads is not None]
+    counts = [blas.get_threads() for blas in _blas.libraries() if blas.get_threads is not None]
     return counts or None
 
 
 def test_blas_thread_count_is_held_at_one_and_restored():
+    _blas.scipy_blas()  # (loaded: libraries() lists it)
     if _thread_counts() is None:
         pytest.skip("no OpenBLAS thread controls in this BLAS")
-    libraries = [blas for blas in _blas.LIBRARIES if blas.get_threads is not None]
+    libraries = [blas for blas in _blas.libraries() if blas.get_threads is not None]
     before = _thread_counts()
     try:
         for blas in libraries:  # (two threads, so that holding has something to change)

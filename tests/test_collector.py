@@ -35,7 +35,7 @@ def walk(request, monkeypatch):
     """Run each test with the compiled walk over the young objects and with the Python one
     (which, under pytest-xdist, does not count execnet's thread: ``one_python_thread``)."""
     if request.param == "compiled":
-        assert collector.LAYOUT is not None, "this CPython's layout was not recognised"
+        assert collector.load_compiled_walk(), "this CPython's layout was not recognised"
     else:
         monkeypatch.setattr(collector, "LAYOUT", None)
         request.getfixturevalue("one_python_thread")

@@ -9,8 +9,10 @@ wheel bundles where there is one (``numpy.libs``, ``numpy/.dylibs``), else SciPy
 (``scipy.linalg.cython_blas``). Here MKL ran ``mlp_train_step``'s products 6% faster than
 NumPy's OpenBLAS, and NumPy's, the newer build, 3% faster than SciPy's (docs/benchmarking.rst,
 "Intel MKL for the products", "Which BLAS does the products"). Everything else, numba's
-``np.dot``, LAPACK and their NumPy twins, stays on SciPy's (:data:`SCIPY`). A product and its
-tier-0 twin always call the same library, so they give the same bits.
+``np.dot``, LAPACK and their NumPy twins, stays on SciPy's (:func:`scipy_blas`). A product and
+its tier-0 twin always call the same library, so they give the same bits. SciPy's is looked up
+when first needed: importing ``scipy.linalg`` costs 0.12 s (docs/benchmarking.rst, "Import
+time"), which a process that runs no LAPACK routine never pays.
 
 MKL runs its threads on GNU OpenMP where that loads (:func:`_choose_mkl_threads`), which is not
 fork-safe: a child forked from such a process runs MKL on one thread and numba's kernels as
@@ -38,6 +40,7 @@ AVX-512 and the BLAS runs kernels without it: see ``own_kernel_preferred``).
 """
 
 import ctypes
+import functools
 import glob
 import os
 import platform
@@ -123,8 +126,10 @@ def _library_at(address):
         return None
 
 
-def _scipy_blas():
-    """SciPy's BLAS (``scipy.linalg.cython_blas``: 32-bit integers)."""
+@functools.cache
+def scipy_blas():
+    """SciPy's BLAS (``scipy.linalg.cython_blas``: 32-bit integers), imported at the first
+    call."""
     gemm = {dtype: get_cython_function_address("scipy.linalg.cython_blas", f"{kind}gemm")
             for dtype, kind in zip(_FLOATS, "ds")}
     library = _library_at(gemm[_FLOATS[0]])
@@ -257,13 +262,13 @@ def _intel_cpu():
 
 
 def _products_blas(choice, scipy):
-    """The BLAS of the products by ``config.BLAS`` (``choice``)."""
+    """The BLAS of the products by ``config.BLAS`` (``choice``); ``scipy()`` gives SciPy's."""
     if choice not in ("auto", "mkl", "numpy", "scipy"):
         raise ValueError(
             f"autograd_nb.config.BLAS must be 'auto', 'mkl', 'numpy' or 'scipy', got {choice!r}"
         )
     if choice == "scipy" or sys.byteorder != "little":  # (see the module docstring)
-        return scipy
+        return scipy()
     if choice == "mkl" or (choice == "auto" and _intel_cpu()):
         found = _mkl_blas()
         if found is not None:
@@ -279,13 +284,11 @@ def _products_blas(choice, scipy):
             "autograd_nb.config.BLAS is 'numpy', but this NumPy bundles no OpenBLAS of its "
             "own; use 'auto' or 'scipy'"
         )
-    return scipy if found is None else found
+    return scipy() if found is None else found
 
 
-#: SciPy's BLAS: LAPACK's, numba's ``np.dot``'s and their twins'.
-SCIPY = _scipy_blas()
 #: The BLAS every product calls (``config.BLAS``, read once, at import).
-PRODUCTS = _products_blas(config.BLAS, SCIPY)
+PRODUCTS = _products_blas(config.BLAS, scipy_blas)
 _GEMM_TYPE = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * 13))
 _GEMM_FUNCTIONS = {}
 
@@ -522,15 +525,20 @@ def gemm_add_split(gemm, tiles, x, y, transpose_y, out, parallel):
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_serial_mkl_in_child)
 
-#: The BLAS libraries in use, each once: :data:`PRODUCTS`' and :data:`SCIPY`'s.
-LIBRARIES = (PRODUCTS,) if PRODUCTS is SCIPY else (PRODUCTS, SCIPY)
+def libraries():
+    """The BLAS libraries in use, each once: :data:`PRODUCTS`' and, once SciPy's BLAS is
+    loaded (by LAPACK's callers or numba's ``np.dot``), :func:`scipy_blas`'."""
+    if "scipy.linalg.cython_blas" not in sys.modules:
+        return (PRODUCTS,)
+    scipy = scipy_blas()
+    return (PRODUCTS,) if PRODUCTS is scipy else (PRODUCTS, scipy)
 
 
 def hold_blas_threads():
-    """Set the own thread count of every BLAS in use (:data:`LIBRARIES`) to one; returns
+    """Set the own thread count of every BLAS in use (:func:`libraries`) to one; returns
     what ``release_blas_threads`` needs to restore them (``None``: nothing to restore)."""
     held = None
-    for blas in LIBRARIES:
+    for blas in libraries():
         if blas.get_threads is None:
             continue
         previous = blas.get_threads()
@@ -555,8 +563,14 @@ def _address(function):
 #: not found), for compiled code that holds the thread count itself (``hold_blas_threads_at``):
 #: the compiled forward's products, which no Python runs around.
 THREAD_CONTROLS = (_address(PRODUCTS.get_threads), _address(PRODUCTS.set_threads))
-#: The same of SciPy's, whose LAPACK the decompositions' drivers call.
-LAPACK_THREAD_CONTROLS = (_address(SCIPY.get_threads), _address(SCIPY.set_threads))
+
+
+@functools.cache
+def lapack_thread_controls():
+    """:data:`THREAD_CONTROLS` of SciPy's BLAS, whose LAPACK the decompositions' drivers
+    call."""
+    scipy = scipy_blas()
+    return _address(scipy.get_threads), _address(scipy.set_threads)
 
 
 @intrinsic

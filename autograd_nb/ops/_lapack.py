@@ -53,13 +53,10 @@ _SOURCES = (
     ("scipy.linalg.cython_blas", "gemm"),
 )
 
-_ROUTINES = {
-    np.dtype(dtype): np.array(
-        [get_cython_function_address(module, prefix + name) for module, name in _SOURCES],
-        dtype=np.int64,
-    )
-    for dtype, prefix in ((np.float64, "d"), (np.float32, "s"))
-}
+_PREFIXES = {np.dtype(np.float64): "d", np.dtype(np.float32): "s"}
+#: dtype -> :func:`routines`, looked up at the first call (importing ``scipy.linalg`` costs
+#: 0.12 s: docs/benchmarking.rst, "Import time").
+_ROUTINES = {}
 
 #: Orders at and below which :func:`lu_inverse`'s recursions stop: its triangles are inverted
 #: by ``trtri`` itself below the first and multiplied with loops below the second (OpenBLAS's
@@ -86,7 +83,16 @@ def routines(dtype):
     """The addresses of SciPy's LAPACK and BLAS routines for ``dtype`` (float32 or float64,
     or its name), as the routines here take them."""
     found = _ROUTINES.get(dtype)
-    return _ROUTINES[np.dtype(dtype)] if found is None else found
+    if found is None:
+        dtype = np.dtype(dtype)
+        found = _ROUTINES.get(dtype)
+        if found is None:
+            found = _ROUTINES[dtype] = np.array(
+                [get_cython_function_address(module, _PREFIXES[dtype] + name)
+                 for module, name in _SOURCES],
+                dtype=np.int64,
+            )
+    return found
 
 
 @intrinsic

@@ -13,7 +13,7 @@ import ctypes
 import numpy as np
 
 from . import _lapack
-from ._blas import SCIPY, ByAddress
+from ._blas import ByAddress, scipy_blas
 from ._numpy_vjp import add_into
 from ._numpy_vjp import gemm_add as _numpy_gemm_add
 
@@ -183,4 +183,4 @@ def triangular_inverse(a, lower, unit, leaf=_lapack.LEAVES[0]):
 def gemm_add(alpha, x, transpose_x, y, transpose_y, out):
     """``_lapack.gemm_add``: ``out += alpha * x' @ y'`` by SciPy's GEMM, LAPACK's
     (``_numpy_vjp.gemm_add``)."""
-    _numpy_gemm_add(x, transpose_x, y, transpose_y, out, alpha, blas=SCIPY)
+    _numpy_gemm_add(x, transpose_x, y, transpose_y, out, alpha, blas=scipy_blas())

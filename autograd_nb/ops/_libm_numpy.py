@@ -17,7 +17,18 @@ import math
 
 import numpy as np
 
-_LIBM = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+
+def _libm():
+    """The C library's math library: glibc's by its soname first, as ``find_library`` runs
+    ``ldconfig -p`` in a subprocess (10-40 ms of import: docs/benchmarking.rst, "Import
+    time")."""
+    try:
+        return ctypes.CDLL("libm.so.6")
+    except OSError:
+        return ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+
+
+_LIBM = _libm()
 
 #: name in formulas -> (C name, Python ``math`` function, arguments).
 _NAMES = {

@@ -41,10 +41,10 @@ from numba import njit
 
 from . import _lapack, registry
 from ._blas import (
-    LAPACK_THREAD_CONTROLS,
     SPLIT_MIN_WORK,
     hold_blas_threads,
     hold_blas_threads_at,
+    lapack_thread_controls,
     release_blas_threads,
 )
 from .linalg import _size, _target_view
@@ -189,7 +189,8 @@ def _driver_ints(dtype, *head):
     OpenBLAS's thread controls and the addresses of ``_lapack.routines(dtype)``."""
     padding = (0,) * (_HEAD - len(head))
     routines = tuple(int(address) for address in _lapack.routines(dtype))
-    return tuple(int(value) for value in head) + padding + LAPACK_THREAD_CONTROLS + routines
+    return (tuple(int(value) for value in head) + padding + lapack_thread_controls()
+            + routines)
 
 
 @njit(cache=True, nogil=True)

@@ -62,9 +62,10 @@ def scatter_add(values, shape, strides, target, offset=0):
 def gemm_add(x, transpose_x, y, transpose_y, out, alpha=1.0, beta=1.0, blas=None):
     """``out = alpha * x' @ y' + beta * out`` by BLAS's GEMM, through ctypes: the call of
     ``_blas.gemm_add`` (beta 1), ``_blas.gemm_set`` (beta 0) and ``_lapack.gemm_add`` (``blas``
-    ``_blas.SCIPY``; by default the products' BLAS, ``_blas.PRODUCTS``) with the same arguments,
-    so the same bits. Every operand is a 2-D array with contiguous rows; nothing is done where
-    ``out`` is empty, and ``out`` is cleared where the inner dimension is 0 and beta is 0."""
+    ``_blas.scipy_blas()``; by default the products' BLAS, ``_blas.PRODUCTS``) with the same
+    arguments, so the same bits. Every operand is a 2-D array with contiguous rows; nothing is
+    done where ``out`` is empty, and ``out`` is cleared where the inner dimension is 0 and beta
+    is 0."""
     rows, columns = out.shape
     depth = x.shape[0] if transpose_x else x.shape[1]
     if rows == 0 or columns == 0 or depth == 0:

@@ -26,15 +26,16 @@ The methods (classical ones, not SciPy's Cephes/AMOS code):
 import ctypes
 import hashlib
 import math
+import threading
 
 import numpy as np
-import scipy.special
 from llvmlite import binding as llvm
 from llvmlite import ir
 from numba import njit, types
 from numba.core import cgutils
 from numba.extending import get_cython_function_address, intrinsic
-from scipy.special import cython_special
+
+from .. import cache
 
 #: NumPy's error model: a division by zero gives inf or nan, as in the kernels.
 _JIT = dict(cache=True, error_model="numpy")
@@ -500,8 +501,10 @@ def iv(v, x):
 # and the NumPy twins of tier 0 (:data:`NUMPY_TWINS`) call the ufuncs. They run on the CPU
 # only: their ops are CPU-only, and on CUDA the functions that call them (jn at a non-integer
 # order, iv and ive at a negative non-integer one) read the NaN of :data:`DEVICE_STANDINS`.
-# Compiled code calls them by symbol name, registered with LLVM at import (a ctypes pointer
-# would be a constant in the code and keep numba from caching it on disk).
+# Compiled code calls them by symbol name (a ctypes pointer would be a constant in the code and
+# keep numba from caching it on disk), registered with LLVM on first need: before code calling
+# them compiles or is read from the cache (``cache.on_symbols``). So scipy.special (0.14 s of
+# import: docs/benchmarking.rst, "Import time") loads only in a process that calls them.
 
 _SYMBOL_PREFIX = "autograd_nb_scipy_special_"
 _UNARY_SIGNATURE = "double (double, int __pyx_skip_dispatch)"
@@ -519,6 +522,8 @@ def _register_symbols(names):
     """Register SciPy's real-valued ``names`` (unary or binary, float64) with LLVM under
     ``_SYMBOL_PREFIX + name``. Fused Cython functions are exported once per type
     (``__pyx_fuse_1jv``): the float64 one is found by its signature, not by its number."""
+    from scipy.special import cython_special  # (deferred: the import costs 0.14 s)
+
     exported = cython_special.__pyx_capi__
     for name in names:
         found = [key for key, capsule in exported.items()
@@ -530,6 +535,20 @@ def _register_symbols(names):
         llvm.add_symbol(_SYMBOL_PREFIX + name, address)
 
 
+_registered = threading.Event()
+_registering = threading.Lock()
+
+
+def _register_scipy_symbols():
+    """:func:`_register_symbols` of every SciPy function here, once per process."""
+    if _registered.is_set():
+        return
+    with _registering:
+        if not _registered.is_set():
+            _register_symbols(_SCIPY_UNARY + _SCIPY_BINARY)
+            _registered.set()
+
+
 def _scipy_function(name, arity):
     """An intrinsic calling SciPy's float64 ``name`` (its ``__pyx_skip_dispatch`` flag 0)."""
     double = ir.DoubleType()
@@ -537,6 +556,7 @@ def _scipy_function(name, arity):
     function_type = ir.FunctionType(double, [double] * arity + [flag])
 
     def codegen(context, builder, signature, args):
+        _register_scipy_symbols()  # (the JIT links the symbol as this code compiles)
         function = cgutils.get_or_insert_function(builder.module, function_type,
                                                   _SYMBOL_PREFIX + name)
         return builder.call(function, [*args, ir.Constant(flag, 0)])
@@ -554,7 +574,7 @@ def _scipy_function(name, arity):
 
 _SCIPY_UNARY = ("k0", "k1", "k0e", "k1e", "i0e", "i1e")
 _SCIPY_BINARY = ("jv", "yv", "kv", "kve", "iv", "ive")
-_register_symbols(_SCIPY_UNARY + _SCIPY_BINARY)
+cache.on_symbols(_SYMBOL_PREFIX, _register_scipy_symbols)
 _scipy_jv, _scipy_yv, _scipy_kv, _scipy_kve, _scipy_iv, _scipy_ive = (
     _scipy_function(name, 2) for name in _SCIPY_BINARY)
 _scipy_k0, _scipy_k1, _scipy_k0e, _scipy_k1e, _scipy_i0e, _scipy_i1e = (
@@ -654,13 +674,21 @@ DEVICE_STANDINS = {
 }
 
 
-def _float64_arguments(ufunc):
-    # The kernels compute in float64 whatever the operands' dtype: so do the twins.
-    return lambda *args: ufunc(*(np.asarray(a, dtype=np.float64) for a in args))
+def _float64_arguments(name):
+    # The kernels compute in float64 whatever the operands' dtype: so do the twins. (SciPy's
+    # ufunc is looked up at the call: scipy.special is imported where a twin first runs.)
+    def twin(*args):
+        import scipy.special  # (deferred, as in _register_symbols)
+
+        ufunc = getattr(scipy.special, name)
+        return ufunc(*(np.asarray(a, dtype=np.float64) for a in args))
+
+    twin.__name__ = name
+    return twin
 
 
 #: The NumPy twins of SciPy's functions (tier 0's formulas): its ufuncs, the same C functions.
-NUMPY_TWINS = {name: _float64_arguments(getattr(scipy.special, name))
+NUMPY_TWINS = {name: _float64_arguments(name)
                for name in ("jv", "yv", "kv", "kve", "k0", "k1", "k0e", "k1e", "i0e", "i1e")}
 
 SCALAR_NAMES = ("j0", "j1", "jn", "y0", "y1", "yn", "iv", "ive",

@@ -46,7 +46,6 @@ import operator
 import warnings
 
 import numpy as np
-import scipy.fft
 from numpy.lib.array_utils import normalize_axis_index
 
 from .assembly import roll
@@ -107,6 +106,8 @@ def _library(x, axis, norm):
     ``numpy.fft``."""
     # (float64 and complex128 by their type characters, cheaper to test than the dtypes)
     if x.dtype.char in "dD" and norm != "ortho" and axis in (-1, x.ndim - 1):
+        import scipy.fft  # (deferred: it imports scipy.special, 0.19 s of import)
+
         return scipy.fft
     return np.fft
 

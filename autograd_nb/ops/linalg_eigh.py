@@ -8,7 +8,6 @@ import collections
 import numpy as np
 from numba import njit, types
 from numba.extending import overload
-from numba.np.linalg import _LAPACK
 
 from . import _lapack
 from . import _lapack_numpy as _twin
@@ -80,7 +79,10 @@ def _syevd(a, w, uplo):
 @overload(_syevd)
 def _syevd_typed(a, w, uplo):
     # numba's own wrapper, the one its np.linalg.eigh calls: SciPy's LAPACK, with the
-    # workspace queried and allocated in C.
+    # workspace queried and allocated in C. (Imported as this compiles: numba loads it with
+    # its target context, and importing it at import took 0.05 s.)
+    from numba.np.linalg import _LAPACK
+
     routine = _LAPACK().numba_ez_xxxevd(a.dtype)
     kind = ord("d" if a.dtype == types.float64 else "s")
     vectors = ord("V")

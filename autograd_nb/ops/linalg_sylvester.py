@@ -31,7 +31,6 @@ walk.
 """
 
 import numpy as np
-import scipy.linalg
 
 from ._linalg_common import (
     LinAlgError,
@@ -70,6 +69,8 @@ def _inexact_arrays(values):
 def _solve(a, b, q, dtype):
     """SciPy's ``X``, in ``dtype``: a C-contiguous copy (SciPy's result may be a view of
     memory owned by a capsule, which callers cannot make read-only and back)."""
+    import scipy.linalg  # (deferred: its import costs 0.12 s)
+
     return np.array(scipy.linalg.solve_sylvester(a, b, q), dtype=dtype, order="C")
 
 
@@ -154,6 +155,8 @@ class Sqrtm(LinalgOp):
 
     def forward(self, arrays, attrs):
         (a,) = arrays
+        import scipy.linalg  # (deferred: its import costs 0.12 s)
+
         root = scipy.linalg.sqrtm(a)
         dtype = a.dtype
         if np.iscomplexobj(root) and dtype.kind != "c":  # no real root: SciPy's complex one

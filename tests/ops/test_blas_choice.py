@@ -17,11 +17,11 @@ def test_auto_takes_numpys_openblas_where_numpy_bundles_one(monkeypatch):
     found = _blas.Blas("numpy", {}, True, None, None, None)
     monkeypatch.setattr(_blas, "_numpy_blas", lambda: found)
     monkeypatch.setattr(_blas, "_mkl_blas", lambda: None)
-    assert _blas._products_blas("auto", _blas.SCIPY) is found
-    assert _blas._products_blas("numpy", _blas.SCIPY) is found
-    assert _blas._products_blas("scipy", _blas.SCIPY) is _blas.SCIPY
+    assert _blas._products_blas("auto", _blas.scipy_blas) is found
+    assert _blas._products_blas("numpy", _blas.scipy_blas) is found
+    assert _blas._products_blas("scipy", _blas.scipy_blas) is _blas.scipy_blas()
     monkeypatch.setattr(_blas, "_numpy_blas", lambda: None)
-    assert _blas._products_blas("auto", _blas.SCIPY) is _blas.SCIPY
+    assert _blas._products_blas("auto", _blas.scipy_blas) is _blas.scipy_blas()
 
 
 def test_auto_takes_mkl_where_it_is_installed_on_an_intel_cpu(monkeypatch):
@@ -30,38 +30,39 @@ def test_auto_takes_mkl_where_it_is_installed_on_an_intel_cpu(monkeypatch):
     monkeypatch.setattr(_blas, "_mkl_blas", lambda: mkl)
     monkeypatch.setattr(_blas, "_numpy_blas", lambda: openblas)
     monkeypatch.setattr(_blas, "_intel_cpu", lambda: True)
-    assert _blas._products_blas("auto", _blas.SCIPY) is mkl
-    assert _blas._products_blas("numpy", _blas.SCIPY) is openblas
+    assert _blas._products_blas("auto", _blas.scipy_blas) is mkl
+    assert _blas._products_blas("numpy", _blas.scipy_blas) is openblas
     monkeypatch.setattr(_blas, "_intel_cpu", lambda: False)  # (MKL's AVX2 kernels elsewhere)
-    assert _blas._products_blas("auto", _blas.SCIPY) is openblas
-    assert _blas._products_blas("mkl", _blas.SCIPY) is mkl
+    assert _blas._products_blas("auto", _blas.scipy_blas) is openblas
+    assert _blas._products_blas("mkl", _blas.scipy_blas) is mkl
     monkeypatch.setattr(_blas, "_mkl_blas", lambda: None)
     monkeypatch.setattr(_blas, "_intel_cpu", lambda: True)
-    assert _blas._products_blas("auto", _blas.SCIPY) is openblas
+    assert _blas._products_blas("auto", _blas.scipy_blas) is openblas
 
 
 def test_mkl_asked_for_but_not_installed_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(_blas, "_mkl_blas", lambda: None)
     with pytest.raises(RuntimeError, match=r"no Intel MKL runtime .*autograd_nb\[mkl\]"):
-        _blas._products_blas("mkl", _blas.SCIPY)
+        _blas._products_blas("mkl", _blas.scipy_blas)
 
 
 def test_numpy_without_its_own_openblas_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(_blas, "_numpy_blas", lambda: None)
     with pytest.raises(RuntimeError, match="bundles no OpenBLAS of its own"):
-        _blas._products_blas("numpy", _blas.SCIPY)
+        _blas._products_blas("numpy", _blas.scipy_blas)
 
 
 def test_an_unknown_blas_is_a_clear_error():
     with pytest.raises(ValueError, match="'auto', 'mkl', 'numpy' or 'scipy', got 'blis'"):
-        _blas._products_blas("blis", _blas.SCIPY)
+        _blas._products_blas("blis", _blas.scipy_blas)
 
 
 def test_the_found_libraries_multiply():
     # Each library's GEMM, called by address from compiled code, against NumPy's product.
     rng = np.random.default_rng(0)
     x, y = rng.standard_normal((37, 50)), rng.standard_normal((50, 29))
-    for blas in _blas.LIBRARIES:
+    _blas.scipy_blas()  # (loaded: libraries() lists it)
+    for blas in _blas.libraries():
         assert blas.name in ("mkl", "numpy", "scipy")
         for dtype, tolerance in ((np.float64, 1e-12), (np.float32, 1e-4)):
             out = np.full((37, 29), np.nan, dtype=dtype)

@@ -122,7 +122,7 @@ def test_gemm_add_and_set_give_the_bits_of_their_ctypes_twins(rows, depth, colum
     start = rng.standard_normal((rows, columns)).astype(dtype)
     product = (x.T if transpose_x else x) @ (y.T if transpose_y else y)
     tolerance = 1e-4 if dtype == np.float32 else 1e-12
-    for blas in (_blas.PRODUCTS, _blas.SCIPY):
+    for blas in (_blas.PRODUCTS, _blas.scipy_blas()):
         gemm = blas.gemm[np.dtype(dtype)]
         compiled, twin = start.copy(), start.copy()
         _blas.gemm_add(gemm, 0, x, transpose_x, y, transpose_y, compiled)

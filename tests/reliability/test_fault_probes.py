@@ -357,6 +357,9 @@ def default_sigint():
     signal.signal(signal.SIGINT, previous)
 
 
+collector.load_compiled_walk()  # (it loads with the first compiled function: now)
+
+
 @pytest.fixture
 def only_our_hook():
     """gc.callbacks holding autograd_nb's hook alone while the test runs. Another library's
