@@ -17,6 +17,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import llvmlite.binding
 import numpy as np
 import pytest
 from numba import njit, types
@@ -436,6 +437,19 @@ def test_inverse_pi_table():
     assert pairs[0] == 0.0 and pairs[2] == chunks[0] + chunks[1] * 2.0**-24
 
 
+#: The loops whose range reduction reads a table at a computed index (Payne-Hanek: masked
+#: gathers when vectorised). Without AVX-512, LLVM's cost model for AMD Zen (``znver3``)
+#: prices AVX2 gathers above the scalar loop and keeps these loops scalar (seen on an EPYC
+#: host); they must still be free of calls.
+_GATHERING = {"sin", "cos", "tan"}
+
+
+def _expects_vectors(name):
+    features = llvmlite.binding.get_host_cpu_features()
+    zen = llvmlite.binding.get_host_cpu_name().startswith("znver")
+    return name not in _GATHERING or features.get("avx512f", False) or not zen
+
+
 def test_loops_vectorise():
     """The loops are vectorised: vector instructions, and no calls left in the loop body."""
     for name in NAMES:
@@ -449,7 +463,7 @@ def test_loops_vectorise():
             for b in blocks
             if re.match(r"define[^\n]*@_ZN\w*4loop", b) and "cpython" not in b.split("\n")[0]
         ]
-        assert "x double>" in body, name
+        assert ("x double>" in body) == _expects_vectors(name), name
         calls = [line for line in body.splitlines() if " call " in line and "@llvm." not in line]
         assert not calls, (name, calls[:3])
 
