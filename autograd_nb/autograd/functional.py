@@ -108,6 +108,24 @@ def _validate_v(v, reference, is_reference_tuple):
             )
 
 
+def _inputs_and_v(inputs, v, create_graph, need_graph, fn_name):
+    """``(is_inputs_tuple, inputs, v)`` of a function taking a vector ``v`` over its inputs
+    (``jvp``, ``hvp``, ``vhp``): both as tuples of Tensors, ``v`` checked against the
+    inputs, or None where the input is a single element."""
+    is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", fn_name)
+    inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=need_graph)
+    if v is not None:
+        _, v = _as_tuple(v, "v", fn_name)
+        v = _grad_preprocess(v, create_graph=create_graph, need_graph=False)
+        _validate_v(v, inputs, is_inputs_tuple)
+    elif len(inputs) != 1 or inputs[0].size != 1:
+        raise RuntimeError(
+            "The vector v can only be None if the input to the user-provided function is "
+            "a single Tensor with a single element."
+        )
+    return is_inputs_tuple, inputs, v
+
+
 def _check_requires_grad(tensors, kind, strict):
     """In strict mode, refuse results that cannot depend on the inputs (torch's messages)."""
     if not strict:
@@ -394,18 +412,8 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
     if strict:
         return _jvp_double_vjp(func, inputs, v, create_graph, strict)
     with set_grad_enabled(True if create_graph else is_grad_enabled()):
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
-        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=False)
-        if v is not None:
-            _, v = _as_tuple(v, "v", "jvp")
-            v = _grad_preprocess(v, create_graph=create_graph, need_graph=False)
-            _validate_v(v, inputs, is_inputs_tuple)
-        elif len(inputs) != 1 or inputs[0].size != 1:
-            raise RuntimeError(
-                "The vector v can only be None if the input to the user-provided function is "
-                "a single Tensor with a single element."
-            )
-        else:
+        is_inputs_tuple, inputs, v = _inputs_and_v(inputs, v, create_graph, False, "jvp")
+        if v is None:  # (a single-element input: the tangent 1)
             v = (Tensor._make(np.ones(inputs[0].shape, dtype=inputs[0].dtype)),)
         with forward_ad.dual_level():
             duals = tuple(forward_ad.make_dual(x, t) for x, t in zip(inputs, v, strict=True))
@@ -430,17 +438,7 @@ def _jvp_double_vjp(func, inputs, v, create_graph, strict):
     """``jvp`` by the double-VJP trick, for ``strict=True``: its checks are torch's, which
     finds an output independent of an input through the gradient of the first VJP."""
     with enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
-        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
-        if v is not None:
-            _, v = _as_tuple(v, "v", "jvp")
-            v = _grad_preprocess(v, create_graph=create_graph, need_graph=False)
-            _validate_v(v, inputs, is_inputs_tuple)
-        elif len(inputs) != 1 or inputs[0].size != 1:
-            raise RuntimeError(
-                "The vector v can only be None if the input to the user-provided function is "
-                "a single Tensor with a single element."
-            )
+        is_inputs_tuple, inputs, v = _inputs_and_v(inputs, v, create_graph, True, "jvp")
         outputs = func(*inputs)
         is_outputs_tuple, outputs = _as_tuple(
             outputs, "outputs of the user-provided function", "jvp"
@@ -890,18 +888,8 @@ def _hvp_forward_over_reverse(func, inputs, v, create_graph, strict):
     """``hvp`` as the tangent along ``v`` of the differentiable gradient: one forward pass of
     dual tensors and one recorded backward, whose rules carry the tangents."""
     with enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hvp")
-        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
-        if v is not None:
-            _, v = _as_tuple(v, "v", "hvp")
-            v = _grad_preprocess(v, create_graph=create_graph, need_graph=False)
-            _validate_v(v, inputs, is_inputs_tuple)
-        elif len(inputs) != 1 or inputs[0].size != 1:
-            raise RuntimeError(
-                "The vector v can only be None if the input to the user-provided function is "
-                "a single Tensor with a single element."
-            )
-        else:
+        is_inputs_tuple, inputs, v = _inputs_and_v(inputs, v, create_graph, True, "hvp")
+        if v is None:  # (a single-element input: the tangent 1)
             v = (Tensor._make(np.ones(inputs[0].shape, dtype=inputs[0].dtype)),)
         with forward_ad.dual_level():
             duals = tuple(forward_ad.make_dual(x, t) for x, t in zip(inputs, v, strict=True))
@@ -920,17 +908,7 @@ def _hvp_forward_over_reverse(func, inputs, v, create_graph, strict):
 def _second_order_product(func, inputs, v, create_graph, strict, fn_name):
     """``vhp``: the VJP of the gradient against ``v``. ``hvp``: the double-VJP trick on it."""
     with enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", fn_name)
-        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
-        if v is not None:
-            _, v = _as_tuple(v, "v", fn_name)
-            v = _grad_preprocess(v, create_graph=create_graph, need_graph=False)
-            _validate_v(v, inputs, is_inputs_tuple)
-        elif len(inputs) != 1 or inputs[0].size != 1:
-            raise RuntimeError(
-                "The vector v can only be None if the input to the user-provided function is "
-                "a single Tensor with a single element."
-            )
+        is_inputs_tuple, inputs, v = _inputs_and_v(inputs, v, create_graph, True, fn_name)
         output = _single_element_output(func, inputs, strict, fn_name)
         gradient = _autograd_grad((output,), inputs, create_graph=True)
         _check_requires_grad(gradient, "jacobian", strict=strict)

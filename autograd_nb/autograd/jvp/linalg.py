@@ -151,11 +151,9 @@ def _slogdet_jvp(tangents, primals, output, attrs):
 
 @jvp_rule("_det")
 def _det_jvp(tangents, primals, output, attrs):
-    da = tangents[0]
-    if da is None:
-        return None
-    a, lu = primals
-    return output * _trace(call("_lu_solve", a, lu, da))
+    # d det(A) = det(A) tr(A^-1 dA): det times the tangent of log|det|
+    dlogdet = _slogdet_jvp(tangents, primals, output, attrs)
+    return None if dlogdet is None else output * dlogdet
 
 
 @jvp_rule("_csolve")
