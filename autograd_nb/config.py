@@ -175,6 +175,9 @@ OP_CACHE_LIMIT = 4096
 #: Bytes of identity matrices ``jacobian`` keeps between calls, for the loop that asks for the
 #: same one every step (a bound, not measured).
 IDENTITY_CACHE_BYTES = 1 << 24
+#: Unit vectors per forward pass of ``jacobian(..., strategy="forward-mode")``: torch's
+#: ``jacfwd(chunk_size=...)``, a bound on the batched tangents' memory (not measured).
+FORWARD_JACOBIAN_CHUNK = 256
 
 # -- tier 0 (autograd_nb.tiering) ----------------------------------------------------------------
 

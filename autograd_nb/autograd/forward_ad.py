@@ -11,6 +11,11 @@ onto the tape and differentiate again (reverse over forward), and a differentiab
 nesting is followed here), which gives forward over forward: a tangent computed at an inner
 level carries the tangent of an outer one.
 
+A level may be *batched* (``dual_level(batch_shape=(B,))``, beyond torch's API, which
+batches with ``vmap``): every tangent at it carries the batch in front, ``(B, *primal.shape)``,
+and one pass propagates all ``B`` tangents at once (``jacfwd``-style; the forward rules take
+the batch, :mod:`autograd_nb.autograd.jvp`).
+
 Examples
 --------
 >>> import autograd_nb as anb
@@ -35,7 +40,7 @@ import numpy as np
 from ..ops import registry
 from ..tensor import Tensor, set_forward
 from ..tensor import tensor as _new_tensor
-from .jvp import rule_of
+from .jvp import BatchedTangentError, rule_of
 
 __all__ = [
     "UnpackedDualTensor", "dual_level", "enter_dual_level", "exit_dual_level", "make_dual",
@@ -57,10 +62,11 @@ class _Level:
     run propagate no tangent of this level or of a level inside it), and weak references to
     the tensors and saved buffers holding a tangent of it, cleared when it exits."""
 
-    __slots__ = ("index", "suspended", "tensors", "buffers")
+    __slots__ = ("index", "batch", "suspended", "tensors", "buffers")
 
-    def __init__(self, index):
+    def __init__(self, index, batch=()):
         self.index = index
+        self.batch = batch
         self.suspended = False
         self.tensors = []
         self.buffers = {}  # id(array) -> (weakref to the array, tangent)
@@ -74,15 +80,31 @@ def _current_level():
     return _levels[-1].index if _levels else -1
 
 
-def enter_dual_level():
+def _batch_of(batch_shape):
+    if batch_shape is None:
+        return ()
+    batch = (batch_shape,) if isinstance(batch_shape, (int, np.integer)) else batch_shape
+    batch = tuple(int(n) for n in batch)
+    if any(n < 0 for n in batch):
+        raise ValueError(f"dual_level: batch_shape must hold sizes >= 0, got {batch_shape!r}")
+    return batch
+
+
+def enter_dual_level(*, batch_shape=None):
     """Open a new dual level and make it the current one; returns its index.
+
+    Parameters
+    ----------
+    batch_shape : int or tuple of int, optional
+        Batched tangents: every tangent at this level has ``batch_shape`` in front of its
+        primal's shape (not in torch, which batches with ``vmap``).
 
     Returns
     -------
     int
         The new level's index (0 for the outermost).
     """
-    level = _Level(len(_levels))
+    level = _Level(len(_levels), _batch_of(batch_shape))
     _levels.append(level)
     set_forward(_SEAM)
     return level.index
@@ -118,7 +140,8 @@ def exit_dual_level(*, level=None):
 
 class dual_level:  # noqa: N801 (torch's name)
     """Context manager (and decorator) of a dual level: all forward-mode work happens inside
-    one. ``with dual_level() as level:`` gives the level's index.
+    one. ``with dual_level() as level:`` gives the level's index. ``batch_shape`` (not in
+    torch): the level's tangents are batched, see :func:`enter_dual_level`.
 
     Examples
     --------
@@ -128,10 +151,21 @@ class dual_level:  # noqa: N801 (torch's name)
     ...     x = fwAD.make_dual(anb.tensor(3.0), anb.tensor(1.0))
     ...     fwAD.unpack_dual(x * x).tangent
     tensor(6.)
+
+    Batched tangents, the columns of a Jacobian in one pass:
+
+    >>> with fwAD.dual_level(batch_shape=2):
+    ...     x = fwAD.make_dual(anb.tensor([1.0, 2.0]), anb.tensor([[1.0, 0.0], [0.0, 1.0]]))
+    ...     fwAD.unpack_dual(x * x.sum()).tangent
+    tensor([[4., 2.],
+            [1., 5.]])
     """
 
+    def __init__(self, *, batch_shape=None):
+        self.batch_shape = batch_shape
+
     def __enter__(self):
-        return enter_dual_level()
+        return enter_dual_level(batch_shape=self.batch_shape)
 
     def __exit__(self, exc_type, exc_value, traceback):
         exit_dual_level()
@@ -139,7 +173,7 @@ class dual_level:  # noqa: N801 (torch's name)
     def __call__(self, function):
         @functools.wraps(function)
         def wrapper(*args, **kwargs):
-            with dual_level():
+            with dual_level(batch_shape=self.batch_shape):
                 return function(*args, **kwargs)
 
         return wrapper
@@ -154,7 +188,7 @@ def _level_object(level):
     return None
 
 
-def _check_tangent(tensor, tangent):
+def _check_tangent(tensor, tangent, batch=()):
     if tensor.dtype.kind not in "fc":
         raise ValueError(
             f"Expected primal to be floating point or complex, but got: {tensor.dtype}"
@@ -163,11 +197,12 @@ def _check_tangent(tensor, tangent):
         raise ValueError(
             f"Expected tangent to be floating point or complex, but got: {tangent.dtype}"
         )
-    if tangent.shape != tensor.shape:
+    if tangent.shape != batch + tensor.shape:
+        batched = f" (with the level's batch {list(batch)} in front)" if batch else ""
         raise RuntimeError(
             "Trying to set a forward gradient that has a different size than that of the "
-            f"original Tensor, this is not supported. Tensor is of size {list(tensor.shape)} "
-            f"while the given forward gradient is of size {list(tangent.shape)}."
+            f"original Tensor, this is not supported. Tensor is of size {list(tensor.shape)}"
+            f"{batched} while the given forward gradient is of size {list(tangent.shape)}."
         )
     if tangent.dtype != tensor.dtype:
         raise RuntimeError(
@@ -186,7 +221,8 @@ def make_dual(tensor, tangent, *, level=None):
     (the current level by default).
 
     The result is a new Tensor sharing ``tensor``'s data (a view, recorded: gradients of the
-    result reach ``tensor``). ``tangent`` must have ``tensor``'s shape, dtype and device.
+    result reach ``tensor``). ``tangent`` must have ``tensor``'s shape (behind the level's
+    batch, at a batched level), dtype and device.
 
     Parameters
     ----------
@@ -220,7 +256,7 @@ def make_dual(tensor, tangent, *, level=None):
         raise TypeError(f"make_dual expects a Tensor as its primal, not {type(tensor).__name__}")
     if not isinstance(tangent, Tensor):
         tangent = _new_tensor(np.asarray(tangent), device=tensor.device)
-    _check_tangent(tensor, tangent)
+    _check_tangent(tensor, tangent, owner.batch)
     if _tangent_at(tensor, owner) is not None:
         raise RuntimeError(
             "Making a dual Tensor based on a Tensor that already has a forward gradient at the "
@@ -316,7 +352,11 @@ def function_tangents(function, ctx, args, outputs):
     """Give the outputs of the custom Function ``function`` (``Function.apply``) their
     tangents: its ``jvp(ctx, *tangents)`` staticmethod, as torch's (one tangent per
     argument, None where it has none; one per output back). A Function without one refuses
-    dual arguments (NotImplementedError), never giving a wrong tangent."""
+    dual arguments (NotImplementedError), never giving a wrong tangent. At a batched level
+    the ``jvp`` runs once per tangent of the batch where the Function says it may
+    (``generate_vmap_rule = True``, torch's flag for ``vmap``); otherwise it refuses
+    (:class:`~autograd_nb.autograd.jvp.BatchedTangentError`: ``functional.jacobian`` then
+    takes one pass per tangent)."""
     for position, level in enumerate(_levels):
         if level.suspended:
             continue
@@ -326,12 +366,43 @@ def function_tangents(function, ctx, args, outputs):
         jvp = getattr(function, "jvp", None)
         if jvp is None:
             raise NotImplementedError(NO_FUNCTION_JVP.format(name=function.__name__))
-        results = _suspended(position, jvp, ctx, *tangents)
+        if level.batch:
+            if not getattr(function, "generate_vmap_rule", False):
+                raise BatchedTangentError(function.__name__)
+            results = _suspended(position, _jvp_per_tangent, jvp, ctx, tangents, level.batch,
+                                 outputs)
+        else:
+            results = _suspended(position, jvp, ctx, *tangents)
         if not isinstance(results, tuple):
             results = (results,)
         for output, tangent in zip(outputs, results, strict=False):
             if tangent is not None and isinstance(output, Tensor):
-                _SEAM.attach(output, level, _fit(tangent, output))
+                _SEAM.attach(output, level, _fit(tangent, output, level.batch))
+
+
+def _jvp_per_tangent(jvp, ctx, tangents, batch, outputs):
+    """A custom Function's ``jvp`` once per tangent of the batch, stacked per output."""
+    count = int(np.prod(batch))
+    rows = [None if t is None else t.reshape((count,) + t.shape[len(batch):])
+            for t in tangents]
+    per_output = None
+    for b in range(count):
+        results = jvp(ctx, *[None if r is None else r[b, ...] for r in rows])
+        results = results if isinstance(results, tuple) else (results,)
+        if per_output is None:
+            per_output = [[] for _ in results]
+        for column, result in zip(per_output, results, strict=True):
+            column.append(result)
+    stacked = []
+    for column, output in zip(per_output, outputs, strict=False):
+        if all(r is None for r in column):
+            stacked.append(None)
+            continue
+        column = [registry.call("reshape", np.zeros(output.shape, dtype=output.dtype),
+                                shape=output.shape) if r is None else r for r in column]
+        stacked.append(registry.call("stack", *column, axis=0).reshape(
+            batch + tuple(output.shape)))
+    return tuple(stacked)
 
 
 class _Seam:
@@ -380,7 +451,7 @@ class _Seam:
                 if t is not None and isinstance(arg, Tensor) and array is not arg._data:
                     self.keep(array, level, t)
             if tangent is not None:
-                self.attach(result, level, _fit(tangent, result))
+                self.attach(result, level, _fit(tangent, result, level.batch))
 
     def wrote(self, target, result):
         """``target`` holds ``result``'s value now (an in-place update): its tangents."""
@@ -390,7 +461,7 @@ class _Seam:
         if tangents:
             for level, tangent in tangents.items():
                 if level in _levels:
-                    self.attach(target, level, _fit(tangent, target))
+                    self.attach(target, level, _fit(tangent, target, level.batch))
 
     def saved(self, tensors, arrays):
         for tensor, array in zip(tensors, arrays, strict=True):
@@ -403,8 +474,8 @@ class _Seam:
                 if kept is None or kept[0]() is not array:
                     continue
                 tangent = kept[1]
-                if tangent.shape != tensor.shape:
-                    tangent = tangent.reshape(tensor.shape)
+                if tangent.shape != level.batch + tensor.shape:
+                    tangent = tangent.reshape(level.batch + tensor.shape)
                 self.attach(tensor, level, tangent)
 
 
@@ -428,15 +499,16 @@ def _tangent_at(arg, level):
     return None if tangents is None else tangents.get(level)
 
 
-def _fit(tangent, result):
+def _fit(tangent, result, batch=()):
     """A rule's ``tangent`` in the result's dtype (a real tangent of a complex result, ...),
-    checked for its shape."""
+    checked for its shape (``batch + result.shape`` at a batched level)."""
     if not isinstance(tangent, Tensor):
         tangent = _new_tensor(np.asarray(tangent), device=result.device)
-    if tangent.shape != result.shape:
+    if tangent.shape != batch + result.shape:
         raise RuntimeError(
             f"internal error: a forward rule gave a tangent of shape {tangent.shape} for a "
             f"result of shape {result.shape}"
+            + (f" and tangents batched as {batch}" if batch else "")
         )
     if tangent.dtype != result.dtype:
         if tangent.dtype.kind == "c" and result.dtype.kind != "c":

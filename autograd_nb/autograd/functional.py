@@ -7,10 +7,11 @@ inside, so ``func`` may be called on tensors that don't require grad; results ar
 unless ``create_graph=True``.
 
 Forward-mode products run in forward mode (:mod:`autograd_nb.autograd.forward_ad`): ``jvp`` is
-one forward pass of dual tensors; ``jacobian(..., strategy="forward-mode")`` one such pass per
-unit vector of the inputs (a column of the Jacobian each); ``hvp`` and
-``hessian(..., outer_jacobian_strategy="forward-mode")`` take forward over reverse, the tangent
-of a differentiable gradient (docs/forward-mode.rst says when each is faster).
+one forward pass of dual tensors; ``jacobian(..., strategy="forward-mode")`` one pass with the
+unit vectors of the inputs as one batch of tangents (torch's ``jacfwd``; a column of the
+Jacobian each); ``hvp`` and ``hessian(..., outer_jacobian_strategy="forward-mode")`` take
+forward over reverse, the tangent of a differentiable gradient (the Hessian's columns batched
+the same way; docs/forward-mode.rst says when each is faster).
 
 ``jacobian(..., vectorize=True)`` makes one batched call, ``grad(..., is_grads_batched=True)``
 with the rows of the identity as the batch of grad_outputs; ``vectorize=False`` makes one
@@ -25,6 +26,7 @@ from ..tensor import Tensor
 from . import forward_ad
 from .api import grad
 from .grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
+from .jvp import BatchedTangentError
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
 
@@ -490,10 +492,11 @@ def jacobian(
         identity (split over the outputs) as the batch of grad_outputs. ``False`` makes one
         ``grad`` call per row.
     strategy : {"reverse-mode", "forward-mode"}
-        ``"forward-mode"`` computes the Jacobian column by column (``J · e_c``), one batched
-        double-VJP over the unit vectors of the inputs; as in torch it needs
-        ``vectorize=True`` and supports neither ``create_graph`` nor ``strict``. The result
-        then has the outputs' dtype.
+        ``"forward-mode"`` computes the Jacobian column by column (``J · e_c``) as torch's
+        ``jacfwd``: one forward pass with the unit vectors of the inputs as a batch of
+        tangents (chunks of ``config.FORWARD_JACOBIAN_CHUNK``; one pass per vector where a
+        rule cannot take a batch). As in torch it needs ``vectorize=True`` and supports
+        neither ``create_graph`` nor ``strict``. The result then has the outputs' dtype.
 
     Returns
     -------
@@ -638,10 +641,13 @@ def _jacobian_batched(outputs, inputs, create_graph):
 
 
 def _jacobian_forward(func, inputs, strict, vectorize, need_graph=False):
-    """Column by column: ``J · e_c`` for every unit vector ``e_c`` of the inputs, each one
-    forward pass of dual tensors (the tangents are not batched: the passes run one after
-    another, within one dual level). ``need_graph``: the inputs require grad (``hessian``'s
-    gradient, forward over reverse)."""
+    """Column by column: ``J · e_c`` for every unit vector ``e_c`` of the inputs, as torch's
+    ``jacfwd``: the unit vectors are one batch of tangents (a batched dual level), so one
+    forward pass gives every column (chunks of ``config.FORWARD_JACOBIAN_CHUNK`` columns for
+    inputs with more elements). Where a forward rule refuses a batch
+    (:class:`~autograd_nb.autograd.jvp.BatchedTangentError`: a custom Function without
+    ``generate_vmap_rule``), one forward pass per column instead. ``need_graph``: the inputs
+    require grad (``hessian``'s gradient, forward over reverse)."""
     if strict:
         raise RuntimeError(
             "autograd_nb.autograd.functional.jacobian: `strict=True` and "
@@ -656,13 +662,12 @@ def _jacobian_forward(func, inputs, strict, vectorize, need_graph=False):
     is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
     inputs = tuple(x.detach().requires_grad_(need_graph) for x in inputs)
     numels = [x.size for x in inputs]
-    is_outputs_tuple, outputs, columns = _forward_columns(func, inputs, numels)
+    try:
+        is_outputs_tuple, outputs, columns = _forward_columns(func, inputs, numels, batched=True)
+    except BatchedTangentError:
+        is_outputs_tuple, outputs, columns = _forward_columns(func, inputs, numels)
     jac = []
-    for k, output in enumerate(outputs):
-        data = np.zeros((sum(numels),) + output.shape, dtype=output.dtype)
-        for c, tangents in enumerate(columns):
-            if tangents[k] is not None:
-                data[c] = tangents[k].detach().cpu().numpy()
+    for output, data in zip(outputs, columns, strict=True):
         row = []
         offset = 0
         for numel, input_j in zip(numels, inputs, strict=True):
@@ -675,28 +680,51 @@ def _jacobian_forward(func, inputs, strict, vectorize, need_graph=False):
     return _tuple_postprocess(tuple(jac), (is_outputs_tuple, is_inputs_tuple))
 
 
-def _forward_columns(func, inputs, numels):
-    """``(is_outputs_tuple, outputs, columns)``: ``func``'s outputs, and per unit vector of the
-    inputs the outputs' tangents along it (one forward pass each, in one dual level)."""
-    columns = []
+def _basis_chunk(inputs, numels, start, stop):
+    """The unit vectors ``start`` to ``stop`` (over all inputs' elements) as one batch of
+    tangents per input, of shape ``(stop - start, *input.shape)``."""
+    tangents = []
+    offset = 0
+    for x, numel in zip(inputs, numels, strict=True):
+        rows = np.zeros((stop - start, numel), dtype=x.dtype)
+        first, last = max(start, offset), min(stop, offset + numel)
+        if first < last:
+            rows[np.arange(first - start, last - start), np.arange(first, last) - offset] = 1
+        tangents.append(Tensor._make(rows.reshape((stop - start,) + x.shape)))
+        offset += numel
+    return tangents
+
+
+def _forward_columns(func, inputs, numels, batched=False):
+    """``(is_outputs_tuple, outputs, columns)``: ``func``'s outputs, and per output the array
+    ``(columns, *output.shape)`` of its tangents along the unit vectors of the inputs:
+    ``batched``, chunks of them as one batch per forward pass; else one pass per vector."""
+    total = sum(numels)
+    step = max(1, config.FORWARD_JACOBIAN_CHUNK) if batched else 1
+    columns = None
     outputs = None
-    with forward_ad.dual_level():
-        for j, numel in enumerate(numels):
-            for c in range(numel):
-                duals = []
-                for i, other in enumerate(inputs):
-                    tangent = np.zeros(other.shape, dtype=other.dtype)
-                    if i == j:
-                        tangent.reshape(-1)[c] = 1
-                    duals.append(forward_ad.make_dual(other, Tensor._make(tangent)))
-                is_outputs_tuple, outputs = _as_tuple(
-                    func(*duals), "outputs of the user-provided function", "jacobian"
-                )
-                columns.append([forward_ad.unpack_dual(o).tangent for o in outputs])
+    for start in range(0, total, step):
+        stop = min(total, start + step)
+        with forward_ad.dual_level(batch_shape=(stop - start,) if batched else None):
+            tangents = _basis_chunk(inputs, numels, start, stop)
+            if not batched:
+                tangents = [Tensor._make(t._data[0]) for t in tangents]
+            duals = [forward_ad.make_dual(x, t) for x, t in zip(inputs, tangents, strict=True)]
+            is_outputs_tuple, outputs = _as_tuple(
+                func(*duals), "outputs of the user-provided function", "jacobian"
+            )
+            found = [forward_ad.unpack_dual(o).tangent for o in outputs]
+        if columns is None:
+            columns = [np.zeros((total,) + o.shape, dtype=o.dtype) for o in outputs]
+        for data, tangent in zip(columns, found, strict=True):
+            if tangent is not None:
+                values = tangent.detach().cpu().numpy()
+                data[start:stop] = values if batched else values[None]
     if outputs is None:  # (no input element at all: one call for the outputs' shapes)
         is_outputs_tuple, outputs = _as_tuple(
             func(*inputs), "outputs of the user-provided function", "jacobian"
         )
+        columns = [np.zeros((0,) + o.shape, dtype=o.dtype) for o in outputs]
     return is_outputs_tuple, outputs, columns
 
 

@@ -306,3 +306,133 @@ def test_functional_inside_a_user_level():
             _, product = F.jvp(lambda z: z * dual, anb.tensor(X0), anb.tensor(np.ones(3)),
                                create_graph=True)
             np.testing.assert_allclose(fwAD.unpack_dual(product).tangent.numpy(), V)
+
+
+# -- batched tangents (jacfwd) ---------------------------------------------------------------
+
+
+def test_a_batched_level_takes_tangents_with_the_batch_in_front():
+    x = anb.tensor(X0)
+    with fwAD.dual_level(batch_shape=2):
+        with pytest.raises(RuntimeError, match=r"batch \[2\] in front"):
+            fwAD.make_dual(x, anb.tensor(V))
+        dual = fwAD.make_dual(x, anb.tensor(np.stack([V, 2 * V])))
+        tangent = fwAD.unpack_dual(anb.sin(dual) * dual).tangent
+    expected = (np.cos(X0) * X0 + np.sin(X0)) * V
+    np.testing.assert_allclose(tangent.numpy(), np.stack([expected, 2 * expected]))
+    with pytest.raises(ValueError, match="batch_shape"):
+        fwAD.enter_dual_level(batch_shape=(-1,))
+
+
+def _counting(function):
+    calls = []
+
+    def counted(*args):
+        calls.append(1)
+        return function(*args)
+
+    return counted, calls
+
+
+def test_forward_mode_jacobian_is_one_batched_pass_in_chunks(monkeypatch):
+    def function(a, b):
+        return anb.tanh(a[:, None] * b).sum(axis=0), anb.exp(a).prod()
+
+    a, b = np.array([0.3, -0.7, 1.1]), np.array([[0.2, 0.5], [1.0, -0.4], [0.6, 0.1]])
+    inputs = (anb.tensor(a), anb.tensor(b))
+    counted, calls = _counting(function)
+    forward = F.jacobian(counted, inputs, vectorize=True, strategy="forward-mode")
+    assert len(calls) == 1  # 9 columns, one pass
+    reverse = F.jacobian(function, inputs)
+    monkeypatch.setattr(anb.config, "FORWARD_JACOBIAN_CHUNK", 4)
+    counted, calls = _counting(function)
+    chunked = F.jacobian(counted, inputs, vectorize=True, strategy="forward-mode")
+    assert len(calls) == 3  # 4 + 4 + 1 columns
+    for k in range(2):
+        for j in range(2):
+            np.testing.assert_allclose(forward[k][j].numpy(), reverse[k][j].numpy(),
+                                       rtol=1e-13, atol=1e-14)
+            np.testing.assert_array_equal(chunked[k][j].numpy(), forward[k][j].numpy())
+    # and the first output's against finite differences, column by column
+    numeric = numerical_vjp(lambda a, b: function(anb.tensor(a), anb.tensor(b))[0].numpy(),
+                            [a, b], np.eye(2)[0])
+    np.testing.assert_allclose(forward[0][0].numpy()[0], numeric[0], rtol=1e-6)
+    np.testing.assert_allclose(forward[0][1].numpy()[0], numeric[1], rtol=1e-6)
+
+
+def _cube(generate_vmap_rule):
+    class Cube(anb.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x ** 3
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return 3 * grad_output * x * x
+
+        @staticmethod
+        def jvp(ctx, tangent):
+            (x,) = ctx.saved_tensors
+            return 3 * tangent * x * x
+
+    Cube.generate_vmap_rule = generate_vmap_rule
+    return Cube
+
+
+@pytest.mark.parametrize("generate_vmap_rule", [False, True])
+def test_a_function_that_refuses_a_batch_falls_back_to_one_pass_per_column(
+        generate_vmap_rule):
+    cube = _cube(generate_vmap_rule)
+    counted, calls = _counting(lambda x: anb.sin(cube.apply(x)))
+    got = F.jacobian(counted, anb.tensor(X0), vectorize=True, strategy="forward-mode")
+    np.testing.assert_allclose(got.numpy(), np.diag(np.cos(X0 ** 3) * 3 * X0 ** 2),
+                               rtol=1e-14)
+    # the batched pass, then (refused) one pass per column
+    assert len(calls) == (1 if generate_vmap_rule else 1 + X0.size)
+    if not generate_vmap_rule:
+        with fwAD.dual_level(batch_shape=3), pytest.raises(RuntimeError, match="cannot take"):
+            cube.apply(fwAD.make_dual(anb.tensor(X0), anb.tensor(np.eye(3))))
+
+
+def test_reverse_over_batched_forward_to_second_order():
+    # <H, W> with the Hessian H in one batched pass (forward over reverse), and its gradient
+    # (reverse over that), against finite differences
+    w = np.array([[0.5, -1.0, 0.3], [0.2, 0.1, -0.7], [1.1, 0.4, 0.9]])
+
+    def contracted(x):
+        with fwAD.dual_level(batch_shape=3):
+            dual = fwAD.make_dual(x, anb.tensor(np.eye(3)))
+            (gradient,) = anb.grad(f(dual), dual, create_graph=True)
+            columns = fwAD.unpack_dual(gradient).tangent  # the Hessian, forward over reverse
+        return anb.sum(columns * anb.tensor(w))
+
+    x = anb.tensor(X0, requires_grad=True)
+    (got,) = anb.grad(contracted(x), x)
+    numeric = numerical_vjp(lambda z: contracted(anb.tensor(z, requires_grad=True)).numpy(),
+                            [X0], np.ones(()))
+    np.testing.assert_allclose(got.numpy(), numeric[0], rtol=1e-5, atol=1e-7)
+    h = contracted(anb.tensor(X0, requires_grad=True)).item()
+    np.testing.assert_allclose(h, np.sum(numerical_hessian(f, X0) * w), rtol=1e-6)
+
+
+def test_batched_forward_over_reverse_laplacian_matches_nested_reverse():
+    rng = np.random.default_rng(5)
+    w1, w2 = anb.tensor(rng.standard_normal((2, 6))), anb.tensor(rng.standard_normal((6, 1)))
+    points = rng.uniform(-1, 1, size=(4, 2))
+
+    def u(x):
+        return (anb.tanh(x @ w1) @ w2)[:, 0]
+
+    x = anb.tensor(points, requires_grad=True)
+    directions = np.stack([np.eye(2)[d] * np.ones((4, 1)) for d in range(2)])
+    with fwAD.dual_level(batch_shape=2):
+        dual = fwAD.make_dual(x, anb.tensor(directions))
+        (gradient,) = anb.grad(u(dual).sum(), dual, create_graph=True)
+        second = fwAD.unpack_dual(gradient).tangent.numpy()
+    laplacian = second[0, :, 0] + second[1, :, 1]
+    (gradient,) = anb.grad(u(x).sum(), x, create_graph=True)
+    nested = sum(anb.grad(gradient[:, d].sum(), x, retain_graph=True)[0].numpy()[:, d]
+                 for d in range(2))
+    np.testing.assert_allclose(laplacian, nested, rtol=1e-12, atol=1e-13)

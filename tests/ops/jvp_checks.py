@@ -1,11 +1,15 @@
 """The checks of a forward rule (``autograd_nb.autograd.jvp``), called directly on one op:
 its tangent against central finite differences of the op, against the op's VJP
 (``<jvp(t), v> == <t, vjp(v)>``), and, to second order, the gradient of ``<jvp(t), v>`` with
-respect to the primals against finite differences of that first-order quantity."""
+respect to the primals against finite differences of that first-order quantity. With a batch
+of tangents (a batched dual level), the rule's tangents against the same rule run on each
+tangent of the batch in turn, and so is the gradient of the batched tangents (reverse over
+the batched forward)."""
 
 import numpy as np
 
 import autograd_nb as anb
+from autograd_nb.autograd import forward_ad as fwAD
 from autograd_nb.autograd import jvp
 from autograd_nb.ops.registry import REGISTRY, call
 
@@ -156,9 +160,79 @@ def check_second_order(case, rng):
     assert abs(analytic - numeric) <= 1e-4 * max(1.0, abs(numeric)), (analytic, numeric)
 
 
+#: The tangents per batch in the batched checks.
+BATCH = 2
+
+
+def batched_and_looped(function, arrays, batches, kinds=None, requires_grad=False):
+    """``(inputs, batched, looped)``: the tangent of ``function(*tensors)`` (one Tensor out) at
+    ``arrays`` for the tangent batches ``batches`` (``(BATCH, *array.shape)`` each), in one
+    pass of a batched dual level, and stacked from one pass per tangent (Tensors, None for a
+    zero tangent). ``inputs``: the Tensors both differentiate in with ``requires_grad``."""
+    inputs = [anb.tensor(a, requires_grad=requires_grad) for a in arrays]
+    with fwAD.dual_level(batch_shape=len(batches[0])):
+        duals = [fwAD.make_dual(x, anb.tensor(t)) for x, t in zip(inputs, batches)]
+        batched = fwAD.unpack_dual(function(*duals)).tangent
+    looped = []
+    for b in range(len(batches[0])):
+        with fwAD.dual_level():
+            duals = [fwAD.make_dual(x, anb.tensor(t[b])) for x, t in zip(inputs, batches)]
+            looped.append(fwAD.unpack_dual(function(*duals)).tangent)
+    return inputs, batched, looped
+
+
+def close(got, expected):
+    """Bit-close: equal but for the order of the sums in a product of another shape."""
+    np.testing.assert_allclose(got, expected, rtol=1e-11, atol=1e-12)
+
+
+def check_batched(function, arrays, rng, kinds=None, second_order=True, project=None):
+    """The batched tangents of ``function`` against one pass per tangent, and the gradient of
+    ``<batched tangents, V>`` against the sum of the per-tangent ones (``project(v,
+    output)``: each cotangent made to meet the output's phase condition)."""
+    kinds = kinds or [None] * len(arrays)
+    batches = [np.stack([random_like(rng, a, kind) for _ in range(BATCH)])
+               for a, kind in zip(arrays, kinds)]
+    inputs, batched, looped = batched_and_looped(function, arrays, batches,
+                                                 requires_grad=second_order)
+    if batched is None:
+        assert all(t is None for t in looped)
+        return
+    expected = [np.zeros(batched.shape[1:], batched.dtype) if t is None else t.detach().numpy()
+                for t in looped]
+    assert batched.shape == (BATCH,) + expected[0].shape, (batched.shape, expected[0].shape)
+    close(batched.detach().numpy(), np.stack(expected))
+    if not second_order or not batched.requires_grad:
+        return
+    v = random_like(rng, batched.detach().numpy())
+    if project is not None:
+        output = function(*[anb.tensor(a) for a in arrays]).numpy()
+        v = np.stack([project(each, output) for each in v])
+    got = anb.grad(batched, inputs, grad_outputs=anb.tensor(v), allow_unused=True,
+                   materialize_grads=True)
+    total = [np.zeros(np.shape(a)) for a in arrays]
+    for b, tangent in enumerate(looped):
+        if tangent is not None and tangent.requires_grad:
+            each = anb.grad(tangent, inputs, grad_outputs=anb.tensor(v[b]), allow_unused=True,
+                            materialize_grads=True)
+            total = [t + e.numpy() for t, e in zip(total, each)]
+    for g, t in zip(got, total):
+        close(g.numpy(), t)
+
+
+def check_case_batched(case, rng):
+    """:func:`check_batched` for a :class:`Case`: its op on its primals."""
+
+    def function(*tensors):
+        return call(case.name, *case.make_primals(*tensors), **case.kwargs)
+
+    check_batched(function, case.xs, rng, case.kinds, case.second_order, case.project_second)
+
+
 def check_all(case, seed=0):
     rng = np.random.default_rng(seed)
     check_finite_differences(case, rng)
     check_against_vjp(case, rng)
     if case.second_order:
         check_second_order(case, rng)
+    check_case_batched(case, rng)

@@ -6,6 +6,10 @@ forward, and reverse over forward: the gradient of ``<jvp(t), v>`` against finit
 The cases come from :data:`CASES` (by op name) or, for any elementwise op (the special
 functions' included), from the op's own test domain; a rule without a case fails
 ``test_every_rule_has_a_case``, so rules registered later are checked once they have one.
+
+Every rule is also run with a batch of tangents (``jacfwd``-style, a batched dual level)
+against the same rule on each tangent in turn, with the gradient of the batched tangents
+(reverse over the batched forward), and over hypothesis' shapes, broadcasting and axes.
 """
 
 import importlib.util
@@ -17,10 +21,12 @@ from hypothesis import strategies as st
 
 import autograd_nb as anb
 from autograd_nb.autograd import forward_ad as fwAD
+from autograd_nb.autograd import jvp
 from autograd_nb.autograd.jvp import RULES
 from autograd_nb.ops.elementwise import ElementwiseOp
 from autograd_nb.ops.registry import REGISTRY, call
 from tests.checks import elementwise_attrs, elementwise_values, numerical_vjp
+from tests.ops.jvp_checks import batched_and_looped, check_batched, close
 
 #: Families whose rules another module writes (:data:`autograd_nb.autograd.jvp.FAMILIES`):
 #: an op of one of them may lack a rule only while that module does not exist.
@@ -276,3 +282,93 @@ def test_reduction_rules_over_axes(name, shape, data):
 
     _, tangent = jvp_of(function, [x], [t])
     np.testing.assert_allclose(tangent, numerical_jvp(function, [x], [t]), rtol=1e-5, atol=1e-6)
+
+
+# -- batched tangents -----------------------------------------------------------------------------
+
+#: The rules that take a batch of tangents by running once per tangent (``batched=False``):
+#: the Sylvester solver's (its unknown mixes columns) and the transposed VJP (``cumprod``).
+#: Every other rule takes the batch in its own ops.
+LOOPED = {"_solve_sylvester", "_sqrtm", "cumprod"}
+
+
+def test_which_rules_take_a_batch_in_their_own_ops():
+    assert jvp.LOOPED == LOOPED
+    native = sorted(set(RULES) - jvp.LOOPED)
+    assert "_bmm" in native and "getitem" in native and "_lu_solve" in native
+
+
+@pytest.mark.parametrize("name", RULED)
+def test_rule_on_a_batch_of_tangents(name):
+    rng = np.random.default_rng(2)
+    function, arrays = case_for(name, rng)
+    check_batched(function, arrays, rng)
+
+
+def _check_batched_function(function, arrays, rng):
+    batches = [rng.standard_normal((2,) + np.shape(a)) for a in arrays]
+    _, batched, looped = batched_and_looped(function, arrays, batches)
+    close(batched.numpy(), np.stack([t.numpy() for t in looped]))
+    for b in range(2):  # and each tangent against finite differences
+        expected = numerical_jvp(function, arrays, [t[b] for t in batches])
+        np.testing.assert_allclose(batched.numpy()[b], expected, rtol=1e-5, atol=1e-6)
+
+
+@settings(max_examples=8, deadline=None)
+@given(name=st.sampled_from(["add", "multiply", "divide", "maximum", "arctan2"]), shape=shapes,
+       data=st.data())
+def test_batched_binary_rules_broadcast(name, shape, data):
+    other = tuple(1 if data.draw(st.booleans()) else n for n in shape)[
+        data.draw(st.integers(0, len(shape))):]
+    rng = np.random.default_rng(data.draw(st.integers(0, 99)))
+    a, b = rng.uniform(0.5, 1.5, size=shape), rng.uniform(-1.5, -0.5, size=other)
+    _check_batched_function(getattr(anb, name), [a, b], rng)
+
+
+@settings(max_examples=8, deadline=None)
+@given(name=st.sampled_from(["sum", "logsumexp", "max", "softmax", "cumsum"]),
+       shape=st.lists(st.integers(1, 3), min_size=1, max_size=3).map(tuple), data=st.data())
+def test_batched_reductions_over_axes(name, shape, data):
+    rng = np.random.default_rng(data.draw(st.integers(0, 99)))
+    x = _distinct(rng, shape) * 0.3
+    if name in ("softmax", "cumsum"):
+        axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+        function = lambda x: getattr(anb, name)(x, axis=axis)  # noqa: E731
+    else:
+        axes = data.draw(st.sets(st.integers(0, len(shape) - 1)))
+        axis = tuple(sorted(axes)) if axes else None
+        keepdims = data.draw(st.booleans())
+        function = lambda x: getattr(anb, name)(x, axis=axis, keepdims=keepdims)  # noqa: E731
+    _check_batched_function(function, [x], rng)
+
+
+@settings(max_examples=8, deadline=None)
+@given(shape=st.lists(st.integers(1, 3), min_size=2, max_size=3).map(tuple), data=st.data())
+def test_batched_shape_and_index_rules(shape, data):
+    rng = np.random.default_rng(data.draw(st.integers(0, 99)))
+    axes = tuple(data.draw(st.permutations(range(len(shape)))))
+    rows = data.draw(st.lists(st.integers(0, shape[-1] - 1), min_size=1, max_size=3))
+    joined = data.draw(st.integers(-len(shape), len(shape) - 1))
+    advanced = data.draw(st.booleans())
+
+    def function(x, y):
+        moved = anb.transpose(x + anb.broadcast_to(y, shape), axes)
+        picked = x[..., rows] if advanced else x[:, None, 0]
+        flat = anb.concatenate([moved.reshape(-1), picked.reshape(-1)], axis=0)
+        return flat * anb.stack([x, x * y], axis=joined).sum()
+
+    _check_batched_function(function, [rng.standard_normal(shape),
+                                       rng.standard_normal(shape[-1:])], rng)
+
+
+def test_batched_products_put_the_batch_where_matmuls_go():
+    rng = np.random.default_rng(3)
+    cases = [  # (a, b): a single matrix, a stack of them, a vector on either side
+        ((3, 4), (4, 2)), ((2, 3, 4), (4, 2)), ((3, 4), (2, 4, 5)), ((4,), (4, 3)),
+        ((3, 4), (4,)), ((2, 1, 3, 4), (3, 4, 2)),
+    ]
+    for a_shape, b_shape in cases:
+        _check_batched_function(anb.matmul, [rng.standard_normal(a_shape),
+                                             rng.standard_normal(b_shape)], rng)
+    _check_batched_function(lambda a, b: anb.einsum("ij,jk->ik", a, b),
+                            [rng.standard_normal((2, 3)), rng.standard_normal((3, 2))], rng)

@@ -11,13 +11,17 @@ tangent ``f'(z) t``: the real formula evaluated over complex Tensors. Any other 
 ``angle``) is R-linear: from its VJP ``M`` (``M(g) = conj(A) g + B conj(g)``), evaluated at
 ``g = 1`` and ``g = i``, the tangent is ``A t + B conj(t)`` (the adjoint of ``M`` under the real
 inner product ``Re <a, b>``), and its real part for a real output.
+
+Batched tangents: each tangent is aligned to the output's rank behind its batch
+(:func:`~autograd_nb.autograd.jvp.aligned`), so the formula broadcasts it against the primals
+from the right and every share has the shape ``batch + output.shape``.
 """
 
 import numpy as np
 
 from ...ops import elementwise as _elementwise
 from ...ops.registry import FUNCTIONS, REGISTRY, call
-from . import add_tangents, jvp_rule, zero
+from . import add_tangents, aligned, batch_shape, jvp_rule, zero
 
 _TENSOR_NAMES = _elementwise._tensor_namespace()
 
@@ -68,6 +72,7 @@ def elementwise_rule(op):
     def rule(tangents, primals, output, attrs):
         shares = []
         names = None
+        shape = batch_shape(tangents, primals) + tuple(output.shape)
         for k, tangent in enumerate(tangents):
             if tangent is None or k in op.non_differentiable:
                 continue
@@ -75,6 +80,7 @@ def elementwise_rule(op):
                 raise op.not_implemented_error(k)
             if names is None:
                 names = _namespace(op, primals, output, attrs)
+            tangent = aligned(tangent, primals[k], output.ndim)
             complex_case = any(_is_complex(v) for v in (*primals, output, tangent))
             if complex_case and not op._complex_conjugated:
                 share = _complex_share(op, k, names, tangent, output)
@@ -84,10 +90,9 @@ def elementwise_rule(op):
                     names.update(_elementwise._complex_tensor_namespace())
                 share = _evaluate(code, names, tangent)
             if not hasattr(share, "shape"):
-                share = call("reshape", np.ones(output.shape, dtype=output.dtype) * share,
-                             shape=output.shape)
-            if share.shape != output.shape:
-                share = call("broadcast_to", share, shape=output.shape)
+                share = call("reshape", np.ones(shape, dtype=output.dtype) * share, shape=shape)
+            if share.shape != shape:
+                share = call("broadcast_to", share, shape=shape)
             shares.append(share)
         return add_tangents(shares)
 

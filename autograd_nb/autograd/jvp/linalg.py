@@ -14,6 +14,12 @@ factors flattened one after another along the last axis).
   the tangents are those of torch's gauge (``diag(V^H dV)`` real, and zero for ``eigh``;
   ``diag(V^H dV) = 0`` for the SVD's right vectors), so a function of the outputs that does
   not depend on the phase gets its true derivative.
+
+A batch of tangents stays in front of the matrices' own batch dimensions: products broadcast
+it as ``matmul`` does, and a solve for a batched right-hand side moves the batch into its
+columns (one solve with ``batch size * k`` columns, :func:`_in_columns`). The Sylvester
+solver's rules (``_solve_sylvester``, ``_sqrtm``), whose unknown mixes columns, run once per
+tangent (``batched=False``).
 """
 
 import numpy as np
@@ -35,7 +41,7 @@ from ...ops.linalg_sylvester import _tensors_h
 from ...ops.reduction import expand_reduced
 from ...ops.registry import call
 from ...ops.shape import concatenate
-from . import jvp_rule
+from . import batch_shape, in_columns, jvp_rule, shifted
 
 # -- helpers -----------------------------------------------------------------------------------
 
@@ -57,10 +63,13 @@ def _as_complex(x, like):
 
 
 def _solve(a, b):
-    """``A^-1 B`` for square ``a`` and matrices ``b`` (complex or real)."""
+    """``A^-1 B`` for square ``a`` and matrices ``b`` (complex or real; ``b`` may carry a
+    batch of tangents in front)."""
     if _is_complex(a, b):
-        return call("_csolve", _as_complex(a, b), _as_complex(b, a))
-    return call("_lu_solve", a, call("_lu", a), b)
+        a = _as_complex(a, b)
+        return in_columns(lambda rhs: call("_csolve", a, _as_complex(rhs, a)), b, a.ndim)
+    lu = call("_lu", a)
+    return in_columns(lambda rhs: call("_lu_solve", a, lu, rhs), b, a.ndim)
 
 
 def _inverse(a):
@@ -105,6 +114,11 @@ def _packed(batch, *parts, dtype=None):
     return concatenate(flat, axis=-1)
 
 
+def _packed_batch(tangents, primals, output):
+    """The dimensions in front of a packed output's last axis, the tangents' batch's first."""
+    return batch_shape(tangents, primals) + tuple(output.shape[:-1])
+
+
 def _column(x):
     return call("reshape", x, shape=tuple(x.shape) + (1,))
 
@@ -136,8 +150,11 @@ def _lu_solve_jvp(tangents, primals, output, attrs):
     if da is not None:
         product = (_mT(da) if transpose else da) @ x
         rhs = -product if rhs is None else rhs - product
-    dx = call("_lu_solve", a, lu, _uncolumn(rhs) if vector else rhs, transpose=transpose)
-    return dx
+    if batch_shape(tangents, primals):  # (a column even for a vector: moved into columns)
+        dx = in_columns(lambda r: call("_lu_solve", a, lu, r, transpose=transpose), rhs,
+                         lu.ndim)
+        return _uncolumn(dx) if vector else dx
+    return call("_lu_solve", a, lu, _uncolumn(rhs) if vector else rhs, transpose=transpose)
 
 
 @jvp_rule("_slogdet")
@@ -146,7 +163,7 @@ def _slogdet_jvp(tangents, primals, output, attrs):
     if da is None:
         return None
     a, lu = primals
-    return _trace(call("_lu_solve", a, lu, da))
+    return _trace(in_columns(lambda r: call("_lu_solve", a, lu, r), da, lu.ndim))
 
 
 @jvp_rule("_det")
@@ -166,7 +183,11 @@ def _csolve_jvp(tangents, primals, output, attrs):
     if da is not None:
         product = _as_complex(da, output) @ output
         rhs = -product if rhs is None else rhs - product
-    return call("_csolve", a, rhs)
+    if not batch_shape(tangents, primals):
+        return call("_csolve", a, rhs)
+    vector = output.ndim == a.ndim - 1
+    dx = in_columns(lambda r: call("_csolve", a, r), _column(rhs) if vector else rhs, a.ndim)
+    return _uncolumn(dx) if vector else dx
 
 
 @jvp_rule("_clogdet")
@@ -229,7 +250,7 @@ def _ceigh_jvp(tangents, primals, output, attrs):
         return None
     w, v = _TENSORS.parts(output, _eig_shapes(output.shape[-1]))
     dw, dv = _eigh_tangents(real_part(w), v, da)
-    return _packed(tuple(output.shape[:-1]), dw, dv, dtype=np.dtype(output.dtype))
+    return _packed(_packed_batch(tangents, primals, output), dw, dv, dtype=np.dtype(output.dtype))
 
 
 @jvp_rule("_eig")
@@ -245,7 +266,7 @@ def _eig_jvp(tangents, primals, output, attrs):
     gaps = _expand(w, -2) - _expand(w, -1)
     dv = v @ _divide_or_zero(p, gaps)
     dv = dv - v * _expand(real_part(_diagonal(_h(v) @ dv)), -2)
-    return _packed(tuple(output.shape[:-1]), dw, dv)
+    return _packed(_packed_batch(tangents, primals, output), dw, dv)
 
 
 # -- svd --------------------------------------------------------------------------------------
@@ -299,7 +320,7 @@ def _svd_jvp(tangents, primals, output, attrs):
         )
     u, s, vh = _svd_parts(output, m, n, False)
     du, ds, dvh = _svd_tangents(u, s, vh, da)
-    return _packed(tuple(output.shape[:-1]), du, ds, dvh)
+    return _packed(_packed_batch(tangents, primals, output), du, ds, dvh)
 
 
 @jvp_rule("_csvd")
@@ -309,7 +330,8 @@ def _csvd_jvp(tangents, primals, output, attrs):
         return None
     u, s, vh = _TENSORS.parts(output, _svd_shapes(attrs["m"], attrs["n"]))
     du, ds, dvh = _svd_tangents(u, real_part(s), vh, da)
-    return _packed(tuple(output.shape[:-1]), du, ds, dvh, dtype=np.dtype(output.dtype))
+    return _packed(_packed_batch(tangents, primals, output), du, ds, dvh,
+                   dtype=np.dtype(output.dtype))
 
 
 # -- qr ---------------------------------------------------------------------------------------
@@ -353,7 +375,7 @@ def _qr_jvp(tangents, primals, output, attrs):
     m, n = primals[0].shape[-2:]
     q, r = _qr_parts(output, m, n)
     dq, dr = _qr_tangents(q, r, da, m, n)
-    return _packed(tuple(output.shape[:-1]), dq, dr)
+    return _packed(_packed_batch(tangents, primals, output), dq, dr)
 
 
 @jvp_rule("_cqr")
@@ -364,7 +386,7 @@ def _cqr_jvp(tangents, primals, output, attrs):
     m, n = attrs["m"], attrs["n"]
     q, r = _TENSORS.parts(output, _qr_shapes(m, n))
     dq, dr = _qr_tangents(q, r, da, m, n)
-    return _packed(tuple(output.shape[:-1]), dq, dr)
+    return _packed(_packed_batch(tangents, primals, output), dq, dr)
 
 
 # -- pinv, norms ------------------------------------------------------------------------------
@@ -393,13 +415,14 @@ def _norm2_jvp(tangents, primals, output, attrs):
         return None
     x = primals[0]
     scaled = _divide_or_zero(x, expand_reduced(output, attrs))
-    return call("sum", scaled * dx, axis=attrs["axes"], keepdims=attrs["keepdims"])
+    axes = shifted(tuple(attrs["axes"]), batch_shape(tangents, primals))
+    return call("sum", scaled * dx, axis=axes, keepdims=attrs["keepdims"])
 
 
 # -- solve_sylvester, sqrtm -------------------------------------------------------------------
 
 
-@jvp_rule("_solve_sylvester")
+@jvp_rule("_solve_sylvester", batched=False)
 def _solve_sylvester_jvp(tangents, primals, output, attrs):
     # A X + X B = Q: A dX + dX B = dQ - dA X - X dB
     da, db, dq = tangents
@@ -415,7 +438,7 @@ def _solve_sylvester_jvp(tangents, primals, output, attrs):
     return call("_solve_sylvester", a, b, rhs)
 
 
-@jvp_rule("_sqrtm")
+@jvp_rule("_sqrtm", batched=False)
 def _sqrtm_jvp(tangents, primals, output, attrs):
     # S dS + dS S = dA
     da = tangents[0]

@@ -1,14 +1,19 @@
-"""Forward rules of the reductions and scans."""
+"""Forward rules of the reductions and scans. A batch of tangents stays in front: the
+reduced (scanned) axes are shifted past it and the batch is never reduced."""
 
 import numpy as np
 
 from ...ops.registry import call, host_values
-from . import jvp_rule, linear, transposed_vjp
+from . import batch_shape, jvp_rule, per_tangent, shifted, transposed_vjp
 
 
-def _sum(tensor, attrs, keepdims=None):
+def _sum(tensor, attrs, keepdims=None, batch=None):
+    """The reduction's sum of ``tensor`` (a tangent, or a product with one): over the reduced
+    axes of the primal, behind the tangent's batch (``batch``: found from ``tensor``'s rank)."""
     keep = attrs["keepdims"] if keepdims is None else keepdims
-    return call("sum", tensor, axis=attrs["axes"], keepdims=keep)
+    if batch is None:
+        batch = tuple(tensor.shape[: tensor.ndim - len(attrs["layout"].shape)])
+    return call("sum", tensor, axis=shifted(tuple(attrs["axes"]), batch), keepdims=keep)
 
 
 def _kept(tensor, attrs):
@@ -18,7 +23,10 @@ def _kept(tensor, attrs):
     return call("reshape", tensor, shape=kept)
 
 
-jvp_rule("sum")(linear(lambda t, attrs: _sum(t, attrs)))
+@jvp_rule("sum")
+def _sum_jvp(tangents, primals, output, attrs):
+    (tangent,) = tangents
+    return None if tangent is None else _sum(tangent, attrs)
 
 
 @jvp_rule("cumsum")
@@ -26,10 +34,12 @@ def _cumsum(tangents, primals, output, attrs):
     (tangent,) = tangents
     if tangent is None:
         return None
-    flat = call("reshape", tangent, shape=attrs["layout"].shape)  # (axis=None: flattened)
+    batch = batch_shape(tangents, primals)
+    # (axis=None: flattened)
+    flat = call("reshape", tangent, shape=batch + tuple(attrs["layout"].shape))
     if not attrs["axes"]:
-        return call("reshape", flat, shape=output.shape)
-    return call("cumsum", flat, axis=attrs["axes"][0])
+        return call("reshape", flat, shape=batch + tuple(output.shape))
+    return call("cumsum", flat, axis=shifted(attrs["axes"][0], batch))
 
 
 @jvp_rule("logsumexp")
@@ -79,18 +89,19 @@ _prod_at_zeros = None
 @jvp_rule("prod")
 def _prod(tangents, primals, output, attrs):
     """``prod(x) * sum(t / x)`` without zeros in ``x``; through the VJP's transpose with them
-    (the product of the others, which stays right when differentiated again)."""
+    (the product of the others, which stays right when differentiated again; once per
+    tangent of a batch)."""
     global _prod_at_zeros
     (tangent,), (x,) = tangents, primals
     if tangent is None:
         return None
     if np.any(host_values(x) == 0):
         if _prod_at_zeros is None:
-            _prod_at_zeros = transposed_vjp("prod")
+            _prod_at_zeros = per_tangent(transposed_vjp("prod"))
         return _prod_at_zeros(tangents, primals, output, attrs)
     ratio = _sum(call("divide", tangent, x), attrs)
     return call("multiply", output, ratio)
 
 
-jvp_rule("cumprod")(transposed_vjp("cumprod"))
+jvp_rule("cumprod", batched=False)(transposed_vjp("cumprod"))
 

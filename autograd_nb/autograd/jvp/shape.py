@@ -1,29 +1,50 @@
 """Forward rules of the shape ops and of the copies between devices: all linear, so each
-applies the op itself to the tangent."""
+applies the op itself to the tangent (a batch of tangents kept in front: the op's shapes and
+axes behind it)."""
 
 from ...ops.registry import call, call_view
-from . import filled, jvp_rule, linear
+from . import aligned, batch_shape, filled, jvp_rule, linear, shifted
 
 
-def _reshape(tangent, attrs):
+def _reshape(tangent, batch, primal, attrs):
     """A view of the tangent where the primal's reshape was one (``matmul``'s operands)."""
+    shape = batch + tuple(attrs["shape"])
     if attrs.get("view") is True:
-        return call_view("reshape", tangent, shape=attrs["shape"])
-    return call("reshape", tangent, shape=attrs["shape"])
+        return call_view("reshape", tangent, shape=shape)
+    return call("reshape", tangent, shape=shape)
+
+
+def _transpose(tangent, batch, primal, attrs):
+    axes = tuple(range(len(batch))) + shifted(tuple(attrs["axes"]), batch)
+    return call("transpose", tangent, axes=axes)
+
+
+def _broadcast_to(tangent, batch, primal, attrs):
+    shape = tuple(attrs["shape"])
+    return call("broadcast_to", aligned(tangent, primal, len(shape)), shape=batch + shape)
+
+
+def _astype(tangent, batch, primal, attrs):
+    return call("astype", tangent, dtype=attrs["dtype"])
 
 
 jvp_rule("reshape")(linear(_reshape))
-jvp_rule("transpose")(linear(lambda t, attrs: call("transpose", t, axes=attrs["axes"])))
-jvp_rule("broadcast_to")(linear(lambda t, attrs: call("broadcast_to", t, shape=attrs["shape"])))
-jvp_rule("astype")(linear(lambda t, attrs: call("astype", t, dtype=attrs["dtype"])))
-jvp_rule("to_cuda")(linear(lambda t, attrs: t.to("cuda")))
-jvp_rule("to_cpu")(linear(lambda t, attrs: t.to("cpu")))
+jvp_rule("transpose")(linear(_transpose))
+jvp_rule("broadcast_to")(linear(_broadcast_to))
+jvp_rule("astype")(linear(_astype))
+jvp_rule("to_cuda")(linear(lambda t, batch, p, attrs: t.to("cuda")))
+jvp_rule("to_cpu")(linear(lambda t, batch, p, attrs: t.to("cpu")))
 
 
 def _join(name):
     def rule(tangents, primals, output, attrs):
         """The join of the tangents (zeros for inputs without one), along the same axis."""
-        return call(name, *filled(tangents, primals), axis=attrs["axis"])
+        batch = batch_shape(tangents, primals)
+        parts, axis = filled(tangents, primals), attrs["axis"]
+        if axis is None:  # (``concatenate`` of the flattened arrays)
+            parts = [call("reshape", t, shape=batch + (-1,)) for t in parts]
+            axis = 0
+        return call(name, *parts, axis=axis % output.ndim + len(batch))
 
     return rule
 

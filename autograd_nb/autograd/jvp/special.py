@@ -10,6 +10,9 @@ the rules differentiate again.
 An input whose derivative has no formula (a Bessel order, the ``order`` of ``polygamma``, the
 shape parameters of ``_gammainc_da``, ...) raises ``DerivativeNotImplemented`` when it is given
 a tangent, as the VJP does, never a silent zero.
+
+A batch of tangents is aligned to the output's rank behind its batch and broadcast to
+``batch + shape``, which the rule is told is the shape to give back (nothing summed).
 """
 
 import numpy as np
@@ -17,14 +20,14 @@ import numpy as np
 from ...ops import special_bessel  # noqa: F401 - registers the Bessel ops
 from ...ops.registry import REGISTRY, call
 from ...ops.special import SpecialOp
-from . import jvp_rule
+from . import aligned, batch_shape, jvp_rule
 
 
 def special_jvp(op):
     """The forward rule of the elementwise special function ``op``."""
 
     def rule(tangents, primals, output, attrs):
-        shape = tuple(attrs["shape"])
+        shape = batch_shape(tangents, primals) + tuple(attrs["shape"])
         out_attrs = dict(attrs, shapes=[shape] * len(tangents))
         # (a Python number among the inputs, as the VJP's rule sees it: an array)
         inputs = [p if hasattr(p, "dtype") else np.asarray(p) for p in primals]
@@ -37,6 +40,7 @@ def special_jvp(op):
             if not op.is_differentiable(k):
                 continue
             if tuple(tangent.shape) != shape:
+                tangent = aligned(tangent, primals[k], len(attrs["shape"]))
                 tangent = call("broadcast_to", tangent, shape=shape)
             term = op.rule(k, tangent, inputs, output, out_attrs)
             total = term if total is None else total + term
