@@ -1523,6 +1523,7 @@ def _():
 
 
 def _anb_tall(anb, strategy):
+    from autograd_nb.autograd import functional
     from autograd_nb.autograd.functional import jacobian
 
     data = {name: anb.tensor(value) for name, value in _tall_data().items()}
@@ -1530,6 +1531,9 @@ def _anb_tall(anb, strategy):
 
     def step():
         function = lambda x: _tall(anb.tanh, x, **data)  # noqa: E731
+        if strategy == "per-column":  # the fallback: one unbatched forward pass per column
+            columns = functional._forward_columns(function, (x,), [x.size])[2][0]
+            return [columns.T]
         return [jacobian(function, x, vectorize=True, strategy=strategy).numpy()]
 
     return step
@@ -1538,6 +1542,11 @@ def _anb_tall(anb, strategy):
 @tall_jacobian.variant("autograd_nb")
 def _(anb, **_):
     return _anb_tall(anb, "forward-mode")
+
+
+@tall_jacobian.variant("autograd_nb:per_column")
+def _(anb, **_):
+    return _anb_tall(anb, "per-column")
 
 
 @tall_jacobian.variant("autograd_nb:reverse")
@@ -1721,6 +1730,53 @@ def _(anb, **_):
                                        create_graph=True)
                 total = total + fwAD.unpack_dual(gradient).tangent[:, d]
         return [total.numpy()]
+
+    return step
+
+
+def _anb_pinn_directions(anb):
+    """The unit vectors of the 2-D input at every point, as one batch of tangents
+    ``(2, points, 2)``."""
+    return anb.tensor(np.stack([np.eye(2)[d] * np.ones((PINN_POINTS, 1)) for d in range(2)]))
+
+
+@pinn_laplacian.variant("autograd_nb:batched")
+def _(anb, **_):
+    from autograd_nb.autograd import forward_ad as fwAD
+
+    points, params = _pinn_data()
+    params = [anb.tensor(p) for p in params]
+    x = anb.tensor(points, requires_grad=True)
+    directions = _anb_pinn_directions(anb)
+
+    def step():  # forward over reverse, both coordinates as one batch of tangents
+        with fwAD.dual_level(batch_shape=2):
+            dual = fwAD.make_dual(x, directions)
+            (gradient,) = anb.grad(_pinn_u(anb.tanh, dual, params).sum(), dual,
+                                   create_graph=True)
+            second = fwAD.unpack_dual(gradient).tangent  # (2, points, 2)
+        return [(second[0, :, 0] + second[1, :, 1]).numpy()]
+
+    return step
+
+
+@pinn_laplacian.variant("autograd_nb:forward_over_forward")
+def _(anb, **_):
+    from autograd_nb.autograd import forward_ad as fwAD
+
+    points, params = _pinn_data()
+    params = [anb.tensor(p) for p in params]
+    x = anb.tensor(points)
+    directions = _anb_pinn_directions(anb)
+
+    def step():  # two batched levels: the tangents' tangents, (2, 2, points)
+        with fwAD.dual_level(batch_shape=2):
+            outer = fwAD.make_dual(x, directions)
+            with fwAD.dual_level(batch_shape=2):
+                inner = fwAD.make_dual(outer, directions)
+                first = fwAD.unpack_dual(_pinn_u(anb.tanh, inner, params)).tangent
+            second = fwAD.unpack_dual(first).tangent
+        return [(second[0, 0] + second[1, 1]).numpy()]
 
     return step
 

@@ -36,7 +36,7 @@ import importlib.util
 
 import numpy as np
 
-from ...ops.registry import FUNCTIONS, REGISTRY, call
+from ...ops.registry import FUNCTIONS, REGISTRY, call, call_view
 from ...tensor import Tensor
 from ...tensor import tensor as _new_tensor
 from ..api import grad
@@ -149,9 +149,10 @@ def in_columns(solve, rhs, ndim):
     batch, k = tuple(rhs.shape[:count]), rhs.shape[-1]
     order = tuple(range(count, rhs.ndim - 1)) + tuple(range(count)) + (rhs.ndim - 1,)
     moved = call("transpose", rhs, axes=order)  # (..., n, *batch, k)
-    columns = call("reshape", moved, shape=tuple(moved.shape[: ndim - 1]) + (-1,))
+    # (views: the transposes made new buffers, and neither view leaves this function)
+    columns = call_view("reshape", moved, shape=tuple(moved.shape[: ndim - 1]) + (-1,))
     result = solve(columns)
-    back = call("reshape", result, shape=tuple(result.shape[:-1]) + batch + (k,))
+    back = call_view("reshape", result, shape=tuple(result.shape[:-1]) + batch + (k,))
     return call("transpose", back, axes=tuple(int(i) for i in np.argsort(order)))
 
 

@@ -11,19 +11,24 @@ of the tangent and of the result, where transposing the product instead
 """
 
 from ...ops.linalg import matmul
-from ...ops.registry import call
+from ...ops.registry import call, call_view
 from . import add_tangents, batch_shape, in_columns, jvp_rule
+
+
+def _view(x, shape):
+    """``x`` read in ``shape``: a view of its buffer (internal to the rule, as ``matmul``'s
+    operands are), so the batched product copies nothing to reshape."""
+    return call_view("reshape", x, shape=tuple(shape))
 
 
 def _batched_products(ta, tb, a, b, output, views, batch):
     a_view, b_view, _ = views
     parts = []
     if ta is not None:
-        parts.append(matmul(call("reshape", ta, shape=batch + a_view),
-                            call("reshape", b, shape=b_view)))
+        parts.append(matmul(_view(ta, batch + a_view), _view(b, b_view)))
     if tb is not None:
-        a = call("reshape", a, shape=a_view)
-        tb = call("reshape", tb, shape=batch + b_view)
+        a = _view(a, a_view)
+        tb = _view(tb, batch + b_view)
         parts.append(in_columns(lambda columns: matmul(a, columns), tb, len(b_view)))
     return call("reshape", add_tangents(parts), shape=batch + tuple(output.shape))
 
