@@ -7,11 +7,11 @@ from . import aligned, batch_shape, filled, jvp_rule, linear, shifted
 
 
 def _reshape(tangent, batch, primal, attrs):
-    """A view of the tangent where the primal's reshape was one (``matmul``'s operands)."""
-    shape = batch + tuple(attrs["shape"])
-    if attrs.get("view") is True:
-        return call_view("reshape", tangent, shape=shape)
-    return call("reshape", tangent, shape=shape)
+    """A view of the tangent, as torch's tangent of a view: ops never write into their
+    inputs, and an in-place change of either is seen through the shared version counter.
+    (A copy cost a fifth of the PINN's batched forward over reverse, whose differentiable
+    ``_bmm`` VJPs reshape each tangent four times: docs/benchmarking.rst, "Forward mode".)"""
+    return call_view("reshape", tangent, shape=batch + tuple(attrs["shape"]))
 
 
 def _transpose(tangent, batch, primal, attrs):
