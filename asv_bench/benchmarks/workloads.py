@@ -1712,7 +1712,33 @@ def _pinn_u(tanh, points, params):
     return (h @ params[-2] + params[-1])[:, 0]
 
 
+def _anb_pinn_directions(anb):
+    """The unit vectors of the 2-D input at every point, as one batch of tangents
+    ``(2, points, 2)``."""
+    return anb.tensor(np.stack([np.eye(2)[d] * np.ones((PINN_POINTS, 1)) for d in range(2)]))
+
+
 @pinn_laplacian.variant("autograd_nb")
+def _(anb, **_):
+    from autograd_nb.autograd import forward_ad as fwAD
+
+    points, params = _pinn_data()
+    params = [anb.tensor(p) for p in params]
+    x = anb.tensor(points, requires_grad=True)
+    directions = _anb_pinn_directions(anb)
+
+    def step():  # forward over reverse, both coordinates as one batch of tangents
+        with fwAD.dual_level(batch_shape=2):
+            dual = fwAD.make_dual(x, directions)
+            (gradient,) = anb.grad(_pinn_u(anb.tanh, dual, params).sum(), dual,
+                                   create_graph=True)
+            second = fwAD.unpack_dual(gradient).tangent  # (2, points, 2)
+        return [(second[0, :, 0] + second[1, :, 1]).numpy()]
+
+    return step
+
+
+@pinn_laplacian.variant("autograd_nb:per_coordinate")
 def _(anb, **_):
     from autograd_nb.autograd import forward_ad as fwAD
 
@@ -1730,32 +1756,6 @@ def _(anb, **_):
                                        create_graph=True)
                 total = total + fwAD.unpack_dual(gradient).tangent[:, d]
         return [total.numpy()]
-
-    return step
-
-
-def _anb_pinn_directions(anb):
-    """The unit vectors of the 2-D input at every point, as one batch of tangents
-    ``(2, points, 2)``."""
-    return anb.tensor(np.stack([np.eye(2)[d] * np.ones((PINN_POINTS, 1)) for d in range(2)]))
-
-
-@pinn_laplacian.variant("autograd_nb:batched")
-def _(anb, **_):
-    from autograd_nb.autograd import forward_ad as fwAD
-
-    points, params = _pinn_data()
-    params = [anb.tensor(p) for p in params]
-    x = anb.tensor(points, requires_grad=True)
-    directions = _anb_pinn_directions(anb)
-
-    def step():  # forward over reverse, both coordinates as one batch of tangents
-        with fwAD.dual_level(batch_shape=2):
-            dual = fwAD.make_dual(x, directions)
-            (gradient,) = anb.grad(_pinn_u(anb.tanh, dual, params).sum(), dual,
-                                   create_graph=True)
-            second = fwAD.unpack_dual(gradient).tangent  # (2, points, 2)
-        return [(second[0, :, 0] + second[1, :, 1]).numpy()]
 
     return step
 

@@ -21,9 +21,10 @@ rules align each tangent to the output's rank behind the batch (:func:`aligned`)
 scans shift their axes past it (:func:`shifted`), shape and indexing ops keep it in front, and
 products put it where ``matmul``'s batch dimensions go. A rule registered with
 ``batched=False`` is run once per tangent of the batch and stacked (:func:`per_tangent`: still
-one forward pass of the primals); :data:`LOOPED` names those. A rule that cannot take a batch
-at all raises :class:`BatchedTangentError`, and ``functional.jacobian`` falls back to one
-forward pass per basis tangent.
+one forward pass of the primals); :data:`LOOPED` names those. What cannot take a batch at all
+(a custom Function's ``jvp`` without ``generate_vmap_rule``) raises
+:class:`BatchedTangentError`, and ``functional.jacobian`` falls back to one forward pass per
+basis tangent.
 
 The family modules (``elementwise``, ``linalg``, ...) register their rules on import; this
 package imports them all at its end (:data:`FAMILIES`), so importing it registers every rule.
@@ -107,15 +108,15 @@ def aligned(tangent, primal, ndim):
     if tangent is None or len(shape) >= ndim or tangent.ndim == len(shape):
         return tangent
     batch = tuple(tangent.shape[: tangent.ndim - len(shape)])
-    return call("reshape", tangent, shape=batch + (1,) * (ndim - len(shape)) + shape)
+    return call_view("reshape", tangent, shape=batch + (1,) * (ndim - len(shape)) + shape)
 
 
 def shifted(axes, batch):
     """Axes of a primal (an int or a tuple of ints) as axes of its tangent behind ``batch``:
     non-negative ones move past the batch, negative ones count from the end already."""
     offset = len(batch)
-    if isinstance(axes, int):
-        return axes if axes < 0 else axes + offset
+    if isinstance(axes, (int, np.integer)):
+        return int(axes) if axes < 0 else int(axes) + offset
     return tuple(a if a < 0 else a + offset for a in axes)
 
 
