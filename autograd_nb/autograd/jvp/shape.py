@@ -9,8 +9,8 @@ from . import aligned, batch_shape, filled, jvp_rule, linear, shifted
 def _reshape(tangent, batch, primal, attrs):
     """A view of the tangent, as torch's tangent of a view: ops never write into their
     inputs, and an in-place change of either is seen through the shared version counter.
-    (A copy cost a fifth of the PINN's batched forward over reverse, whose differentiable
-    ``_bmm`` VJPs reshape each tangent four times: docs/benchmarking.rst, "Forward mode".)"""
+    (A copy cost about a fifth of the PINN's batched forward over reverse under cProfile:
+    its differentiable ``_bmm`` VJPs reshape each tangent four times.)"""
     return call_view("reshape", tangent, shape=batch + tuple(attrs["shape"]))
 
 
