@@ -436,3 +436,18 @@ def test_batched_forward_over_reverse_laplacian_matches_nested_reverse():
     nested = sum(anb.grad(gradient[:, d].sum(), x, retain_graph=True)[0].numpy()[:, d]
                  for d in range(2))
     np.testing.assert_allclose(laplacian, nested, rtol=1e-12, atol=1e-13)
+
+
+def test_forward_over_reverse_hessian_is_one_batched_pass():
+    def function(a, b):
+        return (anb.sin(a) * b.sum() ** 2).sum()
+
+    inputs = (anb.tensor(X0), anb.tensor(V[:2]))
+    counted, calls = _counting(function)
+    forward = F.hessian(counted, inputs, vectorize=True, outer_jacobian_strategy="forward-mode")
+    assert len(calls) == 1  # the 5 columns of the Hessian as one batch of tangents
+    reverse = F.hessian(function, inputs)
+    for i in range(2):
+        for j in range(2):
+            np.testing.assert_allclose(forward[i][j].numpy(), reverse[i][j].numpy(),
+                                       rtol=1e-13, atol=1e-14)
