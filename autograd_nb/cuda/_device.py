@@ -14,6 +14,8 @@ import importlib.util
 
 import numpy as np
 
+from . import _counters, memory
+
 _cuda = None  # the numba.cuda module, once imported
 _device_types = ()  # the device array classes, once numba.cuda is imported
 
@@ -88,6 +90,9 @@ def cuda_module():
         else:
             from numba.cuda.cudadrv.devicearray import DeviceNDArray
 
+            from . import _emm
+
+            _emm.install()  # (before numba makes a context: it reads the manager then)
             _device_types = (DeviceNDArray,)
         _cuda = cuda
     return _cuda
@@ -110,8 +115,40 @@ def any_device_array(values):
 
 
 def empty(shape, dtype):
-    """An uninitialised C-contiguous device array."""
-    return cuda_module().device_array(tuple(shape), dtype=np.dtype(dtype))
+    """An uninitialised C-contiguous device array, from the caching pool (:mod:`.memory`).
+
+    Every device buffer of autograd_nb is made here. On a GPU ``numba.cuda.device_array``
+    asks numba's memory manager, which is the pool unless the user installed another (then
+    each request counts as an allocation: that manager's cache is not visible here). Under
+    the simulator, which consults no memory manager, the pool's host blocks back the array.
+    """
+    cuda = cuda_module()
+    shape, dtype = tuple(shape), np.dtype(dtype)
+    if not simulator_enabled():
+        out = cuda.device_array(shape, dtype=dtype)
+        if not _pool_serves_numba():
+            _counters.add("allocations")
+            _counters.add("bytes_allocated", out.nbytes)
+        return out
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+    if _count(shape) == 0:
+        return cuda.device_array(shape, dtype=dtype)
+    return FakeCUDAArray(memory.simulated_array(memory.pool(memory.HostDriver), shape, dtype))
+
+
+@functools.cache
+def _pool_serves_numba():
+    from . import _emm
+
+    return _emm.installed()
+
+
+def _count(shape):
+    size = 1
+    for n in shape:
+        size *= int(n)
+    return size
 
 
 def full(shape, value, dtype):
@@ -129,13 +166,25 @@ def zeros(shape, dtype):
 
 
 def to_device(array):
-    """Copy a host array (or scalar) to a new C-contiguous device array."""
-    return cuda_module().to_device(np.asarray(array, order="C"))
+    """Copy a host array (or scalar) to a new C-contiguous device array (from the pool)."""
+    host = np.asarray(array, order="C")
+    out = empty(host.shape, host.dtype)
+    if host.size:
+        out.copy_to_device(host)
+        _counters.add("synchronizations")  # (a copy from pageable host memory waits)
+    return out
 
 
 def to_host(device_array):
-    """Copy a device array to a new NumPy array."""
+    """Copy a device array to a new NumPy array (the host waits for the device)."""
+    _counters.add("synchronizations")
     return device_array.copy_to_host()
+
+
+def synchronize():
+    """Wait for every kernel launched so far to finish (``numba.cuda.synchronize``)."""
+    _counters.add("synchronizations")
+    cuda_module().synchronize()
 
 
 def constant(value, dtype):

@@ -245,14 +245,14 @@ def _reduced_out(x3):
 def _launch_rows(kernel, shape3, batch, *args):
     """One block per row (and per batch entry, along the grid's y), rows strided."""
     threads = row_threads(shape3[1])
-    kernel[(_blocks(_rows(shape3)), _blocks(batch)), threads](*args)
+    _kernels.launch_grid(kernel, (_blocks(_rows(shape3)), _blocks(batch)), threads, *args)
 
 
 def _launch_elements(kernel, shape3, batch, *args):
     """A grid-stride loop over the elements of ``shape3``, the batch along the grid's y."""
     threads = block_size()
     size = shape3[0] * shape3[1] * shape3[2]
-    kernel[(_blocks(size, threads), _blocks(batch)), threads](*args)
+    _kernels.launch_grid(kernel, (_blocks(size, threads), _blocks(batch)), threads, *args)
 
 
 # -- sum, prod, max, min: one tree reduction per row -------------------------------------------
@@ -318,7 +318,8 @@ def _reduce_pass(kind, x3, chunks):
     out = _device.empty((outer, chunks, inner), x3.dtype)
     kernel = _reduce_kernel(kind, x3.dtype, block_size())
     chunk = -(-n // chunks)
-    kernel[_blocks(out.size), row_threads(chunk)](x3, _identity(kind, x3.dtype), chunk, out)
+    _kernels.launch_grid(kernel, _blocks(out.size), row_threads(chunk), x3,
+                         _identity(kind, x3.dtype), chunk, out)
     return out
 
 
@@ -783,4 +784,4 @@ class Cumprod(AxisKernels):
     def run_vjp(op, g, x3, y, gx, attrs):
         threads = block_size()
         rows = gx.shape[0] * gx.shape[1] * gx.shape[3]
-        _cumprod_vjp_kernel[_blocks(rows, threads), threads](g, x3, y, gx)
+        _kernels.launch_grid(_cumprod_vjp_kernel, _blocks(rows, threads), threads, g, x3, y, gx)

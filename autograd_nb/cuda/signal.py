@@ -100,9 +100,7 @@ class Convolve:
     @staticmethod
     def vjp(op, k, grad_output, saved, attrs, grad_input):
         a, b = saved[0], saved[1]
-        g = grad_output if grad_output.dtype == a.dtype else _device.copy(grad_output, a.dtype)
-        if not _device.is_c_contiguous(g):
-            g = _device.copy(g)
+        g = _as_operand(grad_output, a.dtype)
         full = attrs["mode"] == "full"
         # the table of ops/signal.py: the second operand reversed, or (valid, k = 1) the first
         if k == 0:
@@ -111,3 +109,29 @@ class Convolve:
             _launch(g, False, a, True, grad_input, True, True)
         else:
             _launch(a, True, g, False, grad_input, True, True)
+
+    @classmethod
+    def vjp_batched(cls, op, k, grad_outputs, saved, attrs, grad_inputs):
+        """The batch as one more leading axis of the gradient, against the saved operand
+        with a leading axis of 1 (a row-by-row convolution, one launch), where the gradient
+        is the kernel's first operand; the valid mode's ``k = 1``, whose gradient is its
+        second, runs row by row."""
+        a, b = saved[0], saved[1]
+        full = attrs["mode"] == "full"
+        batch = grad_outputs.shape[0]
+        if (k == 1 and not full) or a.ndim + 1 > MAX_DIMS:
+            for row in range(batch):
+                cls.vjp(op, k, _device.row(grad_outputs, row), saved, attrs,
+                        _device.row(grad_inputs, row))
+            return
+        g = _as_operand(grad_outputs, a.dtype)
+        other = b if k == 0 else a
+        _launch(g, False, other.reshape((1,) + tuple(other.shape)), True, grad_inputs,
+                full if k == 0 else True, True)
+
+
+def _as_operand(grad, dtype):
+    """``grad`` in ``dtype``, C-contiguous (the kernel reads flat buffers)."""
+    if grad.dtype != dtype:
+        grad = _device.copy(grad, dtype)
+    return grad if _device.is_c_contiguous(grad) else _device.copy(grad)
