@@ -215,12 +215,13 @@ def test_a_view_keeps_its_block_from_the_pool():
     view = array.reshape(32)[8:]
     del array
     other = _device.empty((4, 8), np.float64)  # (must not be the block the view reads)
-    other_host = np.asarray(memory.simulated_array(memory.pool(), (4,), np.float64))
     view.copy_to_device(np.arange(24.0))
     _device.assign(other, _device.to_device(np.full((4, 8), -1.0)))
     np.testing.assert_array_equal(view.copy_to_host(), np.arange(24.0))
-    assert anb.cuda.counters()["allocations"] >= 2
-    del view, other, other_host
+    start = _device.interface(view)["data"][0]
+    other_start = _device.interface(other)["data"][0]
+    assert other_start + 32 * 8 <= start - 8 * 8 or start + 24 * 8 <= other_start
+    del view, other
     anb.cuda.reset_counters()
     again = _device.empty((4, 8), np.float64)  # (a released block of the class: no driver)
     assert anb.cuda.counters()["allocations"] == 0
@@ -244,8 +245,8 @@ def test_counters_count_launches_allocations_and_copies():
 
 def _chain(x):
     # 20 elementwise ops, each VJP reading a saved value
-    for i in range(10):
-        x = anb.tanh(anb.sin(x) * 1.1) if i % 2 else anb.exp(anb.cos(x) * 0.5)
+    for i in range(20):
+        x = (anb.sin, anb.tanh, anb.cos, anb.sigmoid)[i % 4](x)
     return x
 
 
@@ -261,6 +262,10 @@ def test_a_steady_state_step_of_a_20_op_chain_makes_no_allocation(small_launches
         steps.append((backward, g.cpu().numpy()))
         del y, g
     reserved = anb.cuda.memory_stats()["reserved_bytes.all.current"]
+    # one fused kernel per chain of at most FUSION_MAX_NODES nodes, storing into the fresh
+    # buffer of its target (no zero fill), the seed read in place: nothing else
+    groups = -(-20 // config.FUSION_MAX_NODES)
+    assert steps[0][0]["launches"] == groups
     for backward, _ in steps[1:]:
         assert backward["allocations"] == 0 and backward["bytes_allocated"] == 0
         assert backward["synchronizations"] == 0
