@@ -92,35 +92,50 @@ class Block:
         self.generation = generation
 
 
+_POOLS = ("all", "small_pool", "large_pool")
+
+
 class _Stat:
     """One of torch's statistics: ``current``, ``peak``, ``allocated`` (total increase) and
-    ``freed`` (total decrease), for all blocks and for the small and large pools."""
+    ``freed`` (total decrease), for all blocks and for the small and large pools (lists
+    indexed by ``_POOLS``: this runs at every allocation and release)."""
+
+    __slots__ = ("current", "peak", "allocated", "freed")
 
     def __init__(self):
-        self.values = {
-            pool: dict.fromkeys(("current", "peak", "allocated", "freed"), 0)
-            for pool in ("all", "small_pool", "large_pool")
-        }
+        self.current, self.peak, self.allocated, self.freed = [0] * 3, [0] * 3, [0] * 3, [0] * 3
 
-    def change(self, amount, small):
-        for pool in ("all", "small_pool" if small else "large_pool"):
-            values = self.values[pool]
-            values["current"] += amount
+    def change(self, amount, pool):
+        current = self.current
+        for i in (0, pool):
+            current[i] += amount
             if amount > 0:
-                values["allocated"] += amount
-                values["peak"] = max(values["peak"], values["current"])
+                self.allocated[i] += amount
+                if current[i] > self.peak[i]:
+                    self.peak[i] = current[i]
             else:
-                values["freed"] -= amount
+                self.freed[i] -= amount
 
     def reset_peak(self):
-        for values in self.values.values():
-            values["peak"] = values["current"]
+        self.peak[:] = self.current
+
+    def items(self):
+        for i, pool in enumerate(_POOLS):
+            yield f"{pool}.current", self.current[i]
+            yield f"{pool}.peak", self.peak[i]
+            yield f"{pool}.allocated", self.allocated[i]
+            yield f"{pool}.freed", self.freed[i]
 
 
-#: torch's names of the statistics :class:`CachingPool` tracks (``allocation`` and
-#: ``active`` are blocks handed out: the pool never splits a block, so they are one).
-STAT_NAMES = ("allocation", "allocated_bytes", "requested_bytes", "active", "active_bytes",
-              "segment", "reserved_bytes")
+def _pool_of(block):
+    return 1 if block.size < SMALL_LIMIT else 2
+
+
+#: torch's names of the statistics :class:`CachingPool` tracks; ``allocation`` and
+#: ``active`` (blocks handed out, and their bytes) are one here, since the pool never splits
+#: a block or holds one back for another stream's events.
+STAT_NAMES = ("allocation", "allocated_bytes", "requested_bytes", "segment", "reserved_bytes")
+SAME_AS = {"active": "allocation", "active_bytes": "allocated_bytes"}
 EVENT_NAMES = ("num_alloc_retries", "num_ooms", "num_device_alloc", "num_device_free")
 
 
@@ -177,13 +192,14 @@ class CachingPool:
         self._events["num_device_alloc"] += 1
         _counters.add("allocations")
         _counters.add("bytes_allocated", size)
-        small = size < SMALL_LIMIT
-        self._stats["segment"].change(1, small)
-        self._stats["reserved_bytes"].change(size, small)
-        return Block(handle, size, stream, self._generation)
+        block = Block(handle, size, stream, self._generation)
+        pool = _pool_of(block)
+        self._stats["segment"].change(1, pool)
+        self._stats["reserved_bytes"].change(size, pool)
+        return block
 
     def _oom_message(self, size, cached):
-        in_use = self._stats["allocated_bytes"].values["all"]["current"]
+        in_use = self._stats["allocated_bytes"].current[0]
         return (
             f"CUDA out of memory: tried to allocate {format_bytes(size)} for autograd_nb "
             f"after freeing the pool's {format_bytes(cached)} of cached blocks and retrying "
@@ -193,13 +209,11 @@ class CachingPool:
         )
 
     def _count_out(self, block, sign):
-        small = block.size < SMALL_LIMIT
+        pool = _pool_of(block)
         stats = self._stats
-        for name in ("allocation", "active"):
-            stats[name].change(sign, small)
-        for name in ("allocated_bytes", "active_bytes"):
-            stats[name].change(sign * block.size, small)
-        stats["requested_bytes"].change(sign * block.requested, small)
+        stats["allocation"].change(sign, pool)
+        stats["allocated_bytes"].change(sign * block.size, pool)
+        stats["requested_bytes"].change(sign * block.requested, pool)
 
     # -- release -------------------------------------------------------------------------
 
@@ -257,25 +271,29 @@ class CachingPool:
 
     def _drop(self, block):
         # (a block no longer held: out of the reserved statistics)
-        small = block.size < SMALL_LIMIT
-        self._stats["segment"].change(-1, small)
-        self._stats["reserved_bytes"].change(-block.size, small)
+        pool = _pool_of(block)
+        self._stats["segment"].change(-1, pool)
+        self._stats["reserved_bytes"].change(-block.size, pool)
 
     # -- statistics ----------------------------------------------------------------------
 
     def cached_bytes(self):
         """Bytes held on the free lists."""
         with self._lock:
-            return sum(b.size for blocks in self._free_lists.values() for b in blocks)
+            # (a copy: a collected array's finalizer may release a block meanwhile)
+            lists = [list(blocks) for blocks in list(self._free_lists.values())]
+        return sum(block.size for blocks in lists for block in blocks)
 
     def stats(self):
         """The statistics, flat, with torch's keys (see :func:`memory_stats`)."""
         with self._lock:
             result = dict(self._events)
             for name, stat in self._stats.items():
-                for pool, values in stat.values.items():
-                    for metric, value in values.items():
-                        result[f"{name}.{pool}.{metric}"] = value
+                for key, value in stat.items():
+                    result[f"{name}.{key}"] = value
+            for name, same in SAME_AS.items():
+                for key, value in self._stats[same].items():
+                    result[f"{name}.{key}"] = value
         return dict(sorted(result.items()))
 
     def reset_peak_stats(self):
@@ -321,7 +339,7 @@ def simulated_array(pool, shape, dtype):
     nbytes = count * dtype.itemsize
     block = pool.allocate(nbytes)
     lease = block.handle[:nbytes].view(_Lease)
-    weakref.finalize(lease, pool.release, block)
+    weakref.finalize(lease, pool.release, block).atexit = False
     return lease.view(dtype).reshape(tuple(shape)).view(np.ndarray)
 
 
