@@ -11,6 +11,7 @@ them as flat buffers.
 
 import functools
 import importlib.util
+import warnings
 
 import numpy as np
 
@@ -90,12 +91,26 @@ def cuda_module():
         else:
             from numba.cuda.cudadrv.devicearray import DeviceNDArray
 
-            from . import _emm
-
-            _emm.install()  # (before numba makes a context: it reads the manager then)
+            _install_pool()
             _device_types = (DeviceNDArray,)
         _cuda = cuda
     return _cuda
+
+
+def _install_pool():
+    """Make the caching pool numba's memory manager (before numba makes a context: it reads
+    the manager then); a numba-cuda whose plugin interface differs keeps its own, with a
+    warning, rather than losing the device."""
+    try:
+        from . import _emm
+
+        _emm.install()
+    except Exception as error:  # (an EMM interface this module does not know)
+        warnings.warn(
+            f"autograd_nb's caching pool could not be installed as numba-cuda's memory "
+            f"manager ({type(error).__name__}: {error}); numba's own serves the device",
+            RuntimeWarning, stacklevel=3,
+        )
 
 
 def is_device_array(value):
@@ -139,8 +154,10 @@ def empty(shape, dtype):
 
 @functools.cache
 def _pool_serves_numba():
-    from . import _emm
-
+    try:
+        from . import _emm
+    except Exception:  # (see _install_pool)
+        return False
     return _emm.installed()
 
 
