@@ -7,29 +7,15 @@ indexing table of test_cuda_ops, broadcasting elementwise ops, the reductions, m
 convolutions and a transfer.
 """
 
-import sys
-
-import numba
 import numpy as np
 import pytest
 
 import autograd_nb as anb
-from autograd_nb import config
 from autograd_nb.scipy import signal
 from tests.cuda.test_cuda_ops import TABLE, Case, sample
 
-
-@pytest.fixture(autouse=True, scope="module")
-def small_launches():
-    """Blocks of 4 threads and 4x4 tiles, and a short GIL switch interval (the simulator's
-    barriers wait on it; see test_cuda_reduction_linalg.py)."""
-    saved = config.CUDA_THREADS_PER_BLOCK, config.CUDA_MATMUL_TILE, sys.getswitchinterval()
-    config.CUDA_THREADS_PER_BLOCK, config.CUDA_MATMUL_TILE = 4, 4
-    if numba.config.ENABLE_CUDASIM:
-        sys.setswitchinterval(1e-4)
-    yield
-    config.CUDA_THREADS_PER_BLOCK, config.CUDA_MATMUL_TILE, interval = saved
-    sys.setswitchinterval(interval)
+# (blocks of 4 threads, 4x4 tiles and a short GIL switch interval for the module)
+from tests.cuda.test_cuda_reduction_linalg import small_launches  # noqa: F401
 
 
 def _rows_case(op, label, function, shapes, seed=0):
