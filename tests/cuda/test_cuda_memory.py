@@ -380,8 +380,13 @@ def test_the_emm_plugin_serves_numba_from_the_pool():
         stats = memory.memory_stats()
         print(first == again.device_pointer_value, stats["num_device_alloc"],
               stats["allocated_bytes.all.current"])
+        codes = driver.binding.CUresult
+        full = driver.CudaAPIError(codes.CUDA_ERROR_OUT_OF_MEMORY, "out of memory")
+        other = driver.CudaAPIError(codes.CUDA_ERROR_INVALID_VALUE, "invalid value")
+        print(_emm.DeviceDriver.is_out_of_memory(full),
+              _emm.DeviceDriver.is_out_of_memory(other))
     """)
-    assert out.split() == ["True", "1", "3072"]
+    assert out.split() == ["True", "1", "3072", "True", "False"]
 
 
 def test_a_memory_manager_the_user_installed_is_kept():
