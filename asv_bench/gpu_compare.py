@@ -2,8 +2,10 @@
 
 Runs ``benchmarks/gpu.py``'s workloads for autograd_nb (``device="cuda"``) and PyTorch CUDA,
 checks every gradient against the CPU reference, and prints a table with the median time per
-iteration, its ratio to autograd_nb's, and for the chain backward the achieved memory
-bandwidth against the card's peak. Rows whose engine has no GPU say why.
+iteration, its ratio to autograd_nb's, for the chain backward the achieved memory bandwidth
+against the card's peak, and for autograd_nb its device counters per step
+(``anb.cuda.counters()``: kernel launches, driver allocations, synchronizations). Rows whose
+engine has no GPU say why.
 
     .venv/bin/python asv_bench/gpu_compare.py                  # on a machine with a GPU
     NUMBA_ENABLE_CUDASIM=1 .venv/bin/python asv_bench/gpu_compare.py --simulator --size 64
@@ -39,6 +41,16 @@ def _format(seconds):
     return f"{seconds * 1e6:.3g} µs"
 
 
+def _counts_note(engine, step):
+    """autograd_nb's counters per step, for the check column ("" for the peers)."""
+    if engine != "autograd_nb":
+        return ""
+    counts = gpu.anb_counts_per_step(step)
+    return (f"; per step: {counts['launches']:.3g} launches, {counts['allocations']:.3g} "
+            f"allocations ({counts['bytes_allocated']:.3g} B), "
+            f"{counts['synchronizations']:.3g} synchronizations")
+
+
 def _chain_reference(size):
     """The chain's gradient on the CPU, in float64, from autograd_nb's CPU backward."""
     from benchmarks.workloads import _run_chain
@@ -69,8 +81,8 @@ def main():
             continue
         error = float(np.max(np.abs(checked() - reference)))
         seconds = _median_time(step, args.repeat)
-        rows.append(("chain_backward", engine, seconds, f"{error:.1e} vs CPU float64",
-                     chain_bytes / seconds))
+        note = f"{error:.1e} vs CPU float64" + _counts_note(engine, step)
+        rows.append(("chain_backward", engine, seconds, note, chain_bytes / seconds))
     jacobian = gpu.reference_jacobian()
     for engine in ("autograd_nb", "torch", "torch:jacrev"):
         if args.simulator:
@@ -82,8 +94,8 @@ def main():
             rows.append(("jacobian", engine, None, str(reason), None))
             continue
         error = float(np.max(np.abs(checked() - jacobian)))
-        rows.append(("jacobian", engine, _median_time(step, args.repeat),
-                     f"{error:.1e} vs closed form", None))
+        note = f"{error:.1e} vs closed form" + _counts_note(engine, step)
+        rows.append(("jacobian", engine, _median_time(step, args.repeat), note, None))
     print(f"Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     print(f"Chain size: {args.size:,} float32; repeats: {args.repeat}; card peak bandwidth: "
           + (f"{peak / 1e9:.0f} GB/s" if peak else "unknown"))

@@ -7,7 +7,7 @@ its time settles (``warmup.warm_up``), so kernel compilation is never timed.
 achieved memory bandwidth.
 """
 
-from .gpu import make_chain_backward, make_jacobian
+from .gpu import anb_counts_per_step, make_chain_backward, make_jacobian
 from .warmup import warm_up
 
 
@@ -24,6 +24,32 @@ class GpuChainBackward:
 
     def time_backward(self, engine, size):
         self.step()
+
+
+class GpuCountsPerStep:
+    """autograd_nb's device counters per step of the GPU workloads (``anb.cuda.counters()``):
+    kernel launches, driver allocations (0 once the caching pool is warm) and
+    synchronizations."""
+
+    params = [["chain_backward", "jacobian"]]
+    param_names = ["workload"]
+    timeout = 300
+
+    def setup(self, workload):
+        if workload == "chain_backward":
+            _, step = make_chain_backward("autograd_nb", 10_000_000)
+        else:
+            _, step = make_jacobian("autograd_nb")
+        self.counts = anb_counts_per_step(step)
+
+    def track_launches(self, workload):
+        return self.counts["launches"]
+
+    def track_allocations(self, workload):
+        return self.counts["allocations"]
+
+    def track_synchronizations(self, workload):
+        return self.counts["synchronizations"]
 
 
 class GpuJacobian:

@@ -7,6 +7,9 @@
 * ``jacobian``: the full 128x256 Jacobian of ``tanh(W2 @ tanh(W1 @ x + b1) + b2)`` (hidden 512,
   float64) by batched VJPs, forward included, as ``workloads.jacobian_batched`` on the CPU.
 
+:func:`anb_counts_per_step` reads autograd_nb's device counters per step (kernel launches,
+driver allocations, synchronizations).
+
 Each ``make_*`` returns ``step``, a function of no arguments that runs one iteration, waits for
 the device and returns the gradient as a NumPy array (for the checks), or raises
 ``NotImplementedError`` with the reason when the engine or a GPU is not there. Both the asv
@@ -54,9 +57,24 @@ def require_torch_gpu():
 
 
 def _synchronize_anb():
-    from numba import cuda
+    import autograd_nb as anb
 
-    cuda.synchronize()
+    anb.cuda.synchronize()  # (counted in anb.cuda.counters(), as one synchronization)
+
+
+def anb_counts_per_step(step, steps=3):
+    """autograd_nb's device counters (``anb.cuda.counters()``: launches, driver
+    allocations and their bytes, synchronizations) per call of ``step``, averaged over
+    ``steps`` calls after two warm-up calls (the pool's cache filled)."""
+    import autograd_nb as anb
+
+    step()
+    step()
+    anb.cuda.reset_counters()
+    for _ in range(steps):
+        step()
+    counts = anb.cuda.counters()
+    return {name: value / steps for name, value in counts.items()}
 
 
 def make_chain_backward(engine, size, allow_simulator=False):

@@ -11,8 +11,11 @@ them as flat buffers.
 
 import functools
 import importlib.util
+import warnings
 
 import numpy as np
+
+from . import _counters, memory
 
 _cuda = None  # the numba.cuda module, once imported
 _device_types = ()  # the device array classes, once numba.cuda is imported
@@ -88,9 +91,26 @@ def cuda_module():
         else:
             from numba.cuda.cudadrv.devicearray import DeviceNDArray
 
+            _install_pool()
             _device_types = (DeviceNDArray,)
         _cuda = cuda
     return _cuda
+
+
+def _install_pool():
+    """Make the caching pool numba's memory manager (before numba makes a context: it reads
+    the manager then); a numba-cuda whose plugin interface differs keeps its own, with a
+    warning, rather than losing the device."""
+    try:
+        from . import _emm
+
+        _emm.install()
+    except Exception as error:  # (an EMM interface this module does not know)
+        warnings.warn(
+            f"autograd_nb's caching pool could not be installed as numba-cuda's memory "
+            f"manager ({type(error).__name__}: {error}); numba's own serves the device",
+            RuntimeWarning, stacklevel=3,
+        )
 
 
 def is_device_array(value):
@@ -110,8 +130,42 @@ def any_device_array(values):
 
 
 def empty(shape, dtype):
-    """An uninitialised C-contiguous device array."""
-    return cuda_module().device_array(tuple(shape), dtype=np.dtype(dtype))
+    """An uninitialised C-contiguous device array, from the caching pool (:mod:`.memory`).
+
+    Every device buffer of autograd_nb is made here. On a GPU ``numba.cuda.device_array``
+    asks numba's memory manager, which is the pool unless the user installed another (then
+    each request counts as an allocation: that manager's cache is not visible here). Under
+    the simulator, which consults no memory manager, the pool's host blocks back the array.
+    """
+    cuda = cuda_module()
+    shape, dtype = tuple(shape), np.dtype(dtype)
+    if not simulator_enabled():
+        out = cuda.device_array(shape, dtype=dtype)
+        if not _pool_serves_numba():
+            _counters.add("allocations")
+            _counters.add("bytes_allocated", out.nbytes)
+        return out
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+    if _count(shape) == 0:
+        return cuda.device_array(shape, dtype=dtype)
+    return FakeCUDAArray(memory.simulated_array(memory.pool(memory.HostDriver), shape, dtype))
+
+
+@functools.cache
+def _pool_serves_numba():
+    try:
+        from . import _emm
+    except Exception:  # (see _install_pool)
+        return False
+    return _emm.installed()
+
+
+def _count(shape):
+    size = 1
+    for n in shape:
+        size *= int(n)
+    return size
 
 
 def full(shape, value, dtype):
@@ -129,13 +183,25 @@ def zeros(shape, dtype):
 
 
 def to_device(array):
-    """Copy a host array (or scalar) to a new C-contiguous device array."""
-    return cuda_module().to_device(np.asarray(array, order="C"))
+    """Copy a host array (or scalar) to a new C-contiguous device array (from the pool)."""
+    host = np.asarray(array, order="C")
+    out = empty(host.shape, host.dtype)
+    if host.size:
+        out.copy_to_device(host)
+        _counters.add("synchronizations")  # (a copy from pageable host memory waits)
+    return out
 
 
 def to_host(device_array):
-    """Copy a device array to a new NumPy array."""
+    """Copy a device array to a new NumPy array (the host waits for the device)."""
+    _counters.add("synchronizations")
     return device_array.copy_to_host()
+
+
+def synchronize():
+    """Wait for every kernel launched so far to finish (``numba.cuda.synchronize``)."""
+    _counters.add("synchronizations")
+    cuda_module().synchronize()
 
 
 def constant(value, dtype):

@@ -42,7 +42,7 @@ from numba import cuda
 from .. import config
 from ..ops import _kernels as cpu_kernels
 from ..ops import _scalar
-from . import _complex_scalar
+from . import _complex_scalar, _counters
 
 #: The most blocks launched along one grid dimension (CUDA's limit for y and z); grid-stride
 #: loops cover the rest.
@@ -123,6 +123,13 @@ def _geometry(count):
     return blocks, threads
 
 
+def launch_grid(kernel, grid, block, *args):
+    """``kernel[grid, block](*args)``: every launch of the backend goes through here, where
+    :func:`autograd_nb.cuda.counters` counts it."""
+    _counters.add("launches")
+    kernel[grid, block](*args)
+
+
 def launch(kernel, count, *args):
     """Launch a one-dimensional grid-stride ``kernel`` over ``count`` items.
 
@@ -132,7 +139,7 @@ def launch(kernel, count, *args):
     if count <= 0:
         return
     blocks, threads = _geometry(count)
-    kernel[blocks, threads](*args)
+    launch_grid(kernel, blocks, threads, *args)
 
 
 def launch_batched(kernel, count, batch, *args):
@@ -140,7 +147,7 @@ def launch_batched(kernel, count, batch, *args):
     if count <= 0 or batch <= 0:
         return
     blocks, threads = _geometry(count)
-    kernel[(blocks, min(batch, GRID_LIMIT)), (threads, 1)](*args)
+    launch_grid(kernel, (blocks, min(batch, GRID_LIMIT)), (threads, 1), *args)
 
 
 def flat(device_array):
@@ -155,12 +162,6 @@ def flat(device_array):
 def _fill(out, value):
     for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
         out[i] = value
-
-
-@cuda.jit
-def _fill_at(out, index, value):
-    for i in range(cuda.grid(1), index.size, cuda.gridsize(1)):
-        out[index[i]] = value
 
 
 @cuda.jit
@@ -231,10 +232,19 @@ def _add_strided_complex(source, source_offset, source_strides, target, target_o
         cuda.atomic.add(target.imag, t, value.imag)
 
 
+# The gathers and scatters take a batch of rows (``is_grads_batched``, grid y; 1 otherwise):
+# row ``b`` of the indexed array starts at ``b * row``, row ``b`` of the packed one at
+# ``b * index.size``, over one shared index.
+
+
 @cuda.jit
-def _take(source, index, out):
-    for i in range(cuda.grid(1), index.size, cuda.gridsize(1)):
-        out[i] = source[index[i]]
+def _take(source, row, index, out, batch):
+    i0, b0 = cuda.grid(2)
+    si, sb = cuda.gridsize(2)
+    n = index.size
+    for b in range(b0, batch, sb):
+        for i in range(i0, n, si):
+            out[b * n + i] = source[b * row + index[i]]
 
 
 @cuda.jit
@@ -244,17 +254,34 @@ def _put(source, index, target):
 
 
 @cuda.jit
-def _put_add(source, index, target):
-    for i in range(cuda.grid(1), index.size, cuda.gridsize(1)):
-        cuda.atomic.add(target, index[i], source[i])
+def _put_add(source, index, target, row, batch):
+    i0, b0 = cuda.grid(2)
+    si, sb = cuda.gridsize(2)
+    n = index.size
+    for b in range(b0, batch, sb):
+        for i in range(i0, n, si):
+            cuda.atomic.add(target, b * row + index[i], source[b * n + i])
 
 
 @cuda.jit
-def _put_add_complex(source, index, target):
-    for i in range(cuda.grid(1), index.size, cuda.gridsize(1)):
-        value = source[i]
-        cuda.atomic.add(target.real, index[i], value.real)
-        cuda.atomic.add(target.imag, index[i], value.imag)
+def _put_add_complex(source, index, target, row, batch):
+    i0, b0 = cuda.grid(2)
+    si, sb = cuda.gridsize(2)
+    n = index.size
+    for b in range(b0, batch, sb):
+        for i in range(i0, n, si):
+            value = source[b * n + i]
+            cuda.atomic.add(target.real, b * row + index[i], value.real)
+            cuda.atomic.add(target.imag, b * row + index[i], value.imag)
+
+
+@cuda.jit
+def _fill_at(out, row, index, value, batch):
+    i0, b0 = cuda.grid(2)
+    si, sb = cuda.gridsize(2)
+    for b in range(b0, batch, sb):
+        for i in range(i0, index.size, si):
+            out[b * row + index[i]] = value
 
 
 def _is_complex(array):
@@ -272,9 +299,11 @@ def fill_array(out, value):
     launch(_fill, out.size, flat(out), value)
 
 
-def fill_at(out, device_index, value):
-    """``out.flat[index] = value`` for a device int64 index array."""
-    launch(_fill_at, device_index.size, flat(out), device_index, value)
+def fill_at(out, device_index, value, batch=1):
+    """``out.flat[index] = value`` for a device int64 index array (in each of ``batch``
+    rows of ``out``)."""
+    launch_batched(_fill_at, device_index.size, batch, flat(out), out.size // batch,
+                   device_index, value, batch)
 
 
 def copy_flat(source, out):
@@ -327,9 +356,11 @@ def _strided(kernel, source, source_offset, source_strides, target, target_offse
            int(target_offset), _as_tuple(t_strides), _as_tuple(collapsed), count)
 
 
-def take(source, device_index, out):
-    """``out.flat[i] = source.flat[index[i]]``."""
-    launch(_take, device_index.size, flat(source), device_index, flat(out))
+def take(source, device_index, out, batch=1):
+    """``out.flat[i] = source.flat[index[i]]`` (for each of ``batch`` rows of ``source``
+    and ``out``)."""
+    launch_batched(_take, device_index.size, batch, flat(source), source.size // batch,
+                   device_index, flat(out), batch)
 
 
 def put(source, device_index, target):
@@ -337,10 +368,12 @@ def put(source, device_index, target):
     launch(_put, device_index.size, flat(source), device_index, flat(target))
 
 
-def put_add(source, device_index, target):
-    """``target.flat[index[i]] += source.flat[i]``; repeated indices accumulate (atomics)."""
+def put_add(source, device_index, target, batch=1):
+    """``target.flat[index[i]] += source.flat[i]``; repeated indices accumulate (atomics);
+    for each of ``batch`` rows of ``source`` and ``target``."""
     kernel = _put_add_complex if _is_complex(target) else _put_add
-    launch(kernel, device_index.size, flat(source), device_index, flat(target))
+    launch_batched(kernel, device_index.size, batch, flat(source), device_index, flat(target),
+                   target.size // batch, batch)
 
 
 # -- generated elementwise kernels -------------------------------------------------------------

@@ -18,9 +18,10 @@ reads each operand ``o*`` at the element's index (a "full" operand, of the chain
 at 0 (a "scalar" one, a broadcast constant such as the ``0.9`` of ``x * 0.9``), takes the
 ops' parameters (``clip``'s bounds) from the ``params`` tuple, passed by value like the other
 elementwise kernels' (no host-to-device copy per launch), and accumulates (``+=``) into
-``target``. The batch of ``is_grads_batched`` is the grid's second dimension: row ``b`` of
-``g`` and of ``target`` starts at ``b * n``, over the same saved values; a plain VJP is a
-batch of one.
+``target``, or stores into it (``=``) when the target's buffer is fresh: the chain writes
+every one of its elements, so the buffer needs no zero fill first. The batch of
+``is_grads_batched`` is the grid's second dimension: row ``b`` of ``g`` and of ``target``
+starts at ``b * n``, over the same saved values; a plain VJP is a batch of one.
 
 The source is written to the kernel folder through
 :func:`autograd_nb.ops._kernels.load_module`, under a name hashing it: the same chain gives the
@@ -53,18 +54,20 @@ def chain_of(group):
                      roundings))
 
 
-def kernel_for(chain):
-    """The fused ``@cuda.jit`` kernel of ``chain`` (generated and loaded on first use)."""
-    kernel = _kernels_by_chain.get(chain)
+def kernel_for(chain, overwrite=False):
+    """The fused ``@cuda.jit`` kernel of ``chain`` (generated and loaded on first use), which
+    stores into its target where ``overwrite``, else adds."""
+    key = (chain, overwrite)
+    kernel = _kernels_by_chain.get(key)
     if kernel is None:
-        module = cpu_kernels.load_module("cuda_fused", fused_source(chain))
+        module = cpu_kernels.load_module("cuda_fused", fused_source(chain, overwrite))
         if len(_kernels_by_chain) >= _CACHE_MAX:
             _kernels_by_chain.clear()
-        kernel = _kernels_by_chain[chain] = module.fused
+        kernel = _kernels_by_chain[key] = module.fused
     return kernel
 
 
-def run_group(group, grad_output, grad_target, batch=1):
+def run_group(group, grad_output, grad_target, batch=1, overwrite=False):
     """Accumulate the VJP of the whole chain ``group`` into ``grad_target``.
 
     Parameters
@@ -77,11 +80,15 @@ def run_group(group, grad_output, grad_target, batch=1):
         The gradient buffer of the group's target, of the same size as ``grad_output``.
     batch : int
         Rows of ``grad_output`` and ``grad_target`` (``is_grads_batched``), 1 otherwise.
+    overwrite : bool
+        Store the chain's VJP into ``grad_target`` (a fresh buffer: every element is
+        written) instead of adding it (saves the zero fill's launch and its pass over
+        memory).
     """
     if batch <= 0 or grad_target.size == 0:
         return
     size = grad_target.size // batch
-    kernel = kernel_for(chain_of(group))
+    kernel = kernel_for(chain_of(group), overwrite)
     launch_batched(kernel, size, batch, flat(grad_output), *operands(group), flat(grad_target),
                    params(group), batch, size)
 
@@ -106,8 +113,9 @@ def params(group):
 # -- source generation -------------------------------------------------------------------------
 
 
-def fused_source(chain):
-    """Source of the kernel ``fused`` of ``chain`` (see the module docstring)."""
+def fused_source(chain, overwrite=False):
+    """Source of the kernel ``fused`` of ``chain`` (see the module docstring); it stores
+    into ``target`` where ``overwrite``, else adds."""
     arguments = []  # operand array names, in argument order
     unpack = []  # parameter loads, once per thread
     body = []  # per element: operand loads and one derivative formula per stage
@@ -145,7 +153,8 @@ def fused_source(chain):
         "            g_0 = g[b_ * n + i_]",
     ]
     lines += ["            " + line for line in body]
-    lines += [f"            target[b_ * n + i_] += g_{len(chain)}", ""]
+    store = "=" if overwrite else "+="
+    lines += [f"            target[b_ * n + i_] {store} g_{len(chain)}", ""]
     return "\n".join(lines)
 
 

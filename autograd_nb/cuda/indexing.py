@@ -19,7 +19,7 @@ import numpy as np
 from ..ops import _broadcast
 from ..ops.indexing import _value_layout
 from . import _device, _kernels
-from .dispatch import prepare_with_standins
+from .dispatch import BatchFirst, prepare_with_standins
 
 
 def _contiguous(shape):
@@ -64,38 +64,44 @@ def _selected_shape(selection):
     return fake[selection.index].shape
 
 
-def _gather(selection, attrs, source):
-    """``source[index]`` as a new C-contiguous device array."""
+def _row_size(selection):
+    return int(np.prod(selection.input_shape, dtype=np.int64))
+
+
+def _gather(selection, attrs, source, batch=None):
+    """``source[index]`` as a new C-contiguous device array; with ``batch``, for each row of
+    a leading dimension (one launch)."""
     shape = _selected_shape(selection)
-    out = _device.empty(shape, source.dtype)
+    lead = () if batch is None else (batch,)
+    out = _device.empty(lead + tuple(shape), source.dtype)
     if out.size == 0:
         return out
     if selection.basic:
         view_shape, strides, offset = selection.layout()
+        view_shape, strides = tuple(view_shape), list(strides)
+        if batch is not None:
+            view_shape, strides = (batch,) + view_shape, [_row_size(selection)] + strides
         _kernels.copy_strided(source, offset, strides, out, 0, _contiguous(view_shape),
                               view_shape)
     else:
-        _kernels.take(source, _device_map(attrs, "_device_flat", selection.flat_map), out)
+        _kernels.take(source, _device_map(attrs, "_device_flat", selection.flat_map), out,
+                      batch or 1)
     return out
 
 
 def _scatter_add(selection, attrs, values, target, batch=None):
-    """``target[index] += values``; with ``batch``, for each row of a leading dimension."""
+    """``target[index] += values``; with ``batch``, for each row of a leading dimension
+    (one launch)."""
     if values.size == 0:
         return
     if not selection.basic:
-        if batch is None:
-            _kernels.put_add(values, _device_map(attrs, "_device_flat", selection.flat_map),
-                             target)
-        else:
-            for b in range(batch):
-                _scatter_add(selection, attrs, _device.row(values, b), _device.row(target, b))
+        _kernels.put_add(values, _device_map(attrs, "_device_flat", selection.flat_map),
+                         target, batch or 1)
         return
     shape, strides, offset = selection.layout()
     shape, strides = tuple(shape), list(strides)
     if batch is not None:
-        row = int(np.prod(selection.input_shape, dtype=np.int64))
-        shape, strides = (batch,) + shape, [row] + strides
+        shape, strides = (batch,) + shape, [_row_size(selection)] + strides
     _kernels.add_strided(values, 0, _contiguous(shape), target, offset, strides, shape)
 
 
@@ -125,7 +131,7 @@ class GetItem:
                      batch=grad_outputs.shape[0])
 
 
-class IndexScatter:
+class IndexScatter(BatchFirst):
     """Scatter-add into zeros of the indexed shape (``getitem``'s recorded adjoint)."""
 
     takes_complex = True  # (dtype-generic copies and sums)
@@ -138,9 +144,9 @@ class IndexScatter:
         return out
 
     @staticmethod
-    def vjp(op, k, grad_output, saved, attrs, grad_input):
-        gathered = _gather(attrs["selection"], attrs, grad_output)
-        _device.add_into(grad_input, gathered)
+    def vjp_batched(op, k, grad_outputs, saved, attrs, grad_inputs):
+        gathered = _gather(attrs["selection"], attrs, grad_outputs, grad_outputs.shape[0])
+        _device.add_into(grad_inputs, gathered)
 
 
 def _value_positions(attrs, selected_shape):
@@ -163,7 +169,7 @@ def _kept(selection, positions):
     return positions if last is None else positions[last]
 
 
-class SetItem:
+class SetItem(BatchFirst):
     """``x[index] = v`` out of place: a copy of ``x`` with ``v`` written at the selection.
 
     Basic indices write through the strided kernel (``v`` broadcast by stride 0); array
@@ -197,23 +203,26 @@ class SetItem:
         return out
 
     @staticmethod
-    def vjp(op, k, grad_output, saved, attrs, grad_input):
+    def vjp_batched(op, k, grad_outputs, saved, attrs, grad_inputs):
         selection = attrs["selection"]
+        batch = grad_outputs.shape[0]
         if k == 0:
             # g everywhere but at the overwritten positions.
             overwritten = _device_map(attrs, "_device_unique", selection.unique_positions)
-            passed = _device.copy(grad_output)
-            _kernels.fill_at(passed, overwritten, 0)
-            _device.add_into(grad_input, passed)
+            passed = _device.copy(grad_outputs)
+            _kernels.fill_at(passed, overwritten, 0, batch)
+            _device.add_into(grad_inputs, passed)
             return
         selected = _selected_shape(selection)
         if selection.basic:
             shape, strides, offset = selection.layout()
             _, value_strides = _value_layout(attrs["value_shape"], selected)
-            _kernels.add_strided(grad_output, offset, strides, grad_input, 0, value_strides,
-                                 selected)
+            value_row = int(np.prod(attrs["value_shape"], dtype=np.int64))
+            _kernels.add_strided(grad_outputs, offset, [_row_size(selection)] + list(strides),
+                                 grad_inputs, 0, [value_row] + list(value_strides),
+                                 (batch,) + tuple(selected))
             return
         values_at, targets = _assignment_maps(attrs, selection, selected)
-        picked = _device.empty((targets.size,), grad_output.dtype)
-        _kernels.take(grad_output, targets, picked)
-        _kernels.put_add(picked, values_at, grad_input)
+        picked = _device.empty((batch, targets.size), grad_outputs.dtype)
+        _kernels.take(grad_outputs, targets, picked, batch)
+        _kernels.put_add(picked, values_at, grad_inputs, batch)

@@ -128,7 +128,8 @@ def batched_product(a, b, out, dtype, transpose_a=False, transpose_b=False, accu
     zero = np.dtype(dtype).type(0)
     grid = (-(-n // tile), min(GRID_LIMIT, -(-m // tile)), min(GRID_LIMIT, batch))
     kernel = _matmul_kernel(np.dtype(dtype), tile)
-    kernel[grid, (tile, tile)](a, b, out, transpose_a, transpose_b, accumulate, zero)
+    _kernels.launch_grid(kernel, grid, (tile, tile), a, b, out, transpose_a, transpose_b,
+                         accumulate, zero)
 
 
 @cuda.jit(cache=True)

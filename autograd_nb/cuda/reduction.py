@@ -245,14 +245,14 @@ def _reduced_out(x3):
 def _launch_rows(kernel, shape3, batch, *args):
     """One block per row (and per batch entry, along the grid's y), rows strided."""
     threads = row_threads(shape3[1])
-    kernel[(_blocks(_rows(shape3)), _blocks(batch)), threads](*args)
+    _kernels.launch_grid(kernel, (_blocks(_rows(shape3)), _blocks(batch)), threads, *args)
 
 
 def _launch_elements(kernel, shape3, batch, *args):
     """A grid-stride loop over the elements of ``shape3``, the batch along the grid's y."""
     threads = block_size()
     size = shape3[0] * shape3[1] * shape3[2]
-    kernel[(_blocks(size, threads), _blocks(batch)), threads](*args)
+    _kernels.launch_grid(kernel, (_blocks(size, threads), _blocks(batch)), threads, *args)
 
 
 # -- sum, prod, max, min: one tree reduction per row -------------------------------------------
@@ -318,7 +318,8 @@ def _reduce_pass(kind, x3, chunks):
     out = _device.empty((outer, chunks, inner), x3.dtype)
     kernel = _reduce_kernel(kind, x3.dtype, block_size())
     chunk = -(-n // chunks)
-    kernel[_blocks(out.size), row_threads(chunk)](x3, _identity(kind, x3.dtype), chunk, out)
+    _kernels.launch_grid(kernel, _blocks(out.size), row_threads(chunk), x3,
+                         _identity(kind, x3.dtype), chunk, out)
     return out
 
 
@@ -412,9 +413,25 @@ def _scaled_vjp_kernel(g, weights, gx):
             gx[b, o, j, k] += g[b, o, k] * weights[o, j, k]
 
 
+@cuda.jit(cache=True)
+def _scaled_conj_vjp_kernel(g, weights, gx):
+    # gx[b, o, j, k] += g[b, o, k] * conj(weights[o, j, k]) (torch's complex convention)
+    batch, outer, n, inner = gx.shape
+    start = cuda.grid(1)
+    for b in range(cuda.blockIdx.y, batch, cuda.gridDim.y):
+        for i in range(start, outer * n * inner, cuda.blockDim.x * cuda.gridDim.x):
+            o = i // (n * inner)
+            j = (i // inner) % n
+            k = i % inner
+            gx[b, o, j, k] += g[b, o, k] * weights[o, j, k].conjugate()
+
+
 class Prod(AxisKernels):
     """``prod``: a tree reduction per row. The VJP scans each row once for the product of
-    the others (prefix times suffix, shared by a whole batch), then scales the gradient."""
+    the others (prefix times suffix, shared by a whole batch), then scales the gradient
+    (by its conjugate, for complex ``x``: ``g * conj(d prod / d x_j)``)."""
+
+    takes_complex = True
 
     @staticmethod
     def run_forward(op, x3, attrs):
@@ -426,7 +443,8 @@ class Prod(AxisKernels):
         kernel = _others_kernel(x3.dtype, block_size())
         one = x3.dtype.type(1)
         _launch_rows(kernel, x3.shape, 1, x3, one, others)
-        _launch_elements(_scaled_vjp_kernel, x3.shape, gx.shape[0], g, others, gx)
+        scale = _scaled_conj_vjp_kernel if x3.dtype.kind == "c" else _scaled_vjp_kernel
+        _launch_elements(scale, x3.shape, gx.shape[0], g, others, gx)
 
 
 @functools.cache
@@ -701,7 +719,10 @@ def _cumsum_kernel(dtype, threads, reverse, accumulate):
 
 class Cumsum(AxisKernels):
     """``cumsum``: a block scan per row; the VJP is the same scan from the row's end,
-    accumulated into the gradient (partial sums in float64, as the CPU's)."""
+    accumulated into the gradient (partial sums in float64, as the CPU's; complex128 for a
+    complex gradient)."""
+
+    takes_complex = True
 
     @staticmethod
     def run_forward(op, x3, attrs):
@@ -714,8 +735,9 @@ class Cumsum(AxisKernels):
 
     @staticmethod
     def run_vjp(op, g, x3, y, gx, attrs):
-        kernel = _cumsum_kernel(np.float64, block_size(), True, True)
-        _launch_rows(kernel, gx.shape[1:], gx.shape[0], g, np.float64(0), gx)
+        wide = np.complex128 if "c" in (g.dtype.kind, gx.dtype.kind) else np.float64
+        kernel = _cumsum_kernel(wide, block_size(), True, True)
+        _launch_rows(kernel, gx.shape[1:], gx.shape[0], g, wide(0), gx)
 
 
 # -- cumprod: a block scan per row; its VJP a recurrence along each row ------------------------
@@ -767,9 +789,31 @@ def _cumprod_vjp_kernel(g, x, y, gx):
             tail *= x[o, j, k]
 
 
+@cuda.jit(cache=True)
+def _cumprod_vjp_complex_kernel(g, x, y, gx):
+    # The recurrence of ``_cumprod_vjp_kernel`` with the derivatives conjugated (torch's
+    # convention): gx[j] += conj(y[j - 1]) * tail(j), tail(j) = g[j] + conj(x[j + 1]) *
+    # tail(j + 1).
+    batch, outer, n, inner = gx.shape
+    rows = outer * inner
+    for i in range(cuda.grid(1), batch * rows, cuda.blockDim.x * cuda.gridDim.x):
+        b = i // rows
+        row = i - b * rows
+        o = row // inner
+        k = row - o * inner
+        tail = 0j
+        for j in range(n - 1, -1, -1):
+            tail += g[b, o, j, k]
+            before = y[o, j - 1, k].conjugate() if j > 0 else 1 + 0j
+            gx[b, o, j, k] += before * tail
+            tail *= x[o, j, k].conjugate()
+
+
 class Cumprod(AxisKernels):
     """``cumprod``: a block scan per row (of products). The VJP is a linear recurrence along
     each row (no division, so zeros are exact): one thread walks a row, rows in parallel."""
+
+    takes_complex = True
 
     @staticmethod
     def run_forward(op, x3, attrs):
@@ -783,4 +827,5 @@ class Cumprod(AxisKernels):
     def run_vjp(op, g, x3, y, gx, attrs):
         threads = block_size()
         rows = gx.shape[0] * gx.shape[1] * gx.shape[3]
-        _cumprod_vjp_kernel[_blocks(rows, threads), threads](g, x3, y, gx)
+        kernel = _cumprod_vjp_complex_kernel if x3.dtype.kind == "c" else _cumprod_vjp_kernel
+        _kernels.launch_grid(kernel, _blocks(rows, threads), threads, g, x3, y, gx)

@@ -71,10 +71,16 @@ def _shift(b_shape, valid):
 def _launch(first, reverse_first, second, reverse_second, out, valid, accumulate):
     """``out (+)= _convolve(first, second, "valid" if valid else "full")``, an operand read
     reversed where its flag says so (C-contiguous device arrays)."""
+    _launch_at(first, reverse_first, second, reverse_second, out, _shift(second.shape, valid),
+               accumulate)
+
+
+def _launch_at(first, reverse_first, second, reverse_second, out, shift, accumulate):
+    """``out[n] (+)= sum_k second[k] * first[n + shift - k]`` (the kernel, any ``shift``)."""
     _kernels.launch(
         _convolve_kernel, out.size, _kernels.flat(first), first.shape, reverse_first,
         _kernels.flat(second), second.shape, reverse_second, _kernels.flat(out), out.shape,
-        _shift(second.shape, valid), accumulate, out.dtype.type(0),
+        tuple(int(n) for n in shift), accumulate, out.dtype.type(0),
     )
 
 
@@ -100,9 +106,7 @@ class Convolve:
     @staticmethod
     def vjp(op, k, grad_output, saved, attrs, grad_input):
         a, b = saved[0], saved[1]
-        g = grad_output if grad_output.dtype == a.dtype else _device.copy(grad_output, a.dtype)
-        if not _device.is_c_contiguous(g):
-            g = _device.copy(g)
+        g = _as_operand(grad_output, a.dtype)
         full = attrs["mode"] == "full"
         # the table of ops/signal.py: the second operand reversed, or (valid, k = 1) the first
         if k == 0:
@@ -111,3 +115,34 @@ class Convolve:
             _launch(g, False, a, True, grad_input, True, True)
         else:
             _launch(a, True, g, False, grad_input, True, True)
+
+    @classmethod
+    def vjp_batched(cls, op, k, grad_outputs, saved, attrs, grad_inputs):
+        """One launch for the batch: the gradient, the kernel's first operand, gains the
+        batch as a leading axis, and the saved operand a leading axis of 1 (so the kernel
+        convolves row by row). The valid mode's ``b_bar = valid(flip(a), g)`` has ``g`` as
+        its second operand; it runs as ``b_bar[m] = sum_k flip(a)[k] * g[m + s - k]`` with
+        ``g`` first and the offset ``s = a - b`` on every axis (``a`` is the larger)."""
+        a, b = saved[0], saved[1]
+        full = attrs["mode"] == "full"
+        batch = grad_outputs.shape[0]
+        if a.ndim + 1 > MAX_DIMS:
+            for row in range(batch):
+                cls.vjp(op, k, _device.row(grad_outputs, row), saved, attrs,
+                        _device.row(grad_inputs, row))
+            return
+        g = _as_operand(grad_outputs, a.dtype)
+        other = b if k == 0 else a
+        other = other.reshape((1,) + tuple(other.shape))
+        if k == 1 and not full:
+            shift = (0,) + tuple(m - n for m, n in zip(a.shape, b.shape))
+            _launch_at(g, False, other, True, grad_inputs, shift, True)
+            return
+        _launch(g, False, other, True, grad_inputs, full if k == 0 else True, True)
+
+
+def _as_operand(grad, dtype):
+    """``grad`` in ``dtype``, C-contiguous (the kernel reads flat buffers)."""
+    if grad.dtype != dtype:
+        grad = _device.copy(grad, dtype)
+    return grad if _device.is_c_contiguous(grad) else _device.copy(grad)

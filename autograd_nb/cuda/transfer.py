@@ -46,6 +46,10 @@ class ToDevice(Op):
         else:
             grad_input += grad.reshape(grad_input.shape)
 
+    def vjp_batched(self, k, grad_outputs, saved, attrs, grad_inputs):
+        # A batch moves as one array: one copy, one addition (not one per row).
+        self.vjp(k, grad_outputs, saved, attrs, grad_inputs)
+
     def rule(self, k, grad_output, inputs, output, attrs):
         from ..ops import registry
 
@@ -71,3 +75,7 @@ class Transfer:
     @staticmethod
     def vjp(op, k, grad_output, saved, attrs, grad_input):
         op.vjp(k, grad_output, saved, attrs, grad_input)
+
+    @staticmethod
+    def vjp_batched(op, k, grad_outputs, saved, attrs, grad_inputs):
+        op.vjp_batched(k, grad_outputs, saved, attrs, grad_inputs)

@@ -261,9 +261,11 @@ def _seed_buffer(edge, grad, walk_rules, lead):
     if walk_rules:
         return grad.astype(edge.dtype) if grad.dtype != edge.dtype else grad
     if type(grad) is not np.ndarray and not isinstance(grad, (float, int)):
-        from ..cuda import _device  # a CUDA device array
+        from ..cuda import _device  # a CUDA device array (only read: a copy only to cast)
 
-        return _device.copy(grad, edge.dtype).reshape(lead + edge.shape)
+        if grad.dtype != edge.dtype:
+            grad = _device.copy(grad, edge.dtype)
+        return grad.reshape(lead + edge.shape)
     return np.ascontiguousarray(grad, dtype=edge.dtype).reshape(lead + edge.shape)
 
 
@@ -299,13 +301,16 @@ def _walk_kernels(steps, buffers, retain_graph, lead, batch, twins=False):
         grad = buffers[source]
         edge = slots[target].edge if k < 0 else origin.edges[k]
         buffer = buffers[target]
-        if buffer is None:
-            node = origin.nodes[-1] if k == schedule.GROUP else origin
-            buffer = buffers[target] = _zeros_for(node, grad, lead + edge.shape, edge.dtype)
+        fresh = buffer is None
+        if fresh and k == schedule.GROUP:
+            # (a fused chain writes every element of its target: no zeros to add into)
+            buffer = buffers[target] = _empty_on_device(lead + edge.shape, edge.dtype)
+        elif fresh:
+            buffer = buffers[target] = _zeros_for(origin, grad, lead + edge.shape, edge.dtype)
         if k == schedule.SEED_STEP:
             _accumulate(buffer, grad)
         elif k == schedule.GROUP:
-            _run_group(origin, grad, buffer, batch)
+            _run_group(origin, grad, buffer, batch, overwrite=fresh)
         elif k == schedule.JOINT:
             _joint_vjp(origin, grad, saved, buffer, twins)
         else:
@@ -473,12 +478,18 @@ def _touches_device(plan, seeds):
     return any(getattr(node.op, "input_device", None) is not None for node in plan.nodes)
 
 
-def _run_group(group, grad, buffer, batch):
+def _run_group(group, grad, buffer, batch, overwrite=False):
     """Run a fused chain from its head's gradient ``grad`` (a device array) into its target's
-    buffer."""
+    buffer (storing into it where ``overwrite``: a fresh buffer, not added into)."""
     from ..cuda import fusion as cuda_fusion
 
-    cuda_fusion.run_group(group, grad, buffer, 1 if batch is None else batch)
+    cuda_fusion.run_group(group, grad, buffer, 1 if batch is None else batch, overwrite)
+
+
+def _empty_on_device(shape, dtype):
+    from ..cuda import _device
+
+    return _device.empty(shape, dtype)
 
 
 def _zeros_for(node, grad, shape, dtype):

@@ -264,20 +264,20 @@ def test_repeated_backward_reuses_the_kernel_without_regenerating(monkeypatch, l
     generated = []
     source = cuda_fusion.fused_source
 
-    def counting_source(chain):
+    def counting_source(chain, overwrite=False):
         generated.append(chain)
-        return source(chain)
+        return source(chain, overwrite)
 
     monkeypatch.setattr(cuda_fusion, "fused_source", counting_source)
     for seed in (17, 18, 19):  # a training loop: a new graph of the same structure each time
         gradients(clipped, [values(seed)], "cuda")
     assert len(generated) == 1
     assert launches["fused"] == 3
-    (chain,) = cuda_fusion._kernels_by_chain
-    kernel = cuda_fusion._kernels_by_chain[chain]
+    (key,) = cuda_fusion._kernels_by_chain
+    kernel = cuda_fusion._kernels_by_chain[key]
     # The same chain gives the same module: a cleared process cache finds it again.
     cuda_fusion._kernels_by_chain.clear()
-    assert cuda_fusion.kernel_for(chain) is kernel
+    assert cuda_fusion.kernel_for(*key) is kernel
 
 
 def test_generated_source_reads_scalars_at_zero_and_takes_params():
@@ -290,6 +290,29 @@ def test_generated_source_reads_scalars_at_zero_and_takes_params():
     assert "a_min_0 = params[0]" in source and "a_max_0 = params[1]" in source
     assert "x_0 = o0[i_]" in source and "b_1 = o1[0]" in source
     assert "target[b_ * n + i_] += g_2" in source
+    # into a fresh buffer (the chain writes all of it): stored, with no zero fill before
+    assert "target[b_ * n + i_] = g_2" in cuda_fusion.fused_source(chain, overwrite=True)
+
+
+def test_a_fresh_target_is_stored_into_and_a_used_one_added_into(launches):
+    # x's buffer is fresh for the chain (x * x recorded first, so its VJP runs last) or
+    # already holds x * x's contribution (recorded last, its VJP runs first)
+    def function(x, square_first):
+        if square_first:
+            square = x * x
+            return anb.exp(anb.tanh(x) * 0.5) * 2.0 + square
+        chain = anb.exp(anb.tanh(x) * 0.5) * 2.0
+        return chain + x * x
+
+    x0 = values(21)
+    x = anb.tensor(x0, requires_grad=True)
+    (expected,) = anb.grad(function(x, True), x, grad_outputs=anb.ones(SIZE))
+    for square_first in (True, False):
+        x = anb.tensor(x0, device="cuda", requires_grad=True)
+        y = function(x, square_first)
+        (g,) = anb.grad(y, x, grad_outputs=anb.ones_like(y))
+        np.testing.assert_allclose(g.cpu().numpy(), expected.numpy(), rtol=1e-12)
+    assert launches["fused"] == 2
 
 
 def float32_chain(x):
@@ -301,8 +324,8 @@ def sources_generated(monkeypatch):
     sources = []
     generate = cuda_fusion.fused_source
 
-    def keeping(chain):
-        sources.append(generate(chain))
+    def keeping(chain, overwrite=False):
+        sources.append(generate(chain, overwrite))
         return sources[-1]
 
     monkeypatch.setattr(cuda_fusion, "_kernels_by_chain", {})
