@@ -27,10 +27,13 @@ sin/cos/tan reduce |x| < 2**20 by pi/2 with a four-piece Cody-Waite reduction, a
 arguments with a branch-free Payne-Hanek reduction (1/pi in 24-bit chunks, exact partial
 products by fma) accurate to ~2**-115 absolute, so even the hardest argument
 (6381956970095103 * 2**797) comes out right. There is no libm fallback: a call on the rare path
-would stop LLVM from vectorising the loop. The Payne-Hanek part is evaluated for every element
-(the vectoriser if-converts both sides; its table loads are masked gathers), which is what makes
-sin/cos/tan several times dearer than exp, though still ~5x faster than NumPy's float64 sin/cos
-here (which are libm calls).
+would stop LLVM from vectorising the loop. In a loop over ``sin``/``cos``/``tan`` the Payne-Hanek
+part is evaluated for every element (the vectoriser if-converts both sides; its table loads are
+masked gathers, which LLVM's cost model for AMD Zen without AVX-512 prices above the scalar
+loop). The generated kernels therefore loop over ``sin_small``/``cos_small``/``tan_small``
+(Cody-Waite alone, no table) and call the full functions only for the elements with a large
+argument, in a scalar pass (``_kernels.flat_loops``; docs/benchmarking.rst, "Trigonometry
+without gathers").
 """
 
 import hashlib

@@ -440,7 +440,8 @@ def test_inverse_pi_table():
 #: The loops whose range reduction reads a table at a computed index (Payne-Hanek: masked
 #: gathers when vectorised). Without AVX-512, LLVM's cost model for AMD Zen (``znver3``)
 #: prices AVX2 gathers above the scalar loop and keeps these loops scalar (seen on an EPYC
-#: host); they must still be free of calls.
+#: host); they must still be free of calls. The generated kernels loop over the reduced-range
+#: functions instead, which vectorise there too (``test_trig_kernels_vectorise_without_gathers``).
 _GATHERING = {"sin", "cos", "tan"}
 
 
