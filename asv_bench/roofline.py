@@ -50,6 +50,12 @@ def seed_outer(params):
     return _bytes((2 * n * n + 2 * n) * size)
 
 
+def outer_xy(params):
+    # As seed_outer, with two vectors read and two gradients written.
+    n, size = params["n"], _itemsize(params)
+    return _bytes((2 * n * n + 4 * n) * size)
+
+
 def elementwise_chain(params):
     # A fused forward and backward read x once and write its gradient once; every
     # intermediate can stay in registers (JAX's jit does that).
@@ -76,6 +82,7 @@ def _bytes(amount):
 
 MODELS = {
     "seed_outer": seed_outer,
+    "outer_xy": outer_xy,
     "elementwise_chain": elementwise_chain,
     "matmul_tanh_256": matmul_tanh_256,
     "mlp_train_step": mlp_train_step,

@@ -164,6 +164,9 @@ def test_the_models_count_the_bytes_and_flops_a_minimal_step_moves(compare):
     outer = model_of("seed_outer", {"n": 2000, "dtype": "float64"})
     assert outer.kind == "bytes" and outer.amount == (2 * 2000**2 + 2 * 2000) * 8
     assert model_of("seed_outer", {"n": 2000, "dtype": "float32"}).amount == outer.amount / 2
+    # outer_xy: the same, with two vectors read and two gradients written.
+    pair = model_of("outer_xy", {"n": 2000, "dtype": "float64"})
+    assert pair.kind == "bytes" and pair.amount == (2 * 2000**2 + 4 * 2000) * 8
     chain = model_of("elementwise_chain", {"size": 1_000_000, "dtype": "float64"})
     assert chain.kind == "bytes" and chain.amount == 2 * 1_000_000 * 8
     matmul = model_of("matmul_tanh_256", {})

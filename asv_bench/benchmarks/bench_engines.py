@@ -93,6 +93,12 @@ class SeedOuter(_WorkloadSuite):
     params, param_names = _params_of(workload)
 
 
+class OuterXY(_WorkloadSuite):
+    __doc__ = WORKLOADS["outer_xy"].description
+    workload = "outer_xy"
+    params, param_names = _params_of(workload)
+
+
 class ElementwiseChain(_WorkloadSuite):
     __doc__ = WORKLOADS["elementwise_chain"].description
     workload = "elementwise_chain"

@@ -312,6 +312,89 @@ def _(autograd, n, dtype):
     return step
 
 
+# -- outer_xy -----------------------------------------------------------------------------------
+
+outer_xy = Workload(
+    "outer_xy",
+    "grad(outer(x, y), (x, y), grad_outputs=ones): outer of two tensors, both gradients",
+    params={"n": (100, 2000), "dtype": ("float32", "float64")},
+    compare=[{"n": 100, "dtype": "float64"}, {"n": 2000, "dtype": "float64"}],
+)
+
+
+def _outer_xy_data(n, dtype):
+    return seeded(n, seed=11, dtype=dtype), seeded(n, seed=12, dtype=dtype), np.ones(
+        (n, n), dtype=dtype)
+
+
+@outer_xy.exact
+def _(n, dtype):
+    x, y, _ = _outer_xy_data(n, dtype)
+    # d/dx_i sum_ij x_i y_j = sum(y), d/dy_j = sum(x)
+    return [np.full(n, y.astype(np.float64).sum()), np.full(n, x.astype(np.float64).sum())]
+
+
+@outer_xy.eager_and_compiled
+def _(anb, trace, n, dtype):
+    x_data, y_data, ones = _outer_xy_data(n, dtype)
+    x = anb.tensor(x_data, requires_grad=True)
+    y = anb.tensor(y_data, requires_grad=True)
+    ones = anb.tensor(ones)
+    outer = trace(lambda x, y: anb.outer(x, y))
+
+    def step():
+        return [g.numpy() for g in anb.grad(outer(x, y), (x, y), grad_outputs=ones)]
+
+    return step
+
+
+@outer_xy.variant("torch")
+def _(torch, n, dtype):
+    x_data, y_data, ones = _outer_xy_data(n, dtype)
+    x = torch.tensor(x_data, requires_grad=True)
+    y = torch.tensor(y_data, requires_grad=True)
+    ones = torch.tensor(ones)
+
+    def step():
+        grads = torch.autograd.grad(torch.outer(x, y), (x, y), grad_outputs=ones)
+        return [g.numpy() for g in grads]
+
+    return step
+
+
+@outer_xy.variant("jax")
+def _(jax, n, dtype):
+    import jax.numpy as jnp
+
+    x_data, y_data, ones = _outer_xy_data(n, dtype)
+    x, y, ones = jnp.asarray(x_data), jnp.asarray(y_data), jnp.asarray(ones)
+
+    @jax.jit
+    def value_and_vjp(x, y, ones):
+        # (the product returned too, as in seed_outer: an eager engine computes it)
+        product, vjp = jax.vjp(jnp.outer, x, y)
+        return product, vjp(ones)
+
+    def step():
+        _, grads = jax.block_until_ready(value_and_vjp(x, y, ones))
+        return [np.asarray(g) for g in grads]
+
+    return step
+
+
+@outer_xy.variant("autograd")
+def _(autograd, n, dtype):
+    import autograd.numpy as hnp
+
+    x, y, ones = _outer_xy_data(n, dtype)
+
+    def step():
+        vjp, _ = autograd.make_vjp(lambda pair: hnp.outer(pair[0], pair[1]))((x, y))
+        return list(vjp(ones))
+
+    return step
+
+
 # -- elementwise_chain --------------------------------------------------------------------------
 
 #: The fixed 20-op chain: (op, constant). Bounded ops only, so no value overflows at any size.

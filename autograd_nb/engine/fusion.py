@@ -284,26 +284,21 @@ def fused_source(stages):
         rounding = None if stage == len(stages) - 1 else _ROUNDING
         body.append(f"g_ = {_kernels.fused_stage(formula, rename, rounding)}")
     names = ", ".join(["g"] + [a for a, _ in arguments] + ["target", "params"])
-    # With sin/cos of saved values: when none is 2**20 or more (one vectorised pass over
-    # each), the loop without the large-argument reduction (see ops._fastmath).
-    small = " and ".join(f"trig_arguments_small({a})" for a in sorted(trig)) if all_small else ""
-    small_body = [_kernels.store_small(line[len("g_ = "):]) for line in body]
+    # With sin/cos/tan of saved values: the reduced-range loop where no argument is 2**20 or
+    # more, else that loop for the others and the full functions for the rest
+    # (``_kernels.flat_loops``, ``ops._fastmath``).
+    small = None
+    if all_small and trig:
+        at = dict(arguments)
+        small = (" and ".join(f"trig_arguments_small({a})" for a in sorted(trig)),
+                 " and ".join(f"trig_small({a}[{'i_' if at[a] == 'full' else 0}])"
+                              for a in sorted(trig)))
     for suffix, parallel, loop in (("", "", "range"), ("_parallel", ", parallel=True", "prange")):
         lines.append(_LOOP_JIT.format(parallel=parallel))
         lines.append(f"def loop{suffix}({names}):")
         lines.extend("    " + line for line in unpack)
-        if small:
-            lines.append(f"    if {small}:")
-            lines.append(f"        for i_ in {loop}(target.size):")
-            lines.append("            g_ = g[i_]")
-            lines.extend("            " + line for line in loads)
-            lines.extend(f"            g_ = {expression}" for expression in small_body)
-            lines.append("            target[i_] += g_")
-            lines.append("        return")
-        lines.append(f"    for i_ in {loop}(target.size):")
-        lines.append("        g_ = g[i_]")
-        lines.extend("        " + line for line in loads + body)
-        lines.append("        target[i_] += g_")
+        lines += _kernels.flat_loops("target", ["g_ = g[i_]"] + loads + body, [("+=", "g_")],
+                                     small, loop)
         lines.append("")
     # Two drivers, so that an executor entry compiles only the loop it runs.
     for suffix in ("", "_parallel"):

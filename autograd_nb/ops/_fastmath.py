@@ -27,10 +27,13 @@ sin/cos/tan reduce |x| < 2**20 by pi/2 with a four-piece Cody-Waite reduction, a
 arguments with a branch-free Payne-Hanek reduction (1/pi in 24-bit chunks, exact partial
 products by fma) accurate to ~2**-115 absolute, so even the hardest argument
 (6381956970095103 * 2**797) comes out right. There is no libm fallback: a call on the rare path
-would stop LLVM from vectorising the loop. The Payne-Hanek part is evaluated for every element
-(the vectoriser if-converts both sides; its table loads are masked gathers), which is what makes
-sin/cos/tan several times dearer than exp, though still ~5x faster than NumPy's float64 sin/cos
-here (which are libm calls).
+would stop LLVM from vectorising the loop. In a loop over ``sin``/``cos``/``tan`` the Payne-Hanek
+part is evaluated for every element (the vectoriser if-converts both sides; its table loads are
+masked gathers, which LLVM's cost model for AMD Zen without AVX-512 prices above the scalar
+loop). The generated kernels therefore loop over ``sin_small``/``cos_small``/``tan_small``
+(Cody-Waite alone, no table) and call the full functions only for the elements with a large
+argument, in a scalar pass (``_kernels.flat_loops``; docs/benchmarking.rst, "Trigonometry
+without gathers").
 """
 
 import hashlib
@@ -679,12 +682,19 @@ def _sincos64(x, is_cos):
 
 
 @njit(**_JIT)
-def _sincos64_small(x, is_cos):
-    """:func:`_sincos64` for |x| < 2**20 (or not finite) only: Cody-Waite alone, without the
-    Payne-Hanek branch that a vectorised loop otherwise computes for every element."""
+def _reduce_pio2_small(x):
+    """:func:`_reduce_pio2` for |x| < 2**20 (or not finite) only: Cody-Waite alone, without
+    the Payne-Hanek branch (its table loads are gathers in a vectorised loop)."""
     kd = _fma(x, _TWO_OVER_PI, _SHIFT)
     q = _float_to_bits(kd) - _SHIFT_BITS
     r, r_lo = _cody_waite(x, kd - _SHIFT)
+    return r, r_lo, q
+
+
+@njit(**_JIT)
+def _sincos64_small(x, is_cos):
+    """:func:`_sincos64` for |x| < 2**20 (or not finite) only."""
+    r, r_lo, q = _reduce_pio2_small(x)
     return _sincos_from(x, r, r_lo, q, is_cos)
 
 
@@ -703,6 +713,19 @@ def _sincos_from(x, r, r_lo, q, is_cos):
 @njit(**_JIT)
 def _tan64(x):
     r, r_lo, q = _reduce_pio2(x)
+    return _tan_from(x, r, r_lo, q)
+
+
+@njit(**_JIT)
+def _tan64_small(x):
+    """:func:`_tan64` for |x| < 2**20 (or not finite) only."""
+    r, r_lo, q = _reduce_pio2_small(x)
+    return _tan_from(x, r, r_lo, q)
+
+
+@njit(**_JIT)
+def _tan_from(x, r, r_lo, q):
+    """tan of x from its reduction x = q pi/2 + (r + r_lo)."""
     s, c = _sin_cos_poly(r, r_lo)
     odd = q & 1
     # tan(x) = s / c for even quadrants, -c / s for odd ones.
@@ -844,6 +867,40 @@ def cos_small(x):
     return _as_result(_sincos64_small(np.float64(x), 1), x)
 
 
+@njit(**_JIT)
+def tan_small(x):
+    """:func:`tan` for |x| < 2**20 or not finite (see :func:`trig_arguments_small`)."""
+    _wide()
+    return _as_result(_tan64_small(np.float64(x)), x)
+
+
+@njit(**_JIT)
+def trig_small(x):
+    """Whether ``x`` is below 2**20 in magnitude or not finite: where ``sin_small``,
+    ``cos_small`` and ``tan_small`` give ``sin``, ``cos`` and ``tan``."""
+    v = abs(np.float64(x))
+    return not ((v >= _REDUCE_LIMIT) & (v <= _DBL_MAX))
+
+
+# The full functions as calls, not inlined: the kernels' pass over the few elements with a
+# large argument (after a reduced-range loop over the others) calls them, so that the pass
+# stays a scalar loop, cheap where it finds nothing, instead of a vectorised one that would
+# compute the Payne-Hanek reduction (gathers) for every element.
+@njit(cache=True, error_model="numpy", nogil=True)
+def sin_call(x):
+    return sin(x)
+
+
+@njit(cache=True, error_model="numpy", nogil=True)
+def cos_call(x):
+    return cos(x)
+
+
+@njit(cache=True, error_model="numpy", nogil=True)
+def tan_call(x):
+    return tan(x)
+
+
 @njit(cache=True, error_model="numpy", nogil=True)
 def trig_arguments_small(a):
     """Whether every element of ``a`` is below 2**20 in magnitude or not finite: then
@@ -887,7 +944,8 @@ with open(__file__, "rb") as _source:
 del _source
 
 #: The reduced-range trigonometry and its check, for kernels that test their arguments first.
-SMALL_TRIG_NAMES = ("sin_small", "cos_small", "trig_arguments_small")
+SMALL_TRIG_NAMES = ("sin_small", "cos_small", "tan_small", "trig_arguments_small",
+                    "trig_small", "sin_call", "cos_call", "tan_call")
 
 FASTMATH_NAMES = (
     "exp",

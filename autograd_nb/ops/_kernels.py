@@ -113,6 +113,55 @@ def elementwise_source(inputs, params, forward, vjps, kinds=None):
     return "\n".join(lines)
 
 
+def joint_source(inputs, params, vjps, ks, kinds=None):
+    """Source of the joint VJP of inputs ``ks`` of one elementwise op (``Op.joint_vjp``:
+    inputs that are one tensor), flat layout: ``vjp_joint(g.., x_used.., [y], target,
+    params)`` and ``vjp_joint_set`` (writing the target: the first write), with their
+    drivers ``vjp_joint_exec`` and ``vjp_joint_set_exec``; ``x_used`` the inputs that any of
+    the VJPs of ``ks`` reads.
+
+    One loop adds each VJP's value into the target element in turn, ``ks``' order, each
+    addition stored (rounded to the target's dtype) before the next: the bits of one kernel
+    per input run one after the other, the first of them the set kernel where ``_set``,
+    with one pass over the gradient, the saved values and the target instead of one each.
+    """
+    formulas = [vjps[k] for k in ks]
+    reads = [vjp_arguments(inputs, params, f) for f in formulas]
+    used = sorted(set().union(*(r[0] for r in reads)))
+    reads_g = any(r[1] for r in reads)
+    reads_y = any(r[2] for r in reads)
+    unpack = [f"    {name} = params[{i}]" for i, name in enumerate(params)]
+    head = (["g"] if reads_g else []) + [f"x{i}" for i in used] + (["y"] if reads_y else [])
+    head.append("target")
+    loads = [f"{inputs[i]} = x{i}[i_]" for i in used]
+    if reads_g:
+        loads.append("g_ = g[i_]")
+    if reads_y:
+        loads.append("y_ = y[i_]")
+    expressions = [rename_gy(f) for f in formulas]
+    small = _small_trig_check(" + ".join(f"({f})" for f in formulas), inputs, used)
+    lines = [HEADER]
+    for suffix in ("", "_set"):
+        lines.append(JIT)
+        lines.append(f"def vjp_joint{suffix}({', '.join(head)}, params):")
+        lines.extend(unpack)
+        stores = [("set" if j == 0 and suffix else "+=", e) for j, e in enumerate(expressions)]
+        lines += flat_loops("target", loads, stores, small[0] and small)
+        lines.append("")
+    kinds = kinds or ("like",) * len(inputs)
+    names = ["g"] + [f"x{i}" for i in used] + (["y"] if reads_y else []) + ["target"]
+    bool_like = any(kinds[i] == "bool" for i in used)
+    for suffix in ("", "_set"):
+        _begin_driver(lines, f"vjp_joint{suffix}_exec", len(params), bool_like)
+        for j, name in enumerate(names):
+            like = "bool_like" if name[0] == "x" and kinds[int(name[1:])] == "bool" else "like"
+            lines.append(f"    {name} = array_at(operands[{j}], n, {like})")
+        args = [name for name in names if name != "g" or reads_g]
+        lines.append(f"    vjp_joint{suffix}({', '.join(args)}, params)")
+        lines.append("")
+    return "\n".join(lines)
+
+
 def _emit_exec(lines, k, used, n_params, reads_g, reads_y, kinds):
     """The compiled executor's drivers of VJP ``k`` (calling convention of ``ops._pointers``),
     one per layout, so that an executor entry compiles only the kernel it calls:
@@ -208,7 +257,8 @@ def _emit_forward_exec(lines, n_inputs, n_params, kinds):
     lines.append("")
 
 
-_SMALL_TRIG = {"sin": "sin_small", "cos": "cos_small"}
+_SMALL_TRIG = {"sin": "sin_small", "cos": "cos_small", "tan": "tan_small"}
+_CALLED_TRIG = {"sin": "sin_call", "cos": "cos_call", "tan": "tan_call"}
 
 
 def trig_arguments(formula, names):
@@ -233,12 +283,58 @@ def store_small(expression):
 
 def _small_trig_check(formula, inputs, used):
     """The condition under which the flat kernel of ``formula`` may use ``sin_small`` /
-    ``cos_small`` (a call per input array passed to them), or "" when it has no sin/cos."""
+    ``cos_small`` / ``tan_small`` (a call per input array passed to them), and the same for
+    element ``i_`` alone; ("", "") when it has no sin/cos/tan."""
     arguments = trig_arguments(formula, {inputs[i] for i in used})
     if not arguments:
-        return ""
-    return " and ".join(f"trig_arguments_small(x{inputs.index(name)})"
-                        for name in sorted(arguments))
+        return "", ""
+    arrays = [f"x{inputs.index(name)}" for name in sorted(arguments)]
+    return (" and ".join(f"trig_arguments_small({a})" for a in arrays),
+            " and ".join(f"trig_small({a}[i_])" for a in arrays))
+
+
+def flat_loops(target, loads, stores, small, loop="range", indent="    "):
+    """The lines of a flat loop over ``target``: ``loads`` (``name = expression``), then
+    ``stores``, ``(operator, expression)`` pairs that store into ``target[i_]``: ``"="``,
+    ``"+="``, or ``"set"`` (``= (expression) + 0.0``, the bits ``+=`` leaves in a zero).
+
+    ``small`` is None, or :func:`_small_trig_check`'s pair for the loop's sin/cos/tan
+    arguments. Then, where every argument is below 2**20 (one vectorised pass over each), the
+    loop runs with the reduced-range functions alone (``ops._fastmath``: no Payne-Hanek
+    table, whose loads are gathers, so it vectorises on every CPU, AVX2-only AMD Zen
+    included); else that loop leaves the elements with a large argument as they were (adds
+    nothing there) and a second, scalar pass gives those the full functions, called. Each
+    element gets the bits of the full functions' loop.
+    """
+    def store(operator, expression, masked=None):
+        if operator == "set":
+            return f"{target}[i_] = ({expression}) + 0.0"
+        if operator == "+=" and masked:
+            return (f"{target}[i_] = ({target}[i_] + {expression}) if {masked} "
+                    f"else {target}[i_]")
+        return f"{target}[i_] {operator} {expression}"
+
+    def body(inner, renamed, masked=None):
+        lines = []
+        for line in loads:  # (``name = expression``: the stages of a fused chain too)
+            name, expression = line.split(" = ", 1)
+            lines.append(f"{inner}{name} = {renamed(expression)}")
+        lines += [inner + store(op, renamed(e), masked) for op, e in stores]
+        return lines
+
+    header = f"{indent}for i_ in {loop}({target}.size):"
+    inner = indent + "    "
+    if not small:
+        return [header] + body(inner, str)
+    whole, element = small
+    lines = [f"{indent}if {whole}:", "    " + header]
+    lines += body(inner + "    ", store_small)
+    lines += [f"{inner}return", header]
+    lines += body(inner, store_small, masked="ok_")
+    lines.insert(len(lines) - len(stores), f"{inner}ok_ = {element}")
+    lines += [f"{indent}for i_ in range({target}.size):", f"{inner}if not ({element}):"]
+    lines += body(inner + "    ", lambda e: rename(e, _CALLED_TRIG))
+    return lines
 
 
 def scalar_masks(n_read, is_vjp, target=None):
@@ -276,15 +372,7 @@ def _emit_set(lines, fname, head, unpack, target, loads, expression, small):
     lines.append(JIT)
     lines.append(f"def {fname}_set({', '.join(head)}, params):")
     lines.extend(unpack)
-    if small:
-        lines.append(f"    if {small}:")
-        lines.append(f"        for i_ in range({target}.size):")
-        lines.extend("            " + line for line in loads)
-        lines.append(f"            {target}[i_] = ({store_small(expression)}) + 0.0")
-        lines.append("        return")
-    lines.append(f"    for i_ in range({target}.size):")
-    lines.extend("        " + line for line in loads)
-    lines.append(f"        {target}[i_] = ({expression}) + 0.0")
+    lines += flat_loops(target, loads, [("set", expression)], small[0] and small)
     lines.append("")
 
 
@@ -316,20 +404,11 @@ def _emit(lines, fname, inputs, used, unpack, target, k, formula, reads_g=False,
     lines.append(JIT)
     lines.append(f"def {fname}({', '.join(head)}, params):")
     lines.extend(unpack)
-    # Flat layout: every operand, the target included, has the output's length.
+    # Flat layout: every operand, the target included, has the output's length. sin/cos/tan
+    # of inputs: the reduced-range loop (``flat_loops``), ~4x faster.
     small = _small_trig_check(formula, inputs, used)
-    if small:
-        # sin/cos of inputs: when no argument is 2**20 or more (checked in one vectorised
-        # pass), the loop without the large-argument reduction, ~4x faster.
-        lines.append(f"    if {small}:")
-        lines.append(f"        for i_ in range({target}.size):")
-        lines.extend("            " + line for line in flat_loads)
-        operator = "+=" if is_vjp else "="
-        lines.append(f"            {target}[i_] {operator} {store_small(expression)}")
-        lines.append("        return")
-    lines.append(f"    for i_ in range({target}.size):")
-    lines.extend("        " + line for line in flat_loads)
-    lines.append("        " + store)
+    lines += flat_loops(target, flat_loads, [("+=" if is_vjp else "=", expression)], small[0]
+                        and small)
     lines.append("")
     if is_vjp:
         _emit_set(lines, fname, head, unpack, target, flat_loads, expression, small)

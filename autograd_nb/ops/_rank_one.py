@@ -1,4 +1,4 @@
-"""Both VJPs of a rank-one product into one gradient, in one pass over the gradient.
+"""Both VJPs of a product of a tensor with itself into its gradient, in one pass.
 
 ``outer(x, x)`` is ``_bmm`` of a column ``(m, 1)`` and a row ``(1, n)`` of one tensor, so both
 of its VJPs add into ``x``'s gradient: ``g @ b`` (row sums of ``g`` weighted by ``b``) and
@@ -13,6 +13,11 @@ The order of every sum is fixed, so that the kernel gives the same bits on every
 ``c``), the lanes folded in halves (lane ``i`` plus lane ``i + half``), plus the leftover
 ``n % LANES`` elements summed in order; a column's sum runs over the rows in order. No fused
 multiply-add: each product is rounded, then added, as NumPy adds.
+
+A dot product of a tensor with itself (``einsum("ij,ij->", x, x)``: ``_bmm`` of a row
+``(1, K)`` and a column ``(K, 1)`` of one tensor, per batch entry) has the VJPs ``g * b`` and
+``a * g``, each a pass over ``x`` and the gradient buffer: :func:`joint_scale_add` makes one,
+each product added twice, in turn, as the two VJPs one after the other add it.
 """
 
 import numpy as np
@@ -91,3 +96,33 @@ def joint_add_numpy(g, a, b, out, overwrite):
     else:
         out += rows
         out += col
+
+
+@njit(cache=True, nogil=True)
+def joint_scale_add(g, x, out, overwrite):
+    """``out += g[:, None] * x`` twice, for ``g (batch,)``, ``x`` and ``out (batch, K)``:
+    element ``(i, c)`` becomes ``(out + p) + p`` with ``p = g[i] * x[i, c]`` rounded (``+0.0``
+    for ``out`` where ``overwrite``)."""
+    batch, n = x.shape
+    zero = x.dtype.type(0)
+    for i in range(batch):
+        scale = g[i]
+        row, target = x[i], out[i]
+        if overwrite:
+            for c in range(n):
+                product = scale * row[c]
+                target[c] = (zero + product) + product
+        else:
+            for c in range(n):
+                product = scale * row[c]
+                target[c] = (target[c] + product) + product
+
+
+def joint_scale_add_numpy(g, x, out, overwrite):
+    """:func:`joint_scale_add` in NumPy, bit for bit (tier 0's twin)."""
+    product = g[:, None] * x
+    if overwrite:
+        out[...] = (0.0 + product) + product
+    else:
+        out += product
+        out += product

@@ -677,6 +677,18 @@ def _joint_driver(operands, ints, floats, like):
     _joint_entries(g, a, b, out, overwrite != 0)
 
 
+@njit(cache=True, nogil=True)
+def _dot_joint_driver(operands, ints, floats, like):
+    """The driver of ``_bmm``'s joint VJP of a dot product of one tensor with itself
+    (``_rank_one.joint_scale_add``): ``ints`` is ``[batch, K, overwrite]``; operands the
+    gradient ``(batch,)``, both factors and the target."""
+    batch, n, overwrite = ints[0], ints[1], ints[2]
+    g = array_at(operands[0], batch, like)
+    x = array_at(operands[1], batch * n, like).reshape((batch, n))
+    out = array_at(operands[3], batch * n, like).reshape((batch, n))
+    _rank_one.joint_scale_add(g, x, out, overwrite != 0)
+
+
 @cuda_twin("linalg", "BatchedMatmul")
 class BatchedMatmul(Op):
     """``_bmm(a, b)``: ``a (batch, m, k) @ b (batch, k, n)``, the primitive of this family.
@@ -934,17 +946,27 @@ class BatchedMatmul(Op):
         ints[6] = own_kernel(a.dtype)  # (0 where exec_spec chose loops for one row)
         return ExecSpec(_bmm_rows_driver, spec.saved, tuple(ints), ())
 
-    # Both VJPs of a rank-one product of one tensor (``outer(x, x)``), in one pass over the
-    # gradient (``_rank_one``).
+    # Both VJPs of a product of one tensor with itself, in one pass over the gradient
+    # (``_rank_one``): a rank-one product (``outer(x, x)``: a column (n, 1) times a row
+    # (1, n)) or a dot product (``einsum("ij,ij->", x, x)``: a row (1, K) times a column
+    # (K, 1)).
     has_joint_vjp = True
+
+    @staticmethod
+    def _joint_kind(a, b):
+        if a.shape[2] == 1 and a.shape[1] == b.shape[2]:
+            return "outer"
+        if a.shape[1] == 1 and b.shape[2] == 1:
+            return "dot"
+        return None
 
     def joint_vjp(self, ks, node):
         a, b = node.saved_inputs
         return (ks == (0, 1) and a.dtype == b.dtype == node.dtype and a.dtype.kind == "f"
-                and a.shape[2] == 1 and a.shape[1] == b.shape[2] and a.size > 0)
+                and a.size > 0 and self._joint_kind(a, b) is not None)
 
     def vjp_joint(self, ks, grad_output, saved, attrs, grad_input):
-        self._joint(_joint_entries, grad_output, saved, grad_input)
+        self._joint(_joint_entries, _rank_one.joint_scale_add, grad_output, saved, grad_input)
 
     def has_vjp_joint_numpy(self, ks, saved, attrs):
         return True
@@ -954,21 +976,30 @@ class BatchedMatmul(Op):
             for i in range(g.shape[0]):
                 _rank_one.joint_add_numpy(g[i], a[i, :, 0], b[i, 0], out[i], overwrite)
 
-        self._joint(entries, grad_output, saved, grad_input)
+        self._joint(entries, _rank_one.joint_scale_add_numpy, grad_output, saved, grad_input)
 
-    @staticmethod
-    def _joint(entries, grad_output, saved, grad_input):
+    def _joint(self, outer_entries, dot, grad_output, saved, grad_input):
         a, b = saved[0], saved[1]
-        batch, n = a.shape[0], a.shape[1]
-        g = np.ascontiguousarray(grad_output, dtype=a.dtype).reshape((batch, n, n))
-        target, copied = _target_view(grad_input, (batch, n), a.dtype)
-        entries(g, a, b, target, False)
+        batch = a.shape[0]
+        g = np.ascontiguousarray(grad_output, dtype=a.dtype)
+        if self._joint_kind(a, b) == "outer":
+            n = a.shape[1]
+            target, copied = _target_view(grad_input, (batch, n), a.dtype)
+            outer_entries(g.reshape((batch, n, n)), a, b, target, False)
+        else:
+            n = a.shape[2]
+            target, copied = _target_view(grad_input, (batch, n), a.dtype)
+            dot(g.reshape(batch), a.reshape((batch, n)), target, False)
         if copied:
             grad_input += target.reshape(grad_input.shape)
 
     def exec_joint_spec(self, ks, node, overwrite):
         a, b = node.saved_inputs
-        return ExecSpec(_joint_driver, (a, b), (a.shape[0], a.shape[1], int(overwrite)), ())
+        if self._joint_kind(a, b) == "outer":
+            return ExecSpec(_joint_driver, (a, b), (a.shape[0], a.shape[1], int(overwrite)),
+                            ())
+        return ExecSpec(_dot_joint_driver, (a, b), (a.shape[0], a.shape[2], int(overwrite)),
+                        ())
 
     def rule(self, k, grad_output, inputs, output, attrs):
         a, b = inputs

@@ -201,3 +201,131 @@ def test_a_compiled_function_gives_the_eager_bits(dtype):
     for _ in range(3):  # records, then replays
         (g,) = anb.grad(outer(x), x, grad_outputs=seed)
         np.testing.assert_array_equal(_bits(g.numpy()), _bits(eager))
+
+
+# -- elementwise ops and dot products of one tensor with itself --------------------------------
+
+#: Binary elementwise ops of one tensor with itself, and a reference gradient of each (float64).
+ELEMENTWISE = {
+    "x * x": (lambda x: x * x, lambda x, g: 2 * g * x),
+    "x + x": (lambda x: x + x, lambda x, g: 2 * g),
+    "x - x": (lambda x: x - x, lambda x, g: 0 * g),
+    "x / x": (lambda x: x / x, lambda x, g: 0 * g),
+    "x ** x": (lambda x: anb.power(anb.abs(x) + 0.5, anb.abs(x) + 0.5),
+               lambda x, g: g * (np.abs(x) + 0.5) ** (np.abs(x) + 0.5)
+               * (np.log(np.abs(x) + 0.5) + 1) * np.sign(x)),
+    "where": (lambda x: anb.where(anb.tensor(np.arange(x.size).reshape(x.shape) % 3 > 0), x, x),
+              lambda x, g: g),
+}
+
+
+def _both_bits(make, x0, seed, **grad_options):
+    """``make``'s gradient of ``x0`` with joint VJPs, then one VJP per input (and each
+    backward's schedule)."""
+    results = []
+    for joint in (True, False):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(config, "JOINT_VJPS", joint)
+            x = anb.tensor(x0, requires_grad=True)
+            (g,) = anb.grad(make(x), x, grad_outputs=anb.tensor(seed), **grad_options)
+            results.append(g.numpy())
+    return results
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", sorted(ELEMENTWISE))
+@pytest.mark.parametrize("shape", [(1,), (33,), (3, 5), (2, 3, 4)], ids=str)
+@pytest.mark.parametrize("strided", [False, True])
+def test_an_elementwise_op_of_one_tensor_gives_the_unfused_bits(dtype, name, shape, strided):
+    # One loop adds both VJPs into each element in turn, as two kernels one after the other.
+    make, reference = ELEMENTWISE[name]
+    rng = np.random.default_rng(11)
+    x0 = rng.standard_normal(shape).astype(dtype)
+    x0[x0 == 0] = 1.0
+    seed = rng.standard_normal(shape[::-1]).astype(dtype).T if strided else (
+        rng.standard_normal(shape).astype(dtype))
+    for paths in (make, lambda x: make(x) + anb.tanh(x), lambda x: anb.tanh(x) + make(x)):
+        # (alone: the joint VJP writes the gradient whole; beside another path, it adds)
+        joint, unfused = _both_bits(paths, x0, seed)
+        np.testing.assert_array_equal(_bits(joint), _bits(unfused))
+    joint, _ = _both_bits(make, x0, seed)
+    expected = reference(x0.astype(np.float64), seed.astype(np.float64))
+    np.testing.assert_allclose(joint, expected, rtol=RTOL[dtype] * 100, atol=RTOL[dtype] * 100)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("subscripts, shape", [("ij,ij->", (30, 40)), ("ij,ij->i", (5, 33)),
+                                               ("i,i", (7,)), ("...i,...i->...", (2, 3, 4))])
+def test_a_dot_product_of_one_tensor_gives_the_unfused_values(dtype, subscripts, shape):
+    # ``_bmm`` of a row and a column of one tensor: its two VJPs g * x in one pass.
+    rng = np.random.default_rng(12)
+    x0 = rng.standard_normal(shape).astype(dtype)
+    seed_shape = np.einsum(subscripts, x0, x0).shape
+    seed = rng.standard_normal(seed_shape).astype(dtype)
+    joint, unfused = _both_bits(lambda x: anb.einsum(subscripts, x, x), x0, seed)
+    _close([joint], [unfused], dtype)
+    scale = np.expand_dims(seed.astype(np.float64), tuple(range(seed.ndim, x0.ndim)))
+    np.testing.assert_allclose(joint, 2 * scale * x0, rtol=RTOL[dtype] * 100)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_the_dot_kernel_and_its_twin_give_the_same_bits(dtype):
+    rng = np.random.default_rng(13)
+    g = rng.standard_normal(3).astype(dtype)
+    x = rng.standard_normal((3, 17)).astype(dtype)
+    x[0, :5] = -0.0
+    for overwrite in (True, False):
+        start = rng.standard_normal((3, 17)).astype(dtype)
+        start[1, ::2] = -0.0
+        compiled, twin = start.copy(), start.copy()
+        _rank_one.joint_scale_add(g, x, compiled, overwrite)
+        _rank_one.joint_scale_add_numpy(g, x, twin, overwrite)
+        np.testing.assert_array_equal(_bits(compiled), _bits(twin))
+        product = g[:, None] * x
+        expected = (0.0 + product) + product if overwrite else (start + product) + product
+        np.testing.assert_array_equal(_bits(compiled), _bits(expected.astype(dtype)))
+
+
+def test_the_schedule_joins_an_elementwise_op_only_in_the_flat_layout():
+    x = anb.tensor(np.ones((3, 4)), requires_grad=True)
+    z = anb.tensor(np.ones((3, 4)), requires_grad=True)
+    condition = anb.tensor(np.array([[True], [False], [True]]))
+    cases = ((x * x, [schedule.JOINT]), (x * z, [0, 1]),
+             (anb.where(condition, x, x), [1, 2]))  # (a broadcast condition: not flat)
+    for y, expected in cases:
+        plan = make_plan([y._node], [x, z], False)
+        steps = schedule.schedule(plan, [(y._node, None)], {id(x), id(z)}, False, joint=True)
+        assert [s.k for s in steps.steps] == expected
+
+
+@pytest.mark.compiled_only
+def test_the_executor_runs_the_joint_driver(monkeypatch):
+    from autograd_nb.ops.registry import REGISTRY
+
+    op = REGISTRY["multiply"]
+    asked = []
+    original = type(op).exec_joint_spec
+
+    def counted(self, ks, node, overwrite):
+        asked.append((ks, overwrite))
+        return original(self, ks, node, overwrite)
+
+    monkeypatch.setattr(type(op), "exec_joint_spec", counted)
+    monkeypatch.setattr(config, "CACHED_PLANS", False)
+    x = anb.tensor(np.linspace(-1, 1, 10), requires_grad=True)
+    (g,) = anb.grad(anb.sum(x * x), x)
+    np.testing.assert_array_equal(g.numpy(), 2 * np.linspace(-1, 1, 10))
+    assert asked == [((0, 1), True)]
+
+
+@pytest.mark.compiled_only
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_compiled_square_gives_the_eager_bits(dtype):
+    x0 = np.random.default_rng(14).standard_normal(300).astype(dtype)
+    seed = anb.tensor(np.random.default_rng(15).standard_normal(300).astype(dtype))
+    x = anb.tensor(x0, requires_grad=True)
+    square = anb.compile(lambda x: anb.tanh(x * x) + x * x)
+    eager = anb.grad(anb.tanh(x * x) + x * x, x, grad_outputs=seed)[0].numpy()
+    for _ in range(3):  # records, then replays
+        (g,) = anb.grad(square(x), x, grad_outputs=seed)
+        np.testing.assert_array_equal(_bits(g.numpy()), _bits(eager))

@@ -440,7 +440,8 @@ def test_inverse_pi_table():
 #: The loops whose range reduction reads a table at a computed index (Payne-Hanek: masked
 #: gathers when vectorised). Without AVX-512, LLVM's cost model for AMD Zen (``znver3``)
 #: prices AVX2 gathers above the scalar loop and keeps these loops scalar (seen on an EPYC
-#: host); they must still be free of calls.
+#: host); they must still be free of calls. The generated kernels loop over the reduced-range
+#: functions instead, which vectorise there too (``test_trig_kernels_vectorise_without_gathers``).
 _GATHERING = {"sin", "cos", "tan"}
 
 
@@ -564,10 +565,10 @@ def _apply_pair(function, x, out):
         out[i] = function(x[i])
 
 
-@pytest.mark.parametrize("name", ["sin", "cos"])
+@pytest.mark.parametrize("name", ["sin", "cos", "tan"])
 def test_reduced_range_trig_equals_the_full_one_below_2_to_20(name):
-    """``sin_small``/``cos_small`` skip the Payne-Hanek reduction: below 2**20 (and for
-    inf/nan) they must give the full functions' results exactly."""
+    """``sin_small``/``cos_small``/``tan_small`` skip the Payne-Hanek reduction: below 2**20
+    (and for inf/nan) they must give the full functions' results exactly."""
     rng = np.random.default_rng(7)
     x = np.concatenate([
         rng.uniform(-1e6, 1e6, 20000),
@@ -582,6 +583,12 @@ def test_reduced_range_trig_equals_the_full_one_below_2_to_20(name):
 
 
 def test_trig_argument_check():
+    small = np.array([0.0, -3.0, 2.0**20 - 1, np.inf, -np.inf, np.nan])
+    large = np.array([2.0**20, -(2.0**20), 1e300, -1e300, 3e7])
+    for values, expected in ((small, True), (large, False)):
+        out = np.zeros(values.size, dtype=np.bool_)
+        _apply_pair(fm.trig_small, values, out)
+        assert out.tolist() == [expected] * values.size
     assert fm.trig_arguments_small(np.array([0.0, -3.0, 2.0**20 - 1, np.inf, np.nan]))
     assert fm.trig_arguments_small(np.zeros(0))
     assert not fm.trig_arguments_small(np.array([0.0, 2.0**20]))
@@ -614,3 +621,84 @@ def test_kernels_take_the_full_path_when_an_argument_is_large(name):
         inner = getattr(np, name)(values) * 1.5
         outer = np.cos(inner) if name == "sin" else -np.sin(inner)
         np.testing.assert_allclose(g.numpy(), outer * 1.5 * derivative, rtol=1e-14, atol=1e-15)
+
+
+def _mixed_arguments():
+    """Small arguments, with a few of 2**20 and more among them (and inf, nan, zeros)."""
+    rng = np.random.default_rng(11)
+    x = rng.uniform(-4, 4, 3001)
+    x[::97] = rng.uniform(-1e12, 1e12, x[::97].size)
+    x[5:9] = [np.inf, -np.nan, -0.0, 2.0**20]
+    return x
+
+
+@pytest.mark.parametrize("name", ["sin", "cos", "tan"])
+def test_kernels_with_some_large_arguments_give_the_full_functions_bits(name):
+    """Where some arguments are 2**20 or more, the kernels (forward, VJP, its first write,
+    a fused chain) run the reduced-range loop for the others and the full functions for those
+    (``_kernels.flat_loops``): every element has the bits of the full function's loop."""
+    import autograd_nb as anb
+    from autograd_nb import config
+
+    x = _mixed_arguments()
+    full = np.empty_like(x)
+    _apply_pair(getattr(fm, name), x, full)
+    t = anb.tensor(x, requires_grad=True)
+    y = getattr(anb, name)(t)
+    np.testing.assert_array_equal(y.numpy().view(np.uint64), full.view(np.uint64))
+    derivative = {"sin": "cos", "cos": "sin", "tan": None}[name]
+    if derivative is not None:
+        expected = np.empty_like(x)
+        _apply_pair(getattr(fm, derivative), x, expected)
+        expected = expected if name == "sin" else -expected
+        # (the set kernel: the first write of t's gradient)
+        (g,) = anb.grad(anb.sum(y), t, retain_graph=True)
+        np.testing.assert_array_equal(g.numpy(), expected)  # (a NaN's sign is the formula's)
+        (g,) = anb.grad(anb.sum(y) + anb.sum(t), t)  # (the adding kernel)
+        np.testing.assert_array_equal(g.numpy(), (1.0 + expected))
+    chains = []
+    for minimum in (1, 10**9):  # fused, then one VJP kernel per node
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(config, "FUSION_MIN_ELEMENTS", minimum)
+            u = anb.tensor(x, requires_grad=True)
+            chain = getattr(anb, name)(anb.exp(u * 1e-30) * u)
+            chains.append(anb.grad(anb.sum(chain), u)[0].numpy())
+    np.testing.assert_array_equal(chains[0].view(np.uint64), chains[1].view(np.uint64))
+
+
+def _kernel_bodies(op_name, calls):
+    """The LLVM functions of ``op_name``'s generated kernels, compiled here (not from the
+    disk cache, whose code numba cannot show): ``{kernel: its function's IR}`` for the kernels
+    ``calls`` names, each called on a small float64 array."""
+    from autograd_nb.ops import _kernels
+    from autograd_nb.ops.registry import REGISTRY
+
+    op = REGISTRY[op_name]
+    source = _kernels.elementwise_source(op.input_names, op.params, op.formula,
+                                         op.vjp_formulas, op.input_kinds)
+    namespace = {}
+    exec(source.replace("cache=True", "cache=False"), namespace)  # noqa: S102
+    x, params = np.linspace(-1, 1, 64), np.zeros(0)
+    bodies = {}
+    for kernel, arity in calls.items():
+        function = namespace[kernel]
+        function(*[x] * arity, np.zeros_like(x), params)
+        llvm = function.inspect_llvm(function.signatures[0])
+        (body,) = [b for b in ["define" + b for b in llvm.split("\ndefine")[1:]]
+                   if re.match(rf"define[^\n]*@_ZN\w*{len(kernel)}{kernel}\w*", b)
+                   and "cpython" not in b.split("\n")[0]]
+        bodies[kernel] = body
+    return bodies
+
+
+@pytest.mark.parametrize("name", ["sin", "cos", "tan"])
+def test_trig_kernels_vectorise_without_gathers(name):
+    """The generated kernels of sin, cos and tan (forward, VJP, its set variant) are vector
+    loops without gathers: the loop over every element reduces by Cody-Waite alone, and the
+    full functions (Payne-Hanek, a table read at a computed index) are called only in the
+    scalar pass over the elements with a large argument. So they vectorise on AMD Zen
+    without AVX-512 too, where LLVM keeps a loop with gathers scalar (``_GATHERING``)."""
+    calls = {"forward": 1, "vjp0": 2, "vjp0_set": 2}
+    for kernel, body in _kernel_bodies(name, calls).items():
+        assert "x double>" in body, (name, kernel)
+        assert "gather" not in body, (name, kernel)
