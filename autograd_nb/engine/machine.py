@@ -79,23 +79,6 @@ def _word(address, i):
 
 
 @njit(cache=True, nogil=True)
-def pointers_on(table, object_ids):
-    """The address of every value of ``table`` (of its first batch row) on the arrays whose
-    ``id()`` are ``object_ids`` (each value reads its object's data pointer itself: an eager
-    backward has about one value per object)."""
-    t = table.ctypes.data
-    ids = object_ids.ctypes.data
-    at = HEADER + _word(t, 0) * ROW
-    n_values = _word(t, 1)
-    pointers = np.empty(n_values, dtype=np.int64)
-    for v in range(n_values):
-        place = at + v * VALUE
-        pointers[v] = (_pointers.data_address(_word(ids, _word(t, place + OBJECT)))
-                       + _word(t, place + OFFSET))
-    return pointers
-
-
-@njit(cache=True, nogil=True)
 def value_pointers(table, bases):
     """The address of every value of ``table`` (of its first batch row), its objects' data
     at ``bases``."""
@@ -106,6 +89,30 @@ def value_pointers(table, bases):
     for v in range(n_values):
         place = at + v * VALUE
         pointers[v] = bases[_word(t, place + OBJECT)] + _word(t, place + OFFSET)
+    return pointers
+
+
+@njit(cache=True, nogil=True)
+def pointers_on(table, object_ids):
+    """The address of every value of ``table`` (of its first batch row) on the arrays whose
+    ``id()`` are ``object_ids``. Where the values are many more than the objects (a program:
+    a few objects, an arena among them, and a value per place in them), the objects' data
+    pointers are read once, first; where they are about as many (an eager backward: about one
+    value per object), each value reads its object's itself, in one pass."""
+    t = table.ctypes.data
+    ids = object_ids.ctypes.data
+    at = HEADER + _word(t, 0) * ROW
+    n_values = _word(t, 1)
+    if 2 * object_ids.size < n_values:
+        bases = np.empty(object_ids.size, dtype=np.int64)
+        for i in range(object_ids.size):
+            bases[i] = _pointers.data_address(_word(ids, i))
+        return value_pointers(table, bases)
+    pointers = np.empty(n_values, dtype=np.int64)
+    for v in range(n_values):
+        place = at + v * VALUE
+        pointers[v] = (_pointers.data_address(_word(ids, _word(t, place + OBJECT)))
+                       + _word(t, place + OFFSET))
     return pointers
 
 
