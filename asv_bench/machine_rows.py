@@ -7,12 +7,16 @@ two trees can be timed side by side with ``PYTHONPATH`` set to each.
 """
 
 import _ctypes
+import os
 import time
 
 import numpy as np
 
-import autograd_nb as anb
-from autograd_nb.engine import executor
+# (the compiled backward, not tier 0's NumPy twins: benchmarks/__init__.py)
+os.environ.setdefault("AUTOGRAD_NB_TIERED", "0")
+
+import autograd_nb as anb  # noqa: E402
+from autograd_nb.engine import executor  # noqa: E402
 
 
 def chain_table():
