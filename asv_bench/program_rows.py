@@ -31,11 +31,12 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from benchmarks.workloads import make_step, median_us  # noqa: E402
 
+from autograd_nb.engine import machine  # noqa: E402
 from autograd_nb.ops import _pointers  # noqa: E402
 from autograd_nb.replay import interpreter  # noqa: E402
 from autograd_nb.replay.program import Program, ReplayOutput  # noqa: E402
 
-HEADER, ROW = interpreter.HEADER, interpreter.ROW
+HEADER, ROW = machine.HEADER, machine.ROW
 
 
 class Table:
@@ -45,13 +46,12 @@ class Table:
         self.table = table
         self.run = run  # run(table): walk it on the last replay's values
         self.n_rows = int(table[0])
-        self.rows = table[HEADER:HEADER + self.n_rows * ROW].reshape(-1, ROW)
-        start = HEADER + self.n_rows * ROW + 2 * int(table[1]) + int(table[2])
-        entries = table[start:start + int(table[3])]
+        self.rows = machine.sections(table).rows
+        entries = machine.sections(table).entries
         drivers = {address: driver for (driver, _), address in _pointers._entries.items()}
         self.names = []
         for row in self.rows:
-            if row[0] == interpreter.ZERO:
+            if row[machine.ENTRY] == machine.ZERO:
                 self.names.append("(clear a gradient slot)")
                 continue
             driver = drivers.get(int(entries[row[0]]))
@@ -122,7 +122,8 @@ def _backward_table(op, saved, size, dtype):
     buffer = np.zeros((scratch_at + scratch_bytes) // dtype.itemsize + 64, dtype=dtype)
     bases[n], bases[n + 1] = gradient.ctypes.data, buffer.ctypes.data
     keep = (gradient, buffer, saved)
-    return Table(op.table, lambda table: (keep, interpreter._walk(table, bases, op.floats)))
+    return Table(op.table, lambda table: (
+        keep, machine.walk(table, machine.value_pointers(table, bases), op.floats)))
 
 
 def report(title, table, by_row, rounds):

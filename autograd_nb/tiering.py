@@ -23,7 +23,7 @@ elements) is one small loop; the others are rarer (``Op.has_vjp_numpy``: ``_bmm`
 own AVX-512 GEMM runs, whose forward compiles too; ``_det`` at a determinant of 0 or
 infinity, whose cofactors come from numba's own SVD; ops registered with their own ``@njit``
 kernels). A batch (``is_grads_batched``) runs in the compiled executor's blocks of rows
-(``engine.executor.row_blocks``), each VJP over a block as the executor runs it
+(``engine.machine.row_blocks``), each VJP over a block as the executor runs it
 (``Op.vjp_numpy_rows``: every op's rows one by one, but ``_bmm``'s, stacked into one product
 as its rows driver stacks them), so a batched gradient keeps the executor's bits too; where
 the executor declines a batched plan (mixed dtypes, an op without a driver) the compiled

@@ -284,7 +284,7 @@ def _batched_grad(outputs, inputs, seeds, targets, retain_graph, create_graph, a
     stack over ``b`` of ``vᵀJ``. The engine runs the plan once with a leading batch dimension
     on every gradient slot, over forward values shared read-only: on the CPU in one call into
     the compiled executor, a ``prange`` over blocks of batch rows
-    (``engine.executor.execute_batched``: each block runs every VJP for its rows, matmul VJPs
+    (``engine.machine.run_batched``: each block runs every VJP for its rows, matmul VJPs
     as one GEMM over the block's stacked rows); where the executor does not apply, as a walk
     handing each op's batched VJP the whole batch (elementwise VJPs as one ``prange`` over
     batch x elements, matmul VJPs as GEMMs over the batch). With ``create_graph=True`` the

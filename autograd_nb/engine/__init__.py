@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import config, tiering
 from ..ops._blas import hold_blas_threads, release_blas_threads
-from . import backward, executor, plan_cache
+from . import backward, executor, machine, plan_cache
 from .backward import Plan, make_plan
 
 __all__ = ["Plan", "make_plan", "run_plan", "plan_and_run", "set_backward_hook"]
@@ -74,11 +74,11 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch
 
 def _tier0_batched(plan, seeds, targets, all_leaves, retain_graph, batch):
     """Tier 0's batched backward, stacked: the twins' walk once per block of rows that the
-    compiled executor runs (:func:`.executor.row_blocks`, with OpenBLAS's threads held as it
+    compiled executor runs (:func:`.machine.row_blocks`, with OpenBLAS's threads held as it
     holds them), each VJP over the block at once (``Op.vjp_numpy_rows``), so the gradients
     keep its bits."""
-    blocks = executor.row_blocks(batch)
-    previous = hold_blas_threads() if executor.parallel_blocks(batch) else None
+    blocks = machine.row_blocks(batch)
+    previous = hold_blas_threads() if machine.parallel_blocks(batch) else None
     try:
         done = []
         for p, (start, stop) in enumerate(blocks):

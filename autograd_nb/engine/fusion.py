@@ -35,8 +35,8 @@ from ..ops._parallel import use_threads
 from ..ops.elementwise import ElementwiseOp
 from ..ops.registry import ExecSpec
 
-#: And at most this many operand arrays (the executor passes a driver's operands in a
-#: 64-entry array, with the gradient and the target).
+#: And at most this many operand arrays: a size limit of the fused loop, below the one cap on
+#: a row's operands (``machine.MAX_OPERANDS``, with the gradient and the target).
 MAX_OPERANDS = 48
 
 

@@ -1,10 +1,10 @@
 """Backward plans cached by graph structure.
 
 A training loop or a simulation records the same graph every step: only the arrays differ.
-The first backwards of a structure plan it (:func:`autograd_nb.engine.make_plan`) and write
-its instruction tables (:mod:`.executor`); from the second, the tables are kept in a
-:class:`Template`, and later backwards of the same structure skip both phases. What is left
-per step is one pass over the graph that
+The first backwards of a structure plan it (:func:`autograd_nb.engine.make_plan`) and lower
+it into a table (:mod:`.executor`; :mod:`.machine` runs it); from the second, the table is
+kept in a :class:`Template`, and later backwards of the same structure skip both phases.
+What is left per step is one pass over the graph that
 
 * walks it in the template's order (each node is one edge of an earlier one) and checks that
   it *is* the template's structure: each node's op, attributes (the same dict, or an equal
@@ -164,7 +164,7 @@ class Template:
         self._objects(tables, position, leaf_index, nodes)
         self._gather_lists(tables)
         self.table = tables.table
-        self.floats = tables.float_array
+        self.floats = tables.floats
         self.arena_size = tables.arena_size
         self._reader_arrays(len(leaves))
 
@@ -243,6 +243,8 @@ class Template:
                 continue
             if type(origin) is tuple:
                 kind, what = origin
+                if kind == "arena":
+                    continue  # (made per run: ``executor.run_tables``)
                 if kind == "seed":
                     self.seeds.append((j, what))
                 elif type(what) is node_type:
@@ -417,7 +419,7 @@ class Template:
 
     def _results(self, nodes, leaves, ids, dtype):
         """Fresh result buffers by ``id`` of their node or leaf (their ids in ``ids``), left to
-        the tables to clear or write whole (``executor._Tables.first_write``)."""
+        the tables to clear or write whole (``executor.Lowering.first_write``)."""
         arrays = list(map(executor.uninitialised, self.result_shapes,
                           repeat(dtype, len(self.result_shapes))))
         ids[self.result_objects] = np.fromiter(map(id, arrays), np.int64, len(arrays))

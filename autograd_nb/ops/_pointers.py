@@ -1,14 +1,14 @@
 """Raw addresses for the compiled backward: arrays rebuilt from pointers, drivers called by address.
 
-The compiled executor (:mod:`autograd_nb.engine.executor`) runs a whole backward in one call.
-It cannot receive a Python list of arrays cheaply (numba's typed and reflected lists cost
-microseconds per element), so it receives addresses instead:
+The table machine (:mod:`autograd_nb.engine.machine`) runs a whole backward, or a program, in
+one call. It cannot receive a Python list of arrays cheaply (numba's typed and reflected
+lists cost microseconds per element), so it receives addresses instead:
 
 * the address of each array's *object* (``id(array)``, 26 ns each from Python), from which
   compiled code reads the data pointer: NumPy's public ``PyArrayObject_fields`` struct keeps
   it at a fixed offset, checked against ``ndarray.ctypes.data`` at import;
 * the address of each op's *driver*: a numba ``cfunc`` with one C signature for every op, so
-  that the executor, compiled once, calls drivers it has never seen (no compilation per graph).
+  that the machine, compiled once, calls drivers it has never seen (no compilation per graph).
 
 A driver is an ``@njit`` function ``driver(operands, ints, floats, like)``: ``operands`` holds
 the data pointers of its arrays: the incoming gradient, the saved arrays in the order the op's

@@ -38,8 +38,9 @@ from ..ops import _kernels, _pointers
 from ..ops._pointers import _OPEN, array_at, call_entry, int_view
 from ..ops.elementwise import ElementwiseOp
 
-#: A group reads and writes at most this many arena or argument buffers (the interpreter
-#: passes an instruction's operands in a 64-entry array, with the register scratch).
+#: A group reads and writes at most this many arena or argument buffers: a size limit of the
+#: fused loop, below the one cap on a row's operands (``engine.machine.MAX_OPERANDS``, with
+#: the register scratch).
 MAX_OPERANDS = 48
 
 #: Broadcast operands of at most this many collapsed dimensions are gathered into a
@@ -515,11 +516,8 @@ def scaled_add(group, kept, readers):
 
 
 def _read_buffers(event):
-    if event.op == "block":
-        rows, _, _ = event.operands
-        for _, operands, _, _ in rows:
-            for buffer, _ in operands:
-                yield buffer
+    if event.op == "block":  # (the buffers its table names: ``Program._block_rows``)
+        yield from event.operands[1]
         return
     for buffer, _ in event.operands:
         yield buffer

@@ -3,8 +3,11 @@ outputs are ordinary Tensors with a backward of one compiled call.
 
 Objects of a call, in order: the arena (every intermediate value, at fixed byte offsets), the
 buffers of fn's tensor arguments, of the tensors fn reached from outside (closures, globals,
-tensors it made), and the constants. The forward table (:mod:`.interpreter`) reads and writes
-them by ``(object, offset)``.
+tensors it made), and the constants. The forward table, a table of
+:mod:`autograd_nb.engine.machine`, reads and writes them as its values, ``(object, offset)``.
+Each output's backward is the eager planner's schedule lowered into the call's places
+(:func:`autograd_nb.engine.executor.lower` with :class:`_CallPlaces`), a table of the same
+machine.
 
 The graph of a replayed call is two kinds of node. ``ReplayInputs`` has the call's
 differentiable tensors as its edges and a gradient buffer holding all their gradients one
@@ -30,7 +33,7 @@ import numpy as np
 
 from .. import tape
 from ..engine import backward as backward_module
-from ..engine import executor
+from ..engine import executor, machine
 from ..ops import _pointers
 from ..ops.registry import DerivativeNotImplemented, ExecSpec, Op, call
 from ..tensor import Tensor
@@ -159,6 +162,73 @@ class ReplayOutput(Op):
                                            inputs[0]._node.edges)
 
 
+class _CallPlaces(executor.Places):
+    """Where a replayed output's backward finds its buffers (:func:`.executor.lower`'s
+    strategy): its intermediate gradients in the scratch of the call's gradient buffer
+    (object ``_BUFFER``, after the inputs' parts), the incoming gradient (``_GRADIENT``), the
+    results in their parts of the buffer, the saved arrays where the call keeps them
+    (:meth:`Program.location`; one not met is a constant). ``_GRADIENT`` and ``_BUFFER``
+    become the call's last two objects in :meth:`Program._finish`. ``reads``: the buffers the
+    trace met that the table reads (``(kind, index)``)."""
+
+    def __init__(self, program, trace, nodes, position, offsets, itemsize, total):
+        self.builder = machine.Builder()
+        self.program = program
+        self.trace = trace
+        self.nodes = nodes
+        self.position = position
+        self.offsets = offsets
+        self.itemsize = itemsize
+        self.scratch_base = total * itemsize
+        self.arena_size = 0
+        self.reads = set()
+        self.places = {}  # (object, byte offset) -> value
+        self.found = {}  # id of each saved array -> its value
+
+    def _value(self, obj, offset):
+        value = self.places.get((obj, offset))
+        if value is None:
+            value = self.places[obj, offset] = self.builder.value(obj, offset)
+        return value
+
+    def arena_bytes(self, n_bytes):
+        self.arena_size = n_bytes // self.itemsize
+
+    def arena(self, offset, stride):
+        return self._value(_BUFFER, self.scratch_base + offset)
+
+    def seed(self, index, array, stride):
+        return self._value(_GRADIENT, 0)
+
+    def result(self, edge, shape, stride):
+        return self._value(_BUFFER, self.offsets[self.position[id(edge)]] * self.itemsize)
+
+    def saved(self, arrays, origin):
+        found = self.found
+        values = []
+        for array in arrays:
+            value = found.get(id(array))
+            if value is None:
+                value = found[id(array)] = self._value(*self._place(array))
+            values.append(value)
+        return values
+
+    def _place(self, array):
+        """``(object, byte offset)`` of a saved array (each looked up once: many nodes save
+        the same input)."""
+        program = self.program
+        found = self.trace.find(array)
+        if found is None:
+            if _saved_by(self.nodes, array):
+                raise Unsupported("a saved buffer the recorder did not see made")
+            # Worked out from the attributes (index maps): a constant.
+            program.consts.append(array)
+            return program.const_base + len(program.consts) - 1, 0
+        buffer, offset = found
+        self.reads.add((buffer.kind, buffer.index))
+        return program.location(buffer, offset)
+
+
 class Program:
     """A trace laid out as tables; :meth:`replay` runs it."""
 
@@ -213,7 +283,7 @@ class Program:
         return self.const_base + buffer.index, offset
 
     def _forward(self, trace):
-        builder = interpreter.Builder()
+        builder = machine.Builder()
         events, written = trace.events, set()
         read_after = self._kept(trace)
         if trace.writes:  # (only then: the fold is a pass over every event)
@@ -278,10 +348,9 @@ class Program:
             table = entry[0].table
             if table is None:
                 continue
-            start = interpreter.HEADER + int(table[0]) * interpreter.ROW
-            values = table[start:start + 2 * int(table[1])].reshape(-1, 2)
-            arena = values[:, 0] == 0
-            values[arena, 1] = move(values[arena, 1])
+            values = machine.sections(table).values
+            arena = values[:, machine.OBJECT] == 0
+            values[arena, machine.OFFSET] = move(values[arena, machine.OFFSET])
 
     def _kept(self, trace):
         """The arena buffers read from outside the forward table: by a backward table, or
@@ -377,10 +446,8 @@ class Program:
             cuts = {id(node) for node in cut_nodes if node is not root}
             all_edges = edges + [node if node is not root else None for node in cut_nodes]
             try:
-                tables, nodes = self._backward_tables(
-                    root, [e for e in all_edges if e is not None],
-                    {id(e) for e in all_edges if e is not None}, cuts, trace.start_seq,
-                    dtype)
+                nodes, table, floats, places, mine, offsets, total = self._output_backward(
+                    root, all_edges, sizes, cuts, trace, dtype)
             except DerivativeNotImplemented as error:
                 # Eager raises this only where a backward needs that gradient.
                 raise Unsupported(
@@ -403,155 +470,64 @@ class Program:
                     "replay_inputs", offsets[:-1].tolist(), [shapes_of[k] for k in mine]),
                     _Like((1,), dtype), 0, 0)
                 continue
-            # The tensors this output's gradient reaches, in the program's order: its node's
-            # edges (an argument it does not depend on stays unreachable, as in eager), then
-            # the outputs it goes through.
-            reached = {id(origin[1]) for origin in tables.origins
-                       if type(origin) is tuple and origin[0] == "result"}
-            mine = [k for k, edge in enumerate(all_edges)
-                    if edge is not None and id(edge) in reached]
-            first = {}
-            for k in mine:
-                first.setdefault(id(all_edges[k]), k)
-            mine = [k for k in mine if first[id(all_edges[k])] == k]
-            offsets, total = [], 0
-            for k in mine:
-                offsets.append(total)
-                total += sizes[k]
-            position = {id(all_edges[k]): j for j, k in enumerate(mine)}
-            table, floats, reads = self._translate(trace, tables, nodes, position, offsets,
-                                                   itemsize, total)
             shapes = [shapes_of[k] for k in mine]
             inputs_op = ReplayInputs("replay_inputs", offsets, shapes)
-            inputs_like = _Like((total + tables.arena_size,), dtype)
+            scratch = places.arena_size
+            inputs_like = _Like((total + scratch,), dtype)
             op = ReplayOutput("replay_output", self, n, table, floats,
-                              (0, total * itemsize, tables.arena_size * itemsize))
+                              (0, total * itemsize, scratch * itemsize))
             if not any(node.needs_saved() for node in nodes):
                 # Eager's graph here saves nothing (``x + y``, ``sum``): a backward frees
                 # nothing and a second one runs, as eager's does (its table reads no saved
                 # value; the node's own arrays stay until the graph goes).
                 op.saves = ()
-            self.backward_outputs[n] = (op, {}, reads, mine, inputs_op, inputs_like, total,
-                                        tables.arena_size)
+            self.backward_outputs[n] = (op, {}, places.reads, mine, inputs_op, inputs_like,
+                                        total, scratch)
 
-    def _backward_tables(self, root, edges, target_ids, cuts, start_seq, dtype):
+    def _output_backward(self, root, all_edges, sizes, cuts, trace, dtype):
+        """The backward table of the output whose node is ``root`` to the edges
+        ``all_edges`` (None: not this one's), lowered into the call's places
+        (:class:`_CallPlaces`): ``(nodes, table, floats, places, mine, offsets, total)``,
+        with the call's own nodes it runs, and the parts of the gradient buffer: the
+        indices into ``all_edges`` of the edges it reaches, their offsets, and the total."""
+        edges = [e for e in all_edges if e is not None]
+        target_ids = {id(e) for e in edges}
         plan = backward_module.make_plan([root], edges, False, stop=cuts)
         # The recorded call's own nodes: the plan stops at fn's arguments.
-        nodes = [node for node in plan.nodes if node.seq > start_seq]
+        nodes = [node for node in plan.nodes if node.seq > trace.start_seq]
         needed = {id(node) for node in nodes} | (plan.needed & target_ids)
         plan = backward_module.Plan(nodes, plan.reachable, needed)
-        seed = np.zeros(root.shape, dtype=dtype)
+        seeds = [(root, np.zeros(root.shape, dtype=dtype))]
         try:
-            # (its results are places in the gradient buffer of the call's inputs, which the
-            # table adds into)
-            tables, _, _ = executor.build(plan, [(root, seed)], target_ids, False, dtype,
-                                          add_to_results=True)
+            steps = executor.plan_schedule(plan, seeds, target_ids, False)
         except executor.Unsupported as error:
             raise Unsupported(f"the backward of this output: {error or 'its compiled walk'}"
                               ) from error
-        return tables, nodes
-
-    def _translate(self, trace, tables, nodes, position, offsets, itemsize, total):
-        """The executor's tables of one output's backward (of the call's ``nodes``) as an
-        interpreter table over the call's objects, the gradient (object ``n``) and the
-        gradient buffer (``n + 1``).
-
-        Laid out with NumPy over the executor's code rows (a 10,000-op function has tens of
-        thousands): a place ``(object, byte offset)`` per slot and per saved array, each
-        row's run of places, then one value per distinct place."""
-        slot_objects, slot_offsets = self._slot_places(tables, position, offsets, itemsize,
-                                                       total * itemsize)
-        code = tables.decoded_rows()
-        zero, entry, grad, n_saved, first, target = code[:6]
-        ints_at, floats_at = code.ints_at, code.floats_at
-        counts = np.where(zero, 1, n_saved + 2)
-        starts = np.cumsum(counts) - counts
-        n_operands = int(counts.sum())
-        place_objects = np.empty(n_operands, dtype=np.int64)
-        place_offsets = np.empty(n_operands, dtype=np.int64)
-        place_objects[starts] = slot_objects[grad]
-        place_offsets[starts] = slot_offsets[grad]
-        ends = (starts + counts - 1)[~zero]
-        place_objects[ends] = slot_objects[target[~zero]]
-        place_offsets[ends] = slot_offsets[target[~zero]]
-        # The saved arrays: row r's run of them goes after its gradient.
-        row_of = np.repeat(np.arange(len(entry)), n_saved)
-        within = np.arange(row_of.size) - np.repeat(np.cumsum(n_saved) - n_saved, n_saved)
-        at = starts[row_of] + 1 + within
-        saved_objects, saved_offsets, reads = self._saved_places(
-            trace, tables, nodes, first[row_of] + within)
-        place_objects[at] = saved_objects
-        place_offsets[at] = saved_offsets
-        # One value per distinct place, numbered in order of first use.
-        keys = (place_objects + 2) * (1 << 40) + place_offsets
-        _, first_use, inverse = np.unique(keys, return_index=True, return_inverse=True)
-        order = np.argsort(first_use, kind="stable")
-        number = np.empty(order.size, dtype=np.int64)
-        number[order] = np.arange(order.size)
-        values = np.empty((order.size, 2), dtype=np.int64)
-        values[:, 0] = place_objects[first_use[order]]
-        values[:, 1] = place_offsets[first_use[order]]
-        n_ints, n_floats = len(tables.ints), len(tables.floats)
-        # A clearing row's byte count goes after the ints.
-        rows = np.empty((len(entry), interpreter.ROW), dtype=np.int64)
-        rows[:, interpreter.ENTRY] = np.where(zero, interpreter.ZERO, entry)
-        rows[:, interpreter.N_OPERANDS] = counts
-        rows[:, interpreter.FIRST] = starts
-        rows[:, interpreter.INTS] = np.where(zero, n_ints + np.cumsum(zero) - 1, ints_at)
-        rows[:, interpreter.FLOATS] = np.where(zero, n_floats, floats_at)
-        entries = np.array(tables.entries, dtype=np.int64)
-        ints = _int_array(tables.ints)
-        # (``interpreter.Builder.tables``' layout, from arrays: a header of the lengths)
-        header = np.array([len(entry), len(values), n_operands, entries.size,
-                           ints.size + int(zero.sum())], dtype=np.int64)
-        table = np.concatenate([header, rows.reshape(-1), values.reshape(-1),
-                                number[inverse.reshape(-1)], entries, ints,
-                                code.cleared_bytes[zero],
-                                _END])
-        floats = np.array(tables.floats + [0.0], dtype=np.float64)
-        return table, floats, reads
-
-    def _slot_places(self, tables, position, offsets, itemsize, scratch_base):
-        """Per gradient slot of the executor's tables, its place: in the buffer's scratch,
-        the incoming gradient (a seed) or an input's part of the buffer (a result)."""
-        slots = tables.slot_places()
-        slot_objects = np.full(slots.object.size, _BUFFER, dtype=np.int64)
-        places = slots.arena_offset * itemsize + scratch_base
-        for s in np.flatnonzero(slots.object >= 0).tolist():
-            kind, what = tables.origins[int(slots.object[s])]
-            if kind == "seed":
-                slot_objects[s] = _GRADIENT
-                places[s] = 0
-            else:
-                places[s] = offsets[position[id(what)]] * itemsize
-        return slot_objects, places
-
-    def _saved_places(self, trace, tables, nodes, indices):
-        """The places of the saved arrays ``tables.objects[i]`` for ``i`` in ``indices`` (an
-        int array), and which buffers the trace met they read (``(kind, index)``). Each
-        distinct array is looked up once (many nodes save the same input)."""
-        reads = set()
-        arrays = [tables.objects[i] for i in indices.tolist()]
-        ids = np.fromiter(map(id, arrays), dtype=np.int64, count=len(arrays))
-        _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
-        objects = np.empty(first.size, dtype=np.int64)
-        places = np.empty(first.size, dtype=np.int64)
-        # (in order of first use: the constants are numbered in that order)
-        for j in np.argsort(first, kind="stable").tolist():
-            array = arrays[first[j]]
-            found = trace.find(array)
-            if found is None:
-                if _saved_by(nodes, array):
-                    raise Unsupported("a saved buffer the recorder did not see made")
-                # Worked out from the attributes (index maps): a constant.
-                self.consts.append(array)
-                objects[j], places[j] = self.const_base + len(self.consts) - 1, 0
-            else:
-                buffer, offset = found
-                reads.add((buffer.kind, buffer.index))
-                objects[j], places[j] = self.location(buffer, offset)
-        inverse = inverse.reshape(-1)
-        return objects[inverse], places[inverse], reads
+        # The tensors this output's gradient reaches, in the program's order: its node's
+        # edges (an argument it does not depend on stays unreachable, as in eager), then the
+        # outputs it goes through.
+        reached = {id(edge) for edge, _ in steps.results()}
+        mine = [k for k, edge in enumerate(all_edges)
+                if edge is not None and id(edge) in reached]
+        first = {}
+        for k in mine:
+            first.setdefault(id(all_edges[k]), k)
+        mine = [k for k in mine if first[id(all_edges[k])] == k]
+        offsets, total = [], 0
+        for k in mine:
+            offsets.append(total)
+            total += sizes[k]
+        position = {id(all_edges[k]): j for j, k in enumerate(mine)}
+        places = _CallPlaces(self, trace, nodes, position, offsets, dtype.itemsize, total)
+        try:
+            # (its results are places in the gradient buffer of the call's inputs, which the
+            # table adds into)
+            executor.lower(steps, seeds, places, dtype, add_to_results=True)
+        except executor.Unsupported as error:
+            raise Unsupported(f"the backward of this output: {error or 'its compiled walk'}"
+                              ) from error
+        table, floats = places.builder.tables()
+        return nodes, table, floats, places, mine, offsets, total
 
     def _finish(self):
         """The call's object-id template (the constants' ids filled in), and the backward
@@ -573,9 +549,7 @@ class Program:
             if table is None:
                 self.backward_outputs[n_out] = (op, attrs, reads, [], *rest)
                 continue
-            header = interpreter.HEADER
-            start = header + int(table[0]) * interpreter.ROW
-            objects = table[start:start + 2 * int(table[1]):2]
+            objects = machine.sections(table).values[:, machine.OBJECT]
             objects[objects == _GRADIENT] = n
             objects[objects == _BUFFER] = n + 1
             op.ints = (n, *op.ints[1:])
@@ -983,10 +957,10 @@ def _value_numbers(builder, location, arena_buffers, arena_offsets):
     places = builder.values
     distinct, number = np.unique(np.asarray(arena_offsets, dtype=np.int64),
                                  return_inverse=True)
-    base = len(places) // 2
-    pairs = np.zeros((distinct.size, 2), dtype=np.int64)
-    pairs[:, 1] = distinct
-    places.extend(pairs.reshape(-1).tolist())
+    base = len(places) // machine.VALUE
+    triples = np.zeros((distinct.size, machine.VALUE), dtype=np.int64)
+    triples[:, machine.OFFSET] = distinct
+    places.extend(triples.reshape(-1).tolist())
     values = {(0, int(offset)): base + j for j, offset in enumerate(distinct.tolist())}
     numbers = dict(zip(arena_buffers, (number.reshape(-1) + base).tolist()))
 
@@ -1039,32 +1013,27 @@ def _forward_rows(builder, value, numbers, items, kept, readers, scratch_at):
         entry = entries.get(key)
         if entry is None:
             entry = entries[key] = builder.entry(_pointers.entry_address(*key))
-        if type(ints) is not tuple or len(floats) or len(operands) > interpreter.MAX_OPERANDS:
+        if type(ints) is not tuple or len(floats) or len(operands) > machine.MAX_OPERANDS:
             builder.call_entry(entry, operands, ints, floats)
             continue
         # (``builder.call_entry``, inline)
         rows.extend((entry, len(operands), len(operand_list), len(int_list),
-                     len(builder.floats)))
+                     len(builder.floats), machine.PER_ROW))
         operand_list.extend(operands)
         int_list.extend(ints)
     return scratch_bytes
 
 
 def _block_rows(builder, value, event):
-    """The rows of a backward table recorded inside fn (a ``"block"`` event), their ints and
-    floats appended to the builder's (its ZERO rows clear its gradient buffers before their
-    first writers that add)."""
-    rows, ints, floats = event.operands
-    ints_base, floats_base = len(builder.ints), len(builder.floats)
-    builder.ints.extend(ints)
-    builder.floats.extend(floats)
-    for address, operands, ints_at, floats_at in rows:
-        if address is None:
-            builder.zero(value(*operands[0]), ints_at)
-            continue
-        builder.rows.extend((builder.entry(address), len(operands), len(builder.operands),
-                             ints_base + ints_at, floats_base + floats_at))
-        builder.operands.extend(value(b, o) for b, o in operands)
+    """The rows of a backward table recorded inside fn (a ``"block"`` event: a
+    :class:`~autograd_nb.engine.machine.Builder` whose objects are the trace's buffers),
+    appended to the program's (its ZERO rows clear its gradient buffers before their first
+    writers that add)."""
+    block, buffers = event.operands
+    values = block.values
+    step = machine.VALUE
+    builder.extend(block, [value(buffers[values[v]], values[v + machine.OFFSET])
+                           for v in range(0, len(values), step)])
 
 
 def _group_row(builder, value, group, kept, readers, scratch_at):
@@ -1104,11 +1073,4 @@ def _saved_by(nodes, array):
     return False
 
 
-_END = np.zeros(1, dtype=np.int64)
 _make = Tensor.__dict__["_make"].__func__  # (``Tensor._make`` without the classmethod)
-
-
-def _int_array(values):
-    """An int64 array of a list of ints (``np.fromiter``: faster than ``np.array`` on long
-    lists)."""
-    return np.fromiter(values, dtype=np.int64, count=len(values))

@@ -35,7 +35,9 @@ import threading
 
 import numpy as np
 
-from .. import engine, tape
+from .. import config, engine, tape
+from ..engine import executor, machine
+from ..ops import _pointers
 from ..tensor import Tensor
 
 # (``autograd_nb.tensor`` the attribute is the function that makes tensors)
@@ -423,9 +425,9 @@ class Trace:
 
     def inner_backward(self, root_edges, seeds, targets, all_leaves, retain_graph,
                        create_graph, allow_unused, batch):
-        """``engine.plan_and_run`` while recording: run the backward eagerly as it would run,
-        through the compiled executor, and add its instructions to the program (a gradient
-        inside fn: forces ``-grad(energy, x)``, a training step)."""
+        """``engine.plan_and_run`` while recording: run the backward as the machine runs it,
+        its table lowered into the trace's buffers, and add that table to the program (a
+        gradient inside fn: forces ``-grad(energy, x)``, a training step)."""
         plan = engine.make_plan(root_edges, targets, all_leaves)
         if not allow_unused:
             for edge in targets:
@@ -433,70 +435,55 @@ class Trace:
                     raise RuntimeError(engine.UNUSED_INPUT)
         if create_graph or batch is not None:
             self.refuse("a gradient inside with create_graph or is_grads_batched")
-        # (the graph is retained for the recording, which reads the saved buffers, and freed
-        # after it; not tier 0's walk: the program needs the executor's tables, and the
-        # recording compiles the forward's drivers already)
-        results, leaves, executed = engine.run_plan(
-            plan, seeds, {id(e) for e in targets}, all_leaves, True, create_graph, batch,
-            tier0=False,
-        )
+        target_ids = {id(e) for e in targets}
+        done = None
         if self.unsupported is None:
-            if executed is None:
-                self.refuse("a gradient inside that the compiled executor cannot run")
-            else:
-                self.record_backward(executed.tables, executed.results)
+            done = self.record_backward(plan, seeds, target_ids, all_leaves)
+        if done is None:
+            # (not tier 0's walk: the recording compiles the forward's drivers already)
+            results, leaves, executed = engine.run_plan(
+                plan, seeds, target_ids, all_leaves, True, create_graph, batch, tier0=False,
+            )
+            ran = plan.nodes if executed is None else executed.schedule.ran
+            self.refuse("a gradient inside that the compiled executor cannot run")
+        else:
+            results, leaves, ran = done
+        # (the graph is retained for the recording, which reads the saved buffers, and freed
+        # after it)
         if not retain_graph:
-            for node in (plan.nodes if executed is None else executed.schedule.ran):
+            for node in ran:
                 node.free()
         return results, leaves, plan
 
-    def record_backward(self, tables, results):
-        """The executor's ``tables`` of a backward run while recording, as a block of the
-        program: its gradient buffers become arena values (each cleared, or written whole, by
-        its first writer, as the tables' rows say), its seeds and saved arrays are found among
-        the buffers met."""
-        itemsize = tables.dtype.itemsize
-        scratch = np.empty(max(tables.arena_size, 1), dtype=tables.dtype)
-        scratch_buffer = self._add(scratch, "arena", len(self.arena_buffers))
-        self.arena_buffers.append(scratch_buffer)
-        saved_by_nodes = _saved_by_nodes(tables.origins)
-
-        def object_location(j):
-            return self._object_location(tables.objects[j], tables.origins[j], saved_by_nodes)
-
-        slots = []
-        places = tables.slot_places()
-        for j, offset in zip(places.object.tolist(), places.arena_offset.tolist()):
-            if j < 0:
-                slots.append((scratch_buffer, offset * itemsize))
-            else:
-                slots.append(object_location(j))
-        rows = []
-        decoded = tables.decoded_rows()
-        for clears, entry, grad, n_saved, first, target, ints_at, floats_at, cleared in zip(
-            *(column.tolist() for column in decoded)
-        ):
-            if clears:  # (a reused slot)
-                rows.append((None, [slots[grad]], cleared, 0))
-                continue
-            operands = [slots[grad]]
-            operands += [object_location(first + j) for j in range(n_saved)]
-            operands.append(slots[target])
-            rows.append((tables.entries[entry], operands, ints_at, floats_at))
+    def record_backward(self, plan, seeds, targets, all_leaves):
+        """Run the backward of ``plan`` in the machine, its table lowered into this trace's
+        buffers (:class:`_TracePlaces`), and add the table to the program as a block:
+        ``(results, leaves, ran)``, or None (nothing ran) where the machine cannot run it."""
+        dtype = executor.plan_dtype(plan, seeds)
+        if dtype is None or not config.COMPILED_BACKWARD or not _pointers.SUPPORTED:
+            return None
+        places = _TracePlaces(self, dtype)
+        try:
+            steps = executor.plan_schedule(plan, seeds, targets, all_leaves)
+            executor.lower(steps, seeds, places, dtype)
+        except executor.Unsupported:
+            return None
+        places.resolve()
+        table, floats = places.builder.tables()
+        ids = np.fromiter((id(buffer.array) for buffer in places.objects), dtype=np.int64,
+                          count=len(places.objects))
+        machine.run(table, ids, floats)
         if self.unsupported is None:
-            block = (rows, list(tables.ints), [float(f) for f in tables.floats])
-            self.events.append(Event("block", block, None, None, tables.dtype))
+            self.events.append(Event("block", (places.builder, places.objects), None, None,
+                                     dtype))
+        return places.results, steps.leaves, steps.ran
 
     def _object_location(self, array, origin, saved_by_nodes):
-        """Where a backward table's object ``array`` (made as ``origin`` says) lives: a buffer
-        met, a new arena value (a result) or a constant."""
+        """Where a backward table's seed or saved ``array`` (read by ``origin``) lives: a
+        buffer met or a constant."""
         found = self.find(array)
         if found is not None:
             return found
-        if type(origin) is tuple and origin[0] == "result":
-            buffer = self._add(array, "arena", len(self.arena_buffers))
-            self.arena_buffers.append(buffer)
-            return buffer, 0
         if type(origin) is tuple and origin[0] == "seed":
             if not np.all(array == 1):
                 self.refuse("a grad_outputs converted from a tensor (a dtype cast)")
@@ -519,6 +506,64 @@ class Trace:
         elif found[0].kind == "const":
             return
         self.value_dependent = (what, *_caller())
+
+
+class _TracePlaces(executor.Places):
+    """Where a backward run inside fn keeps its buffers while it is recorded
+    (:func:`.executor.lower`'s strategy): its intermediate gradients in a scratch array, a
+    new arena buffer of the trace (object 0), its results in new arena buffers, its seeds and
+    saved arrays where the trace met them (a constant where it did not: :meth:`resolve`).
+    ``objects``: the trace's buffers, by the builder's object numbers."""
+
+    def __init__(self, trace, dtype):
+        self.builder = machine.Builder()
+        self.trace = trace
+        self.dtype = dtype
+        self.objects = [None]
+        self.results = {}  # id of each result's edge -> its array
+        self.pending = []  # (value, array, origin) of the seeds and saved arrays
+
+    def _new_buffer(self, array):
+        trace = self.trace
+        buffer = trace._add(array, "arena", len(trace.arena_buffers))
+        trace.arena_buffers.append(buffer)
+        return buffer
+
+    def arena_bytes(self, n_bytes):
+        scratch = np.empty(max(n_bytes // self.dtype.itemsize, 1), dtype=self.dtype)
+        self.objects[0] = self._new_buffer(scratch)
+
+    def arena(self, offset, stride):
+        return self.builder.value(0, offset, stride)
+
+    def seed(self, index, array, stride):
+        return self._later(array, ("seed", index))
+
+    def result(self, edge, shape, stride):
+        array = np.empty(shape, dtype=self.dtype)  # (cleared or written whole by the table)
+        self.results[id(edge)] = array
+        self.objects.append(self._new_buffer(array))
+        return self.builder.value(len(self.objects) - 1, 0, stride)
+
+    def saved(self, arrays, origin):
+        return [self._later(array, origin) for array in arrays]
+
+    def _later(self, array, origin):
+        value = self.builder.value(-1, 0)
+        self.pending.append((value, array, origin))
+        return value
+
+    def resolve(self):
+        """Find the seeds and saved arrays among the buffers met (once all are known: a
+        saved buffer the recorder did not see made refuses the program)."""
+        saved_by_nodes = _saved_by_nodes(origin for _, _, origin in self.pending)
+        values = self.builder.values
+        for value, array, origin in self.pending:
+            buffer, offset = self.trace._object_location(array, origin, saved_by_nodes)
+            self.objects.append(buffer)
+            at = value * machine.VALUE
+            values[at + machine.OBJECT] = len(self.objects) - 1
+            values[at + machine.OFFSET] = offset
 
 
 def _saved_by_nodes(origins):

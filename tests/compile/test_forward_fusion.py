@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 
 import autograd_nb as anb
 from autograd_nb import config
+from autograd_nb.engine import machine
 from autograd_nb.ops import _pointers
-from autograd_nb.replay import CompileWarning, fusion, interpreter
+from autograd_nb.replay import CompileWarning, fusion
 
 UNARY = ("sin", "tanh", "exp", "square", "sigmoid", "softplus", "sqrt", "negative")
 BINARY = ("add", "subtract", "multiply", "divide", "maximum")
@@ -209,13 +210,11 @@ def test_a_layer_with_its_bias_is_one_group_of_row_blocks(dtype, monkeypatch):
 def _drivers(compiled, dtype):
     """The fused drivers of the forward table: "group", "scaled add", counted."""
     program = next(iter(compiled._programs.values())).program
-    table = program.forward_table
-    rows, row = int(table[0]), interpreter.ROW
-    start = interpreter.HEADER + rows * row + 2 * int(table[1]) + int(table[2])
-    entries = table[start:start + int(table[3])]
+    table = machine.sections(program.forward_table)
     named = {_pointers.entry_address(fusion.group_driver, dtype): "group",
              _pointers.entry_address(fusion.scaled_add_driver, dtype): "scaled add"}
-    found = [named.get(int(entries[e])) for e in table[interpreter.HEADER:][:rows * row:row]]
+    found = [named.get(int(table.entries[e])) for e in table.rows[:, machine.ENTRY]
+             if e != machine.ZERO]
     return {name: found.count(name) for name in set(found) if name is not None}
 
 
@@ -374,14 +373,10 @@ def _copies(compiled):
     from autograd_nb.replay import interpreter
 
     program = next(iter(compiled._programs.values())).program
-    table = program.forward_table
-    n_rows = int(table[0])
-    rows = table[interpreter.HEADER:interpreter.HEADER + n_rows * interpreter.ROW]
-    at = interpreter.HEADER + n_rows * interpreter.ROW + 2 * int(table[1]) + int(table[2])
-    entries = table[at:at + int(table[3])]
+    table = machine.sections(program.forward_table)
     copy = _pointers.entry_address(interpreter.copy_driver, np.dtype(np.float64))
-    return sum(1 for r in range(n_rows) if rows[r * interpreter.ROW] >= 0
-               and entries[rows[r * interpreter.ROW]] == copy)
+    return sum(1 for entry in table.rows[:, machine.ENTRY].tolist()
+               if entry != machine.ZERO and table.entries[entry] == copy)
 
 
 @pytest.mark.parametrize("fuse", [True, False])

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import autograd_nb as anb
 from autograd_nb import config
-from autograd_nb.engine import executor, plan_cache
+from autograd_nb.engine import executor, machine, plan_cache
 from autograd_nb.ops.registry import REGISTRY
 
 from .test_executor import programs, run_program
@@ -152,15 +152,15 @@ def test_the_batch_runs_in_blocks_fixed_by_its_size(batch, threads, parallel, bl
     (g,) = with_threads(threads, lambda: batched(anb.tanh(x), x, v))
     assert calls == [parallel]
     np.testing.assert_allclose(g, v * (1 - np.tanh(x.numpy()) ** 2), rtol=1e-15)
-    assert executor.batch_blocks(batch) == blocks
-    starts = [executor.block_start(batch, blocks, p) for p in range(blocks + 1)]
+    assert machine.batch_blocks(batch) == blocks
+    starts = [machine.block_start(batch, blocks, p) for p in range(blocks + 1)]
     assert starts[0] == 0 and starts[-1] == batch
-    assert all(s % executor.BLOCK_ALIGN == 0 for s in starts[:-1])
+    assert all(s % machine.BLOCK_ALIGN == 0 for s in starts[:-1])
     assert all(a < b for a, b in zip(starts, starts[1:], strict=False))
-    assert executor.row_blocks(batch) == list(zip(starts, starts[1:], strict=False))
+    assert machine.row_blocks(batch) == list(zip(starts, starts[1:], strict=False))
 
 
-#: Two blocks of rows (``executor.batch_blocks``), the second one longer.
+#: Two blocks of rows (``machine.batch_blocks``), the second one longer.
 ROWS = 140
 
 PRODUCTS = {

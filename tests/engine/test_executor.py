@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import autograd_nb as anb
 from autograd_nb import config, engine, tiering
-from autograd_nb.engine import executor, fusion
+from autograd_nb.engine import executor, fusion, machine
 from autograd_nb.ops import _pointers
 
 UNARY = ("sin", "cos", "tanh", "sigmoid", "square", "softplus", "exp", "negative", "arctan")
@@ -358,37 +358,48 @@ def test_a_repeated_step_reuses_every_cached_piece_of_its_plan(monkeypatch):
 
 
 @pytest.mark.compiled_only
-def test_the_tables_decoded_rows_and_slots_say_what_the_tables_hold():
-    # ``_Tables.decoded_rows`` and ``slot_places``, what anb.compile reads, against the raw
-    # encoding: each clearing row clears a whole slot, each driver row reads objects and
-    # slots that exist, and the slots that are objects are the seed and the result.
+def test_the_table_says_what_it_holds():
+    # The lowered table (``machine``'s format) against the objects it names: each clearing
+    # row clears whole slots, each driver row reads entries and values that exist, and the
+    # values that are objects of their own (not the arena, not saved) are the seed and the
+    # result.
     rng = np.random.default_rng(0)
     x = anb.tensor(rng.standard_normal((3, 70)), requires_grad=True)
     w = anb.tensor(rng.standard_normal((70, 80)))
     h = anb.tanh(x @ w)
     y = anb.sum(h * h + x.sum())
     plan = engine.make_plan([y._node], [x], False)
-    tables, _, results = executor.build(plan, [(y._node, np.ones(()))], {id(x)}, False,
-                                        np.dtype(np.float64))
-    rows, slots = tables.decoded_rows(), tables.slot_places()
-    code = np.array(tables.code).reshape(-1, executor.ROW)
-    assert len(rows.entry) == len(code)
-    np.testing.assert_array_equal(rows.clears, code[:, executor.ENTRY] == executor.ZERO)
-    assert rows.clears.any() and (~rows.clears).any()
+    tables, steps, results = executor.build(plan, [(y._node, np.ones(()))], {id(x)}, False,
+                                            np.dtype(np.float64))
+    table = machine.sections(tables.table)
+    clears = table.rows[:, machine.ENTRY] == machine.ZERO
+    assert clears.any() and (~clears).any()
     itemsize = tables.dtype.itemsize
-    for r in np.flatnonzero(rows.clears).tolist():
-        size = tables.slot_rows[rows.grad[r]] * itemsize
-        assert rows.cleared_bytes[r] >= size  # (the first clears the small slots together)
-    calls = ~rows.clears
-    assert (rows.entry[calls] >= 0).all() and (rows.entry[calls] < len(tables.entries)).all()
-    assert (rows.saved[calls] + rows.n_saved[calls] <= len(tables.objects)).all()
-    assert (rows.target[calls] >= 0).all() and (rows.cleared_bytes[calls] == 0).all()
-    np.testing.assert_array_equal(rows.ints_at[calls], code[calls, executor.INTS])
-    objects = slots.object[slots.object >= 0].tolist()
-    kinds = sorted(tables.origins[j][0] for j in objects)
-    assert kinds == ["result", "seed"]
-    (result,) = [tables.objects[j] for j in objects if tables.origins[j][0] == "result"]
+    arena_bytes = tables.arena_size * itemsize
+    slot_bytes = {_size(slot.edge.shape) * itemsize for slot in steps.slots}
+    for r in np.flatnonzero(clears).tolist():
+        (value,) = table.row_operands(r)
+        obj, offset, _ = table.values[value]
+        cleared = table.ints[table.rows[r, machine.INTS]]
+        if obj == executor.ARENA_OBJECT:  # (the first clears the small slots together)
+            assert cleared >= min(slot_bytes) and offset + cleared <= arena_bytes
+        else:
+            assert offset == 0 and cleared == tables.objects[obj].nbytes
+    calls = ~clears
+    entries = table.rows[calls, machine.ENTRY]
+    assert (entries >= 0).all() and (entries < len(table.entries)).all()
+    assert (table.operands >= 0).all() and (table.operands < len(table.values)).all()
+    objects = table.values[:, machine.OBJECT]
+    assert (objects >= 0).all() and (objects < len(tables.objects)).all()
+    own = sorted({j for j in objects.tolist() if type(tables.origins[j]) is tuple} - {0})
+    assert sorted(tables.origins[j][0] for j in own) == ["result", "seed"]
+    (result,) = [tables.objects[j] for j in own if tables.origins[j][0] == "result"]
     assert result is results[id(x)]
-    in_arena = slots.object < 0
-    assert (slots.arena_offset[in_arena] >= 0).all() and (slots.arena_offset[~in_arena] == -1).all()
-    assert (slots.arena_offset[in_arena] < tables.arena_size).all()
+    in_arena = objects == executor.ARENA_OBJECT
+    offsets = table.values[:, machine.OFFSET]
+    assert (offsets[in_arena] >= 0).all() and (offsets[in_arena] < arena_bytes).all()
+    assert (offsets[~in_arena] == 0).all()
+
+
+def _size(shape):
+    return int(np.prod(shape, dtype=np.int64))

@@ -1,4 +1,4 @@
-"""First writes in the compiled backward (``Op.exec_set_spec``, ``executor._Tables.first_write``).
+"""First writes in the compiled backward (``Op.exec_set_spec``, ``executor.Lowering.first_write``).
 
 The executor zeroes nothing up front: the first row that writes a gradient slot either writes it
 whole (a VJP's "set" driver, which gives the bits its adding driver leaves in zeros) or follows
@@ -12,7 +12,7 @@ import pytest
 
 import autograd_nb as anb
 from autograd_nb import config
-from autograd_nb.engine import backward, executor, schedule
+from autograd_nb.engine import backward, executor, machine, schedule
 from autograd_nb.ops._pointers import call_driver
 from autograd_nb.ops.elementwise import ElementwiseOp
 from autograd_nb.ops.registry import REGISTRY, call
@@ -102,18 +102,31 @@ def nan_buffers(monkeypatch):
 def _tables_of(monkeypatch, run):
     """The executor tables ``run`` builds (the last backward's)."""
     found = []
-    original = executor._Tables.execute
+    original = executor.Tables.execute
 
     def capture(self):
         found.append(self)
         return original(self)
 
     with monkeypatch.context() as patch:
-        patch.setattr(executor._Tables, "execute", capture)
+        patch.setattr(executor.Tables, "execute", capture)
         patch.setattr(config, "CACHED_PLANS", False)  # (a template would skip the tables)
         run()
     assert found, "the backward did not run in the compiled executor"
     return found[-1]
+
+
+def _rows(tables):
+    """Per row of ``tables``: its driver's name (None for a ZERO row), its operand values
+    (for a driver: the gradient's, the saved arrays', the target's) and its ints."""
+    table = machine.sections(tables.table)
+    names = [d.py_func.__name__ for d in tables.drivers]
+    rows = []
+    for r, row in enumerate(table.rows):
+        entry = row[machine.ENTRY]
+        name = None if entry == machine.ZERO else names[entry]
+        rows.append((name, table.row_operands(r).tolist(), table.ints[row[machine.INTS]:]))
+    return rows
 
 
 def _mlp(dtype):
@@ -140,16 +153,13 @@ def test_an_mlp_backward_on_nan_buffers_clears_or_writes_every_slot_first(
     for a, b in zip(got, walked):
         assert a.tobytes() == b.tobytes()
     # The products' and tanh's first writes are set drivers: no ZERO row before them.
-    code = np.array(tables.code).reshape(-1, executor.ROW)
-    names = [d.py_func.__name__ for d in tables.entry_index]
-    set_rows = [r for r in code if r[executor.ENTRY] >= 0
-                and names[r[executor.ENTRY]].endswith("_set_exec")]
-    assert set_rows, names
-    zeroed = {r[executor.GRAD] for r in code if r[executor.ENTRY] == executor.ZERO}
-    assert not zeroed & {r[executor.TARGET] for r in set_rows}
-    products = [r for r in code if r[executor.ENTRY] >= 0
-                and names[r[executor.ENTRY]] == "_bmm_driver"]
-    assert products and all(tables.ints[r[executor.INTS] + 8] == 1 for r in products)
+    rows = _rows(tables)
+    set_rows = [r for r in rows if r[0] is not None and r[0].endswith("_set_exec")]
+    assert set_rows, [r[0] for r in rows]
+    zeroed = {r[1][0] for r in rows if r[0] is None}
+    assert not zeroed & {r[1][-1] for r in set_rows}
+    products = [r for r in rows if r[0] == "_bmm_driver"]
+    assert products and all(r[2][8] == 1 for r in products)
 
 
 def _python_walk(monkeypatch, loss, params):
@@ -169,12 +179,16 @@ def test_tables_built_to_add_to_results_only_add_there(add_to_results):
     plan = backward.make_plan([root], [x, w], False)
     tables, steps, _ = executor.build(plan, [(root, np.ones(()))], {id(x), id(w)}, False,
                                       np.dtype(np.float64), add_to_results=add_to_results)
-    results = {s for s, slot in enumerate(steps.slots) if slot.kind == schedule.RESULT}
-    code = np.array(tables.code).reshape(-1, executor.ROW)
-    names = [d.py_func.__name__ for d in tables.entry_index]
-    zeroed = {r[executor.GRAD] for r in code if r[executor.ENTRY] == executor.ZERO}
-    overwritten = {r[executor.TARGET] for r in code if r[executor.ENTRY] >= 0 and (
-        names[r[executor.ENTRY]] == "_bmm_driver" and tables.ints[r[executor.INTS] + 8])}
+    # (the result slots' values: the values on the result objects)
+    table = machine.sections(tables.table)
+    result_objects = {j for j, origin in enumerate(tables.origins)
+                      if type(origin) is tuple and origin[0] == "result"}
+    results = {v for v, obj in enumerate(table.values[:, machine.OBJECT].tolist())
+               if obj in result_objects}
+    assert len(result_objects) == sum(slot.kind == schedule.RESULT for slot in steps.slots)
+    rows = _rows(tables)
+    zeroed = {r[1][0] for r in rows if r[0] is None}
+    overwritten = {r[1][-1] for r in rows if r[0] == "_bmm_driver" and r[2][8]}
     assert len(results) == 2
     if add_to_results:
         assert not (zeroed | overwritten) & results
@@ -227,11 +241,8 @@ def test_a_replayed_loss_writes_its_buffer_and_the_gradients_first(
     got = [g.numpy() for g in anb.grad(compiled(*params), params)]
     for a, b in zip(got, want):
         assert a.tobytes() == b.tobytes()
-    code = np.array(tables.code).reshape(-1, executor.ROW)
-    names = [d.py_func.__name__ for d in tables.entry_index]
-    firsts = [r for r in code if r[executor.ENTRY] >= 0 and names[r[executor.ENTRY]] in (
-        "backward_set_driver", "slice_copy_driver")]
-    assert sorted(names[r[executor.ENTRY]] for r in firsts) == (
-        ["backward_set_driver"] + ["slice_copy_driver"] * 3)
-    zeroed = {r[executor.GRAD] for r in code if r[executor.ENTRY] == executor.ZERO}
-    assert not zeroed & {r[executor.TARGET] for r in firsts}
+    rows = _rows(tables)
+    firsts = [r for r in rows if r[0] in ("backward_set_driver", "slice_copy_driver")]
+    assert sorted(r[0] for r in firsts) == ["backward_set_driver"] + ["slice_copy_driver"] * 3
+    zeroed = {r[1][0] for r in rows if r[0] is None}
+    assert not zeroed & {r[1][-1] for r in firsts}
