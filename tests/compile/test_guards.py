@@ -337,3 +337,25 @@ def test_tensors_used_as_an_index_are_values_read():
             for args in calls[::-1]:
                 _same(compiled(*args), fn(*args))
         assert compiled.cache_info().eager == 1
+
+
+def test_a_guard_reads_a_value_made_in_a_fused_group(monkeypatch, no_compile_warning):
+    monkeypatch.setattr(config, "REPLAY_FUSION_MIN_ELEMENTS", 1)  # (a one-element chain fuses)
+
+    def fn(x, p):
+        y = anb.tanh(x * 2.0) + 1.0  # a fused group whose value the guard reads
+        with anb.no_grad():
+            p -= 0.25 * y  # (folded: written by the op itself)
+        if y > 1.0:
+            return anb.sin(y) * x
+        return anb.cos(y) * x
+
+    compiled = anb.compile(fn)
+    p, p_eager = anb.tensor(0.0), anb.tensor(0.0)
+    for v in (0.5, 0.5, -0.5, 0.3, -0.2, -0.2):
+        x, x_eager = _leaf(v), _leaf(v)
+        out, expected = compiled(x, p), fn(x_eager, p_eager)
+        _same(out, expected)
+        _same(p, p_eager)
+        _same(anb.grad(out, x), anb.grad(expected, x_eager))
+    assert compiled.cache_info().traces == 2
