@@ -60,7 +60,7 @@ def test_a_branch_taken_both_ways_across_calls(no_compile_warning):
 
 
 def test_a_direct_truth_and_a_comparison_of_each_dtype(no_compile_warning):
-    def fn(x, k):
+    def fn(x, k, flag):
         y = x * 2.0
         if y.sum():  # bool(t) of a float tensor: a guard on t != 0
             y = y + 1.0
@@ -68,15 +68,18 @@ def test_a_direct_truth_and_a_comparison_of_each_dtype(no_compile_warning):
             y = y * 3.0
         if x.sum() >= 0.1:  # float32 compares with 0.1 cast to float32, as NumPy does
             y = y - 1.0
+        if flag:  # a bool argument: its byte is the flag
+            y = y * 5.0
         return y
 
     for dtype in (np.float32, np.float64):
         compiled = anb.compile(fn)
-        for v, n in ((0.1, 1), (0.0, 3), (0.1, 5), (-0.2, 0), (0.1, 1), (0.0, 3)):
+        for v, n, f in ((0.1, 1, True), (0.0, 3, True), (0.1, 5, False), (-0.2, 0, True),
+                        (0.1, 1, True), (0.0, 3, True), (0.1, 5, False)):
             x = anb.tensor(np.full(1, v, dtype=dtype))
-            k = anb.tensor(np.int64(n))
-            _same(compiled(x, k), fn(x, k))
-        assert compiled.cache_info().traces == 4 and compiled.cache_info().hits == 2
+            k, flag = anb.tensor(np.int64(n)), anb.tensor(f)
+            _same(compiled(x, k, flag), fn(x, k, flag))
+        assert compiled.cache_info().traces == 4 and compiled.cache_info().hits == 3
 
 
 def test_paths_are_bounded_then_the_signature_runs_eagerly(monkeypatch):
