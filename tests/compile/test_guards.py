@@ -53,7 +53,11 @@ def test_a_branch_taken_both_ways_across_calls(no_compile_warning):
         x, x_eager = _leaf(values), _leaf(values)
         out, expected = compiled(x), branchy(x_eager)
         _same(out, expected)
-        _same(anb.grad(out.sum(), x), anb.grad(expected.sum(), x_eager))
+        _same(anb.grad(out.sum(), x, retain_graph=True),
+              anb.grad(expected.sum(), x_eager, retain_graph=True))
+        rows = anb.tensor(np.eye(2))  # (the Jacobian, a batch of VJPs)
+        _same(anb.grad(out, x, rows, is_grads_batched=True),
+              anb.grad(expected, x_eager, rows, is_grads_batched=True))
     info = compiled.cache_info()
     assert (info.programs, info.eager, info.traces) == (2, 0, 2)
     assert info.hits == 4  # (6 calls, 2 of them recording one path each)
