@@ -189,6 +189,12 @@ def test_anb_while_loop_and_cond_are_guarded(no_compile_warning):
             _same(out, expected)
             _same(anb.grad(out.sum(), x), anb.grad(expected.sum(), x_eager))
         assert compiled.cache_info().traces == 2
+    # An integer pred: nonzero is true, a guard on it != 0.
+    counted = anb.compile(lambda k, x: anb.cond(k, lambda v: v * 2.0, lambda v: v, x))
+    x = anb.tensor([1.5])
+    for n in (0, 3, 0, -1):
+        _same(counted(anb.tensor(np.int64(n)), x), x * 2.0 if n else x)
+    assert counted.cache_info().traces == 2
 
 
 def step(p, g):
