@@ -219,6 +219,12 @@ REPLAY_ROW_MAX = 16384
 #: Programs a compiled function keeps, least recently used dropped first; read when
 #: ``anb.compile`` wraps a function (a bound, not measured).
 COMPILE_MAX_PROGRAMS = 64
+#: Paths a compiled function records per signature where fn branches on traced values (one
+#: program per combination of the guards' outcomes met: docs/compile.rst, "Branches as
+#: guards"); a call taking yet another path makes the signature run eagerly, with a warning.
+#: Read when ``anb.compile`` wraps a function (a bound, not measured: a ``while`` loop on an
+#: error estimate records a path per trip count).
+COMPILE_MAX_PATHS = 8
 
 # -- autograd_nb.distributed ---------------------------------------------------------------------
 

@@ -66,8 +66,9 @@ _cuda_used = False
 #: what runs at the top level (not inside an op's own ``run``; ``depth`` counts those):
 #: ``ran`` (an op, by :func:`apply`), ``made`` (a Tensor), ``mark`` and ``wrote`` (an
 #: in-place update, around it), ``copied`` (a buffer copied for an in-place op's VJP),
-#: ``read_value`` (values handed to Python) and ``refuse`` (what it cannot follow). This is
-#: the only way in: nothing is patched.
+#: ``read_value`` (values handed to Python), ``compared`` (a comparison operator ran),
+#: ``truth`` (``bool(t)``: a branch, recorded as a guard where it can be) and ``refuse``
+#: (what it cannot follow). This is the only way in: nothing is patched.
 recorder = None
 
 #: The forward-mode seam: None, or what :func:`set_forward` installed while a dual level is
@@ -175,6 +176,13 @@ def _read_value(tensor, what):
     trace = active_trace()
     if trace is not None:
         trace.read_value(tensor, what)
+
+
+def _truth(tensor):
+    """Tell this thread's recording, if any, that fn branches on ``tensor`` (``bool(t)``)."""
+    trace = active_trace()
+    if trace is not None:
+        trace.truth(tensor)
 
 
 def _device_of(data):
@@ -523,7 +531,7 @@ class Tensor:
 
     def __bool__(self):
         if recorder is not None:
-            _read_value(self, "bool(tensor)")
+            _truth(self)
         if self._data.size != 1:
             raise RuntimeError(
                 f"Boolean value of Tensor with {self._data.size} elements is ambiguous"
@@ -903,10 +911,17 @@ _ORDERINGS = (np.less, np.less_equal, np.greater, np.greater_equal)
 
 
 def _no_grad_result(ufunc, *args):
-    if recorder is not None:
+    trace = active_trace() if recorder is not None else None
+    result = _no_grad_values(ufunc, args)
+    if trace is not None and not trace.compared(ufunc, args, result):
+        # (not recorded as an instruction: the values reached Python)
         for arg in args:
             if isinstance(arg, Tensor):
-                _read_value(arg, f"a comparison or bitwise operator ({ufunc.__name__})")
+                trace.read_value(arg, f"a comparison or bitwise operator ({ufunc.__name__})")
+    return result
+
+
+def _no_grad_values(ufunc, args):
     values = [_data_of(a) for a in args]
     if ufunc in _ORDERINGS and any(np.iscomplexobj(v) for v in values):
         raise registry.complex_error(f"{ufunc.__name__} (an ordering comparison)",
@@ -939,6 +954,8 @@ def _transfer(tensor, device):
 
 def _unwrap_index_item(item):
     if isinstance(item, Tensor):
+        if recorder is not None:  # (an index is an attribute: its values are frozen there)
+            _read_value(item, "a tensor used as an index")
         return item._data
     if isinstance(item, list) and any(isinstance(i, Tensor) for i in item):
         return np.asarray([_data_of(i) for i in item])

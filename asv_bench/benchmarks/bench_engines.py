@@ -153,6 +153,12 @@ class OdeRollout(_WithCollector, _WorkloadSuite):
     params, param_names = _params_of(workload)
 
 
+class OdeGuarded(_WorkloadSuite):
+    __doc__ = WORKLOADS["ode_guarded"].description
+    workload = "ode_guarded"
+    params, param_names = _params_of(workload)
+
+
 class Chain1000x16(_WithCollector, _WorkloadSuite):
     __doc__ = WORKLOADS["chain_1000x16"].description
     workload = "chain_1000x16"

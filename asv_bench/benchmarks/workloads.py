@@ -1076,6 +1076,95 @@ def _(autograd, **_):
     return step
 
 
+# -- ode_guarded: ode_rollout with a branch on a traced value at every step --------------------
+
+#: The limiter's cap on the kinetic energy (twice it, ``sum(v * v)``) and its damping: the
+#: unlimited rollout's ``sum(v * v)`` grows from 0.03 to 50, so the branch goes both ways.
+GUARD_CAP, GUARD_DAMPING = 10.0, 0.9
+
+ode_guarded = Workload(
+    "ode_guarded",
+    "ode_rollout with a velocity limiter, `if sum(v * v) > 10: v = 0.9 * v` after each of its "
+    "200 steps (a Python branch on a traced value; JAX: lax.cond); gradient of the energy",
+    params={},
+    compare=[{}],
+)
+
+
+def _guarded_rollout(ns, x, v, zero_row):
+    """ode_rollout's steps with the limiter as a Python ``if`` (a guard per step when
+    compiled)."""
+    for _ in range(ODE_STEPS):
+        x, v = _ode_step(ns, x, v, zero_row)
+        if ns.sum(v * v) > GUARD_CAP:
+            v = GUARD_DAMPING * v
+    return _ode_energy(ns, x, v)
+
+
+@ode_guarded.eager_and_compiled
+def _(anb, trace, **_):
+    positions, velocities, zero_row = _ode_data()
+    x = anb.tensor(positions, requires_grad=True)
+    v, zero_row = anb.tensor(velocities), anb.tensor(zero_row)
+    rollout = trace(lambda x: _guarded_rollout(anb, x, v, zero_row))
+
+    def step():
+        return [anb.grad(rollout(x), x)[0].numpy()]
+
+    return step
+
+
+@ode_guarded.variant("torch")
+def _(torch, **_):
+    positions, velocities, zero_row = _ode_data()
+    x = torch.tensor(positions, requires_grad=True)
+    v, zero_row = torch.tensor(velocities), torch.tensor(zero_row)
+
+    def step():
+        return [torch.autograd.grad(_guarded_rollout(torch, x, v, zero_row), x)[0].numpy()]
+
+    return step
+
+
+@ode_guarded.variant("jax")
+def _(jax, **_):
+    import jax.numpy as jnp
+
+    positions, velocities, zero_row = _ode_data()
+    x, v, zero_row = jnp.asarray(positions), jnp.asarray(velocities), jnp.asarray(zero_row)
+
+    def body(_, state):
+        x, v = _ode_step(jnp, *state, zero_row)
+        v = jax.lax.cond(jnp.sum(v * v) > GUARD_CAP, lambda v: GUARD_DAMPING * v,
+                         lambda v: v, v)
+        return x, v
+
+    def rollout(x, v):
+        x, v = jax.lax.fori_loop(0, ODE_STEPS, body, (x, v))
+        return _ode_energy(jnp, x, v)
+
+    value_and_grad = jax.jit(jax.value_and_grad(rollout))
+
+    def step():
+        _, grad = jax.block_until_ready(value_and_grad(x, v))
+        return [np.asarray(grad)]
+
+    return step
+
+
+@ode_guarded.variant("autograd")
+def _(autograd, **_):
+    import autograd.numpy as hnp
+
+    x, v, zero_row = _ode_data()
+    grad = autograd.grad(lambda x: _guarded_rollout(hnp, x, v, zero_row))
+
+    def step():
+        return [grad(x)]
+
+    return step
+
+
 # -- issue 2's workloads: a long chain on a few numbers, and a matmul ---------------------------
 
 #: The long chain cycles through these five ops; ``add_input`` adds the chain's input back in,

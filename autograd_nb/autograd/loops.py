@@ -352,7 +352,7 @@ def _truth(value, what):
                 f"{what} must return a boolean scalar, but got a Tensor of shape "
                 f"{value.shape} and dtype {value.dtype}"
             )
-        return bool(value.item())
+        return bool(value)  # (inside anb.compile: a guard, see docs/compile.rst)
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
     if isinstance(value, np.ndarray) and value.shape == () and value.dtype == np.bool_:
@@ -428,7 +428,7 @@ def cond(pred, true_fun, false_fun, *operands):
                 "cond's pred must be a boolean or integer scalar, but got a Tensor of shape "
                 f"{pred.shape} and dtype {pred.dtype}"
             )
-        chosen = bool(pred.item())
+        chosen = bool(pred)  # (inside anb.compile: a guard, see docs/compile.rst)
     elif isinstance(pred, (bool, int, np.bool_, np.integer)):
         chosen = bool(pred)
     else:

@@ -8,6 +8,15 @@ results (the eager results where fn wrote its arguments in place: a replay would
 Later calls check the guards of the program (the tensors fn reached from its closure or
 globals are still those objects, of the same shape and dtype) and replay it
 (:mod:`.program`); a failed guard records the signature again.
+
+A branch on a traced value (``bool(t)``: ``if x.sum() > 0:``) is recorded as a guard
+(:mod:`.guards`): the program is one *path* of the signature, and a replay checks, after its
+table ran, that each guard saw the outcome recorded. Where one did not, nothing of the call
+is kept: the tensors the program writes in place get back the values copied before the run
+(only programs with guards and such writes pay that copy), no version moves, no output or
+node is made. Then another path recorded for those outcomes replays, or fn is recorded again
+along the new path, up to ``config.COMPILE_MAX_PATHS`` paths; past that the signature runs
+eagerly, with a warning (as every branch did before guards, and does with ``strict=True``).
 """
 
 import collections
@@ -21,6 +30,7 @@ import numpy as np
 from .. import config, tape
 from ..ops import _pointers
 from ..tensor import Tensor, dual_level_open
+from . import guards as guards_module
 from . import program as program_module
 from . import tracer
 from .tree import flatten, flatten_call, unflatten
@@ -48,7 +58,7 @@ class _Eager:
 class CompiledFunction:
     """What :func:`compile` returns: call it as fn. See ``docs/compile.rst``."""
 
-    def __init__(self, fn, strict=False, max_programs=None):
+    def __init__(self, fn, strict=False, max_programs=None, max_paths=None):
         if not callable(fn):
             raise TypeError(f"autograd_nb.compile expects a callable, not {type(fn).__name__}")
         functools.update_wrapper(self, fn)
@@ -57,6 +67,9 @@ class CompiledFunction:
         if max_programs is None:  # programs kept, least recently used dropped first
             max_programs = config.COMPILE_MAX_PROGRAMS
         self.max_programs = max_programs
+        if max_paths is None:  # programs per signature, one per path of its guards
+            max_paths = config.COMPILE_MAX_PATHS
+        self.max_paths = max_paths
         self._programs = collections.OrderedDict()
         self._lock = threading.Lock()
         self._hits = 0
@@ -88,6 +101,8 @@ class CompiledFunction:
             if type(entry) is _Eager:
                 self._hits += 1
                 return self.fn(*args, **kwargs)
+            if type(entry) is _Paths:
+                return self._replay_paths(key, entry, leaves, args, kwargs)
             if entry.guards_hold(leaves):
                 self._hits += 1
                 results = entry.program.replay(leaves, args, kwargs)
@@ -95,18 +110,45 @@ class CompiledFunction:
         self._misses += 1
         return self._record(key, leaves, args, kwargs)
 
-    def _record(self, key, leaves, args, kwargs):
-        with tracer.gc_paused():
-            return self._record_paused(key, leaves, args, kwargs)
+    def _replay_paths(self, key, paths, leaves, args, kwargs):
+        """A call of a signature whose programs have guards: the path its values take (see
+        the module docstring)."""
+        observed, tried = (), []
+        while True:
+            entry = paths.find(observed, tried)
+            if entry is None:
+                break
+            if not entry.guards_hold(leaves):  # (a closure's tensor changed: start again)
+                self._misses += 1
+                return self._record(key, leaves, args, kwargs, fresh=True)
+            tried.append(entry)
+            results, observed = _replay_path(entry, leaves, args, kwargs)
+            if results is not None:
+                self._hits += 1
+                paths.promote(entry)
+                return unflatten(entry.output_structure, results)
+        self._misses += 1
+        if len(paths.entries) >= self.max_paths:
+            where = tried[-1].path.where[len(observed) - 1] if observed else None
+            why = (f"a branch on a traced value took more than {self.max_paths} paths "
+                   f"(autograd_nb.config.COMPILE_MAX_PATHS)")
+            self._keep(key, _Eager(why))
+            _warn(self, why, where)
+            return self.fn(*args, **kwargs)
+        return self._record(key, leaves, args, kwargs)
 
-    def _record_paused(self, key, leaves, args, kwargs):
+    def _record(self, key, leaves, args, kwargs, fresh=False):
+        with tracer.gc_paused():
+            return self._record_paused(key, leaves, args, kwargs, fresh)
+
+    def _record_paused(self, key, leaves, args, kwargs, fresh):
         tensors = [leaf if isinstance(leaf, Tensor) else None for leaf in leaves]
         why = _untraceable(tensors)
         if why is not None:
             self._keep(key, _Eager(why))
             _warn(self, why, None)
             return self.fn(*args, **kwargs)
-        trace = tracer.Trace(tensors)
+        trace = tracer.Trace(tensors, guards=not self.strict)
         with tracer.recording(trace):
             result = self.fn(*args, **kwargs)
         self._traces += 1
@@ -129,9 +171,11 @@ class CompiledFunction:
         trace.adopt_outputs(outputs)
         trace.own_outputs(outputs)
         program = None
+        flags = [guard.flag for guard in trace.guards]
         if why is None:
             try:
-                program = program_module.Program(trace, outputs, self.fn, None)
+                program = program_module.Program(trace, outputs + flags, self.fn, None,
+                                                 n_flags=len(flags))
             except program_module.Unsupported as error:
                 why = f"the interpreter cannot run {error}"
         if program is None:
@@ -144,13 +188,33 @@ class CompiledFunction:
         arguments = [(i, place) for i, (t, place) in
                      enumerate(zip(tensors, _sources(self.fn, tensors)))
                      if t is not None and place[0] != "held"]
-        self._keep(key, _Entry(program, output_structure, sources, arguments))
+        path = guards_module.Path.of(trace.guards, program.flag_offsets)
+        self._keep_program(key, _Entry(program, output_structure, sources, arguments, path),
+                           fresh)
         if program.written:
             return result  # (a replay would write the arguments a second time)
         # The first call's results come from a replay too: their backward is the program's
         # (one compiled call), not a first eager backward that plans the whole graph.
-        del result, trace, outputs
-        return unflatten(output_structure, program.replay(leaves, args, kwargs))
+        del trace, outputs, flags
+        replayed = program.replay(leaves, args, kwargs,
+                                  None if path is None else path.holds)
+        if replayed is None:
+            return result  # (its own replay branched otherwise: fn is not deterministic)
+        del result
+        return unflatten(output_structure, replayed)
+
+    def _keep_program(self, key, entry, fresh):
+        if entry.path is None:
+            self._keep(key, entry)
+            return
+        # Another path of the signature's (unless the guards of those recorded failed:
+        # ``fresh``), also where another thread recorded one meanwhile.
+        with self._lock:
+            paths = self._programs.get(key)
+            if fresh or type(paths) is not _Paths:
+                paths = _Paths()
+            paths.entries.insert(0, entry)
+        self._keep(key, paths)
 
     def _keep(self, key, entry):
         with self._lock:
@@ -161,10 +225,14 @@ class CompiledFunction:
 
     def cache_info(self):
         """``CacheInfo(programs, eager, hits, misses, traces, max_programs)``: the programs
-        kept (``eager`` of them run eagerly), calls served from one, calls that recorded."""
+        kept (one per path of a signature with guards), the signatures that run eagerly,
+        calls served from a program, calls that recorded (or ran eagerly past the paths'
+        bound)."""
         entries = list(self._programs.values())
         eager = sum(type(e) is _Eager for e in entries)
-        return CacheInfo(len(entries) - eager, eager, self._hits, self._misses, self._traces,
+        programs = sum(len(e.entries) if type(e) is _Paths else type(e) is _Entry
+                       for e in entries)
+        return CacheInfo(programs, eager, self._hits, self._misses, self._traces,
                          self.max_programs)
 
     def cache_clear(self):
@@ -212,16 +280,18 @@ def _named(module_name, qualname):
 
 
 class _Entry:
-    """A program and what its calls check first."""
+    """A program and what its calls check first; ``path``: its guards' outcomes
+    (:class:`.guards.Path`), or None."""
 
-    __slots__ = ("program", "output_structure", "sources", "layouts", "arguments")
+    __slots__ = ("program", "output_structure", "sources", "layouts", "arguments", "path")
 
-    def __init__(self, program, output_structure, sources, arguments):
+    def __init__(self, program, output_structure, sources, arguments, path=None):
         self.program = program
         self.output_structure = output_structure
         self.sources = sources
         self.layouts = program.external_layouts
         self.arguments = arguments
+        self.path = path
 
     def guards_hold(self, leaves):
         for source, t in zip(self.sources, self.program.externals):
@@ -236,6 +306,63 @@ class _Entry:
                     or not data.flags.c_contiguous):
                 return False
         return True
+
+
+class _Paths:
+    """The programs of one signature with guards, one per path, the last that served a call
+    first."""
+
+    __slots__ = ("entries",)
+
+    def __init__(self):
+        self.entries = []
+
+    def find(self, observed, tried):
+        """The first program not among ``tried`` whose path takes the outcomes
+        ``observed``, or None."""
+        for entry in tuple(self.entries):
+            if (entry.path is None or entry.path.continues(observed)) and all(
+                    entry is not other for other in tried):
+                return entry
+        return None
+
+    def promote(self, entry):
+        entries = self.entries
+        if entries and entries[0] is not entry:
+            try:  # (another thread may have moved it meanwhile: an order only)
+                entries.remove(entry)
+                entries.insert(0, entry)
+            except ValueError:
+                pass
+
+
+def _replay_path(entry, leaves, args, kwargs):
+    """Replay ``entry``'s program if the call takes its path: ``(results, None)``; else
+    ``(None, outcomes)``, the outcomes seen up to the first that differs, with every tensor
+    the program writes in place as it was (see the module docstring)."""
+    program, path = entry.program, entry.path
+    if path is None:
+        return program.replay(leaves, args, kwargs), None
+    saved = None
+    if program.written:
+        saved = {}
+        for kind, index in program.written:
+            t = program._written_tensor(leaves, kind, index)
+            saved.setdefault(id(t), (t, t._data.copy()))
+    seen = []
+
+    def check(arena):
+        if path.holds(arena):
+            return True
+        seen.append(path.observed(arena))
+        return False
+
+    results = program.replay(leaves, args, kwargs, check)
+    if results is not None:
+        return results, None
+    for t, data in (saved or {}).values():
+        np.copyto(t._data, data)
+    return None, seen[0]
 
 
 def _holds(source, t):
@@ -349,8 +476,9 @@ def compile(fn=None, *, strict=False):  # noqa: A001 (NumPy-style name, as torch
     fn : callable
         Takes and returns tensors (and other values) in nested tuples, lists and dicts.
     strict : bool
-        Raise where a traced value reaches Python (``float(t)``, ``if t > 0:``) instead of
-        warning once and running that signature eagerly.
+        Raise where a traced value reaches Python (``float(t)``, and also a branch such as
+        ``if t > 0:``, which is otherwise recorded as a guard: a program per path taken)
+        instead of warning once and running that signature eagerly.
 
     Examples
     --------

@@ -232,7 +232,7 @@ class _CallPlaces(executor.Places):
 class Program:
     """A trace laid out as tables; :meth:`replay` runs it."""
 
-    def __init__(self, trace, outputs, fn, externals_sources):
+    def __init__(self, trace, outputs, fn, externals_sources, n_flags=0):
         self.fn = fn
         self.n_inputs = len(trace.inputs)
         self.input_used = [t is not None for t in trace.inputs]
@@ -258,6 +258,19 @@ class Program:
         self.forward_table, self.forward_floats = self._forward(trace)
         del self._output_buffers
         self._finish()
+        self._flags(n_flags)
+
+    def _flags(self, n_flags):
+        """The last ``n_flags`` outputs are the guards' flags (:mod:`.guards`): laid out as
+        outputs, read in the arena by ``replay``'s ``check``, never handed out."""
+        n = len(self.outputs) - n_flags
+        self.flag_offsets = [out[1] for out in self.outputs[n:]]
+        if not n_flags:
+            return
+        del self.outputs[n:]
+        for key, entry in self.backward_outputs.items():
+            self.backward_outputs[key] = (*entry[:3], [m for m in entry[3] if m < n],
+                                          *entry[4:])
 
     # -- layout ----------------------------------------------------------------------------
 
@@ -589,8 +602,10 @@ class Program:
             self._arenas.append(arena)
         return arena
 
-    def replay(self, leaves, args, kwargs):
-        """Run the forward on the call's tensors; the output leaves."""
+    def replay(self, leaves, args, kwargs, check=None):
+        """Run the forward on the call's tensors; the output leaves. ``check(arena)``, where
+        given, runs after the table: if false (a guard saw another outcome), the call stops
+        there and gives None, having changed nothing but the tensors it wrote in place."""
         arena = self._take_arena()
         ids = self.ids_template.copy()
         ids[0] = id(arena)
@@ -613,6 +628,8 @@ class Program:
         connect = bool(self.backward_outputs) and tape._state.enabled
         before = self._before_writes(leaves) if connect and self.written else None
         interpreter.run(self.forward_table, ids, self.forward_floats)
+        if check is not None and not check(arena):
+            return None
         for kind, index in self.written:
             t = leaves[index] if kind == "input" else externals[index]
             t._version[0] += 1

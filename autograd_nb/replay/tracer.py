@@ -6,8 +6,10 @@ is patched). With a recorder there, the eager fast paths take the general one, a
 ``tensor.apply`` tells this thread's trace each op it ran at the top level (:meth:`Trace.ran`:
 its inputs, its attributes and where its result lives), as the in-place updates tell theirs
 (:meth:`Trace.mark`, :meth:`Trace.wrote`, :meth:`Trace.copied`), the Tensor methods that turn
-values into Python (``item``, ``numpy``, ``float()``, ``bool()``, ...) and NumPy's functions
-without a gradient call :meth:`Trace.read_value`, and ``Tensor.grad`` refuses. So
+values into Python (``item``, ``numpy``, ``float()``, ...) and NumPy's functions without a
+gradient call :meth:`Trace.read_value`, a comparison operator calls :meth:`Trace.compared`
+and ``bool()`` :meth:`Trace.truth` (a branch: a guard, :mod:`.guards`, where it can be),
+and ``Tensor.grad`` refuses. So
 :mod:`autograd_nb.replay.program` can lay the program out. The slot's ``trace`` is a
 thread-local: other threads run the eager code unchanged (the general path), and while no
 thread records the slot is empty: the eager fast paths pay nothing for this module (they read
@@ -39,6 +41,7 @@ from .. import config, engine, tape
 from ..engine import executor, machine
 from ..ops import _pointers
 from ..tensor import Tensor
+from . import guards as guards_module
 
 # (``autograd_nb.tensor`` the attribute is the function that makes tensors)
 tensor_module = importlib.import_module("autograd_nb.tensor")
@@ -120,7 +123,7 @@ class Event:
 class Trace:
     """The record of one call of fn (see the module docstring)."""
 
-    def __init__(self, inputs):
+    def __init__(self, inputs, guards=True):
         # The buffers met, but the ops' results and the blocks copied out (``_own``), which
         # are in ``arena_buffers`` only.
         self.buffers = []
@@ -143,6 +146,10 @@ class Trace:
         self.writes = []  # the target Buffer of each in-place write (``record_copy``)
         self.created = set()  # ids of the tensors made while recording (``made``)
         self.depth = 0  # (how deep in an op's own ``run``: not recorded there)
+        # Branches on traced values become guards (:mod:`.guards`) where ``guarding``;
+        # else (``compile(strict=True)``) they are values read, as ``float(t)`` is.
+        self.guarding = guards
+        self.guards = []
         self.start_seq = next(tape._sequence)
         for i, t in enumerate(inputs):
             if t is not None:
@@ -508,6 +515,83 @@ class Trace:
         self.value_dependent = (what, *_caller())
 
 
+    # -- guards (branches on traced values, :mod:`.guards`) -------------------------------
+
+    def compared(self, ufunc, args, result):
+        """A comparison operator ``ufunc(*args)`` gave the bool Tensor ``result``: whether it
+        needs no value read, being recorded as a guard instruction (one traced element on
+        each side, of one dtype a guard runs: ``x.sum() > 0``) or reading no traced value;
+        False: its values reach Python (:meth:`read_value`, as before guards)."""
+        code = guards_module.CODES.get(ufunc.__name__)
+        data = result._data
+        if (not self.guarding or self.value_dependent is not None or code is None
+                or len(args) != 2 or type(data) is not np.ndarray or data.size != 1):
+            return False
+        like = _guard_dtype(args)
+        if like is None:
+            return False
+        traced = False
+        for arg in args:
+            if isinstance(arg, Tensor):
+                found = self.find(arg._data)
+                traced |= (id(arg) not in self.created if found is None
+                           else found[0].kind != "const")
+        if not traced or self.unsupported is not None:
+            return True  # (constants: the same outcome at every call; or eager anyway)
+        operands = []
+        for arg in args:
+            if isinstance(arg, Tensor):
+                found = self.located(arg._data, arg, False)
+                if found is None:
+                    return True  # (refused: the signature runs eagerly)
+                operands.append(found)
+            else:
+                operands.append((self.const(np.full(1, arg, dtype=like)), 0))
+        buffer = Buffer(data, "arena", len(self.arena_buffers))
+        self.arena_buffers.append(buffer)
+        self.by_id[id(data)] = (buffer, 0)
+        self.events.append(Event(guards_module.GUARD, operands, buffer,
+                                 (guards_module.compare_driver, (code,), ()), like))
+        return True
+
+    def truth(self, tensor):
+        """fn branches on ``tensor`` (``bool(t)``): a traced one-element value gets a guard,
+        an instruction writing its truth into a flag of its own, and the outcome seen is
+        noted (:class:`.guards.Guard`); one this cannot follow is a value read, as before."""
+        data = tensor._data
+        if type(data) is not np.ndarray or data.size != 1:
+            return  # (bool() raises for several elements)
+        if not self.guarding or self.value_dependent is not None:
+            self.read_value(tensor, "bool(tensor)")
+            return
+        if data.dtype != np.bool_ and data.dtype not in guards_module.DTYPES:
+            self.read_value(tensor, "bool(tensor)")
+            return
+        found = self.find(data)
+        if found is None:
+            if id(tensor) in self.created:
+                return  # (made from constants: the same outcome at every call)
+            self.external(tensor)
+            found = self.find(data)
+        elif found[0].kind == "const":
+            return
+        if self.unsupported is not None or found is None:
+            return
+        flag = np.full(1, bool(data.reshape(-1)[0]), dtype=np.bool_)
+        buffer = Buffer(flag, "arena", len(self.arena_buffers))
+        self.arena_buffers.append(buffer)
+        self.by_id[id(flag)] = (buffer, 0)
+        if data.dtype == np.bool_:  # (a comparison's result: its byte copied)
+            self.events.append(Event(None, [found, (buffer, 0)], None, 1, data.dtype))
+        else:
+            zero = (self.const(np.zeros(1, dtype=data.dtype)), 0)
+            self.events.append(Event(
+                guards_module.GUARD, [found, zero], buffer,
+                (guards_module.compare_driver, (guards_module.CODES["not_equal"],), ()),
+                data.dtype))
+        self.guards.append(guards_module.Guard(Tensor._make(flag), bool(flag[0]), *_caller()))
+
+
 class _TracePlaces(executor.Places):
     """Where a backward run inside fn keeps its buffers while it is recorded
     (:func:`.executor.lower`'s strategy): its intermediate gradients in a scratch array, a
@@ -564,6 +648,33 @@ class _TracePlaces(executor.Places):
             at = value * machine.VALUE
             values[at + machine.OBJECT] = len(self.objects) - 1
             values[at + machine.OFFSET] = offset
+
+
+def _guard_dtype(args):
+    """The one dtype in which a guard compares ``args`` as NumPy does (every tensor of it,
+    one element each; Python numbers cast to it), or None."""
+    like = None
+    for arg in args:
+        if isinstance(arg, Tensor):
+            data = arg._data
+            if type(data) is not np.ndarray or data.size != 1 or (
+                    like is not None and data.dtype != like):
+                return None
+            like = data.dtype
+        elif not isinstance(arg, (bool, int, float, np.bool_, np.integer, np.floating)):
+            return None
+    if like not in guards_module.DTYPES:
+        return None
+    try:
+        values = [arg._data if isinstance(arg, Tensor) else arg for arg in args]
+        if np.result_type(*values) != like:
+            return None
+        for arg in args:
+            if not isinstance(arg, Tensor):
+                np.array(arg, dtype=like)  # (a Python int out of int64's range raises)
+    except (OverflowError, TypeError, ValueError):
+        return None
+    return like
 
 
 def _saved_by_nodes(origins):

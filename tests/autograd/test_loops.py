@@ -311,7 +311,7 @@ def test_scan_and_fori_loop_inside_compile(program):
     _compiled_matches_eager(counted, (h0,), [h0, w])
 
 
-def test_while_loop_and_checkpoint_inside_compile_run_eagerly():
+def test_while_loop_records_its_trip_count_and_checkpoint_runs_eagerly_inside_compile():
     x = anb.tensor([0.5, 0.25], requires_grad=True)
 
     def grown(x):
@@ -321,7 +321,12 @@ def test_while_loop_and_checkpoint_inside_compile_run_eagerly():
         return _loss(*anb.scan(_body([0], x), (x, anb.tensor(0.0)), anb.ones((6, 2)),
                                checkpoint=2))
 
-    _compiled_matches_eager(grown, (x,), [x], expect_warning="comparison")
+    def chosen(x):
+        return anb.cond(x.sum() > 0, lambda v: anb.sin(v) * v, lambda v: -v, x).sum()
+
+    _compiled_matches_eager(grown, (x,), [x])  # (unrolled, guarded on each step's cond)
+    _compiled_matches_eager(chosen, (x,), [x])  # (the branch taken, behind a guard)
+    _compiled_matches_eager(chosen, (-x,), [x])
     _compiled_matches_eager(checkpointed, (x,), [x], expect_warning="anb.checkpoint")
 
 
