@@ -211,7 +211,7 @@ def run_plan(plan, seeds, targets, all_leaves, retain_graph, create_graph, batch
     # (an identity VJP passes a host buffer on as a view in the input's shape)
     steps = schedule.schedule(plan, seeds, targets, all_leaves, groups,
                               pass_through=not walk_rules and not device,
-                              joint=not walk_rules and not device and batch is None)
+                              joint=not walk_rules and not device)
     lead = () if batch is None else (batch,)
     buffers = [None] * len(steps.slots)
     for s, slot in enumerate(steps.slots):
@@ -312,7 +312,7 @@ def _walk_kernels(steps, buffers, retain_graph, lead, batch, twins=False):
         elif k == schedule.GROUP:
             _run_group(origin, grad, buffer, batch, overwrite=fresh)
         elif k == schedule.JOINT:
-            _joint_vjp(origin, grad, saved, buffer, twins)
+            _joint_vjp(origin, grad, saved, buffer, lead, twins)
         else:
             _vjp(origin, k, grad, saved, buffer, lead, batch, twins)
 
@@ -347,20 +347,25 @@ def _vjp(node, k, grad, saved, buffer, lead, batch, twins=False):
         node.op.vjp_batched(k, grad, saved, node.attrs, buffer)
 
 
-def _joint_vjp(node, grad, saved, buffer, twins):
+def _joint_vjp(node, grad, saved, buffer, lead, twins):
     """Accumulate the joint VJP of ``node``'s inputs that are one tensor (a JOINT step, host
-    arrays, no batch) into ``buffer``: the op's kernel, or with ``twins`` its NumPy twin
-    where it has one."""
+    arrays) into ``buffer``: the op's kernel, or with ``twins`` its NumPy twin where it has
+    one; in a batch (``lead``, its rows) once per row, as the compiled executor runs it
+    (``executor.Lowering.joint_spec``), so that each row has the bits of the same step
+    outside a batch."""
     ks = schedule.joint_inputs(node)
-    if grad.shape != node.shape:  # (a buffer passed on by an identity)
-        grad = grad.reshape(node.shape)
+    if grad.shape[len(lead):] != node.shape:  # (a buffer passed on by an identity)
+        grad = grad.reshape(lead + node.shape)
     if np.may_share_memory(grad, buffer):
         grad = grad.copy()
     op, attrs = node.op, node.attrs
-    if twins and op.has_vjp_joint_numpy(ks, saved, attrs):
-        op.vjp_joint_numpy(ks, grad, saved, attrs, buffer)
-    else:
-        op.vjp_joint(ks, grad, saved, attrs, buffer)
+    joint = (op.vjp_joint_numpy if twins and op.has_vjp_joint_numpy(ks, saved, attrs)
+             else op.vjp_joint)
+    if not lead:
+        joint(ks, grad, saved, attrs, buffer)
+        return
+    for row in range(lead[0]):
+        joint(ks, grad[row], saved, attrs, buffer[row])
 
 
 def _twin_vjp(node, k, grad, saved, buffer, batch):

@@ -220,7 +220,7 @@ class Lowering:
                     raise Unsupported(f"{origin.op.name}'s gradient, which has no compiled "
                                       "driver")
             else:
-                spec, mode = self.special(origin, k, source, target), 0
+                spec, mode = self.special(origin, k, source, target)
                 if spec is None:
                     continue
             driver, saved, ints, floats = spec
@@ -256,15 +256,22 @@ class Lowering:
         return op.exec_spec(k, origin), 0
 
     def joint_spec(self, node, target):
-        """The spec of ``node``'s JOINT step (``Op.exec_joint_spec``): writing ``target``
-        whole where it is the first to write it."""
+        """``(spec, mode)`` of ``node``'s JOINT step (``Op.exec_joint_spec``): writing
+        ``target`` whole where it is the first to write it; in a batch, its adding driver once
+        per row (``machine.PER_ROW``) after the block's ZERO row where it is the first, which
+        gives each row the bits of the same step outside a batch (the set driver's sums start
+        at ``+0.0``, as adding into zeros does)."""
         ks = schedule.joint_inputs(node)
-        overwrite = target not in self.written
-        self.written.add(target)
+        if self.batch is not None:
+            self.first_write(target)
+            overwrite, mode = False, machine.PER_ROW
+        else:
+            overwrite, mode = target not in self.written, 0
+            self.written.add(target)
         spec = node.op.exec_joint_spec(ks, node, overwrite)
         if spec is None:
             raise Unsupported(f"{node.op.name}'s joint gradient, which has no compiled driver")
-        return spec
+        return spec, mode
 
     def first_write(self, target):
         """A ZERO row before the first row that writes ``target``, for rows that add into it
@@ -286,18 +293,19 @@ class Lowering:
         return node.op.exec_spec(k, node), machine.PER_ROW
 
     def special(self, origin, k, source, target):
-        """The spec of a step that is not one VJP: a grad_output's accumulation, a fused
-        group (whose loop stays serial in a batch: its blocks already run in parallel), a
-        joint VJP; a RESET step (None: its slot is cleared at its next first write)."""
+        """``(spec, mode)`` of a step that is not one VJP: a grad_output's accumulation, a
+        fused group (whose loop stays serial in a batch: its blocks already run in parallel),
+        a joint VJP (:meth:`joint_spec`); a RESET step (spec None: its slot is cleared at its
+        next first write)."""
         if k == schedule.RESET:
             self.written.discard(target)  # (cleared by its next writer's first write)
-            return None
+            return None, 0
         if k == schedule.JOINT:
             return self.joint_spec(origin, target)
         self.first_write(target)
         if k == schedule.SEED_STEP:
-            return ExecSpec(_strided.accumulate_driver, (), (self.slot_rows[source],), ())
-        return origin.spec(parallel=None if self.batch is None else False)
+            return ExecSpec(_strided.accumulate_driver, (), (self.slot_rows[source],), ()), 0
+        return origin.spec(parallel=None if self.batch is None else False), 0
 
     def zero(self, slot):
         """A ZERO row: clear ``slot`` (in a batch, the block's rows of it)."""
@@ -327,15 +335,17 @@ def lower(steps, seeds, places, dtype, batch=None, add_to_results=False):
 
 
 def plan_schedule(plan, seeds, targets, all_leaves, batch=None):
-    """The schedule of ``plan`` (:func:`.schedule.schedule`) with the CPU's fused chains, as
-    the machine runs it; :class:`Unsupported` where a grad_output is not a host value."""
+    """The schedule of ``plan`` (:func:`.schedule.schedule`) with the CPU's fused chains and
+    joint VJPs, as the machine runs it, with or without a ``batch`` (a batch runs each JOINT
+    step once per row: :meth:`Lowering.joint_spec`); :class:`Unsupported` where a
+    grad_output is not a host value."""
     for _, grad in seeds:
         if not isinstance(grad, (np.ndarray, float, int)):
             raise Unsupported
     groups = None
     if config.FUSE_BACKWARD:
         groups = fusion.groups(plan, targets, all_leaves, {id(edge) for edge, _ in seeds})
-    return schedule.schedule(plan, seeds, targets, all_leaves, groups, joint=batch is None)
+    return schedule.schedule(plan, seeds, targets, all_leaves, groups, joint=True)
 
 
 class Tables(NamedTuple):

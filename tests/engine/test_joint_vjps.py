@@ -179,15 +179,57 @@ def test_the_python_walk_and_cached_plans_give_the_executors_bits(dtype):
         np.testing.assert_array_equal(_bits(run), _bits(runs[0]))
 
 
+BATCHED = {
+    "outer": (lambda x: anb.outer(x, x), lambda n: (n, n)),
+    "outer + tanh": (lambda x: anb.outer(x, x) + anb.tanh(anb.outer(x, x)), lambda n: (n, n)),
+    "x * x": (lambda x: x * x, lambda n: (n,)),
+}
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_batched_gradients_keep_one_vjp_per_input(dtype):
-    x0 = np.random.default_rng(7).standard_normal(12).astype(dtype)
-    seeds = np.random.default_rng(8).standard_normal((3, 12, 12)).astype(dtype)
+@pytest.mark.parametrize("name", sorted(BATCHED))
+@pytest.mark.parametrize("walk", [False, True], ids=["executor", "walk"])
+def test_batched_gradients_give_each_rows_unbatched_bits(dtype, name, walk, monkeypatch):
+    # A batch runs the joint step once per row: each row has the bits of the same backward
+    # outside a batch (the compiled executor and the Python walk alike).
+    make, seed_shape = BATCHED[name]
+    x0 = np.random.default_rng(7).standard_normal(40).astype(dtype)
+    seeds = np.random.default_rng(8).standard_normal((3, *seed_shape(40))).astype(dtype)
+    if walk:
+        monkeypatch.setattr(config, "COMPILED_BACKWARD", False)
     x = anb.tensor(x0, requires_grad=True)
-    (g,) = anb.grad(anb.outer(x, x), x, grad_outputs=anb.tensor(seeds), is_grads_batched=True)
-    expected = seeds.astype(np.float64) @ x0 + x0 @ seeds
-    np.testing.assert_allclose(g.numpy(), expected, rtol=RTOL[dtype] * 100,
-                               atol=RTOL[dtype] * 100 * np.abs(expected).max())
+    (g,) = anb.grad(make(x), x, grad_outputs=anb.tensor(seeds), is_grads_batched=True)
+    for row, seed in enumerate(seeds):
+        (alone,) = anb.grad(make(x), x, grad_outputs=anb.tensor(seed))
+        np.testing.assert_array_equal(_bits(g.numpy()[row]), _bits(alone.numpy()))
+    monkeypatch.setattr(config, "JOINT_VJPS", False)
+    (unfused,) = anb.grad(make(x), x, grad_outputs=anb.tensor(seeds), is_grads_batched=True)
+    _close([g.numpy()], [unfused.numpy()], dtype)
+    if name == "outer":
+        expected = seeds.astype(np.float64) @ x0 + x0 @ seeds
+        np.testing.assert_allclose(g.numpy(), expected, rtol=RTOL[dtype] * 100,
+                                   atol=RTOL[dtype] * 100 * np.abs(expected).max())
+
+
+@pytest.mark.compiled_only
+def test_a_batched_backward_runs_the_joint_driver_per_row(monkeypatch):
+    from autograd_nb.ops.registry import REGISTRY
+
+    op = REGISTRY["_bmm"]
+    asked = []
+    original = type(op).exec_joint_spec
+
+    def counted(self, ks, node, overwrite):
+        asked.append((ks, overwrite))
+        return original(self, ks, node, overwrite)
+
+    monkeypatch.setattr(type(op), "exec_joint_spec", counted)
+    monkeypatch.setattr(config, "CACHED_PLANS", False)
+    x = anb.tensor(np.arange(5.0), requires_grad=True)
+    seeds = anb.tensor(np.ones((4, 5, 5)))
+    (g,) = anb.grad(anb.outer(x, x), x, grad_outputs=seeds, is_grads_batched=True)
+    np.testing.assert_array_equal(g.numpy(), np.broadcast_to(2 * np.arange(5.0).sum(), (4, 5)))
+    assert asked == [((0, 1), False)]  # (the adding driver, after the block's ZERO row)
 
 
 @pytest.mark.compiled_only
