@@ -299,6 +299,10 @@ def _walk_kernels(steps, buffers, retain_graph, lead, batch, twins=False):
         if first and origin is not None and k != schedule.GROUP:
             saved = Saved(origin.saved_inputs, origin.saved_output)
         grad = buffers[source]
+        if type(target) is tuple:  # (a JOINT step of distinct tensors: a target each)
+            _split_vjp(origin, grad, saved, [_fresh(buffers, t, origin, grad, lead, slots)
+                                             for t in target], lead, twins)
+            continue
         edge = slots[target].edge if k < 0 else origin.edges[k]
         buffer = buffers[target]
         fresh = buffer is None
@@ -366,6 +370,33 @@ def _joint_vjp(node, grad, saved, buffer, lead, twins):
         return
     for row in range(lead[0]):
         joint(ks, grad[row], saved, attrs, buffer[row])
+
+
+def _fresh(buffers, slot, node, grad, lead, slots):
+    """The buffer of ``slot``, zeros made at its first write."""
+    buffer = buffers[slot]
+    if buffer is None:
+        edge = slots[slot].edge
+        buffer = buffers[slot] = _zeros_for(node, grad, lead + edge.shape, edge.dtype)
+    return buffer
+
+
+def _split_vjp(node, grad, saved, targets, lead, twins):
+    """Accumulate the VJPs of all of ``node``'s inputs, distinct tensors, into their buffers
+    ``targets`` in one joint VJP (a JOINT step with a target each, ``Op.split_vjp``): the
+    op's kernel, or with ``twins`` its NumPy twin; in a batch once per row, as
+    :func:`_joint_vjp`."""
+    if grad.shape[len(lead):] != node.shape:  # (a buffer passed on by an identity)
+        grad = grad.reshape(lead + node.shape)
+    if any(np.may_share_memory(grad, target) for target in targets):
+        grad = grad.copy()
+    op, attrs = node.op, node.attrs
+    split = op.vjp_split_numpy if twins else op.vjp_split
+    if not lead:
+        split(grad, saved, attrs, targets)
+        return
+    for row in range(lead[0]):
+        split(grad[row], saved, attrs, [target[row] for target in targets])
 
 
 def _twin_vjp(node, k, grad, saved, buffer, batch):

@@ -224,19 +224,20 @@ class Lowering:
                 if spec is None:
                     continue
             driver, saved, ints, floats = spec
-            if len(saved) > MAX_SAVED:
-                raise Unsupported
+            if len(saved) > MAX_SAVED or any(type(a) is not ndarray for a in saved):
+                raise Unsupported  # (too many, or a device array: CUDA graphs run the walk)
             entry = entry_of.get(driver)
             if entry is None:
                 entry = self.entry(driver)
-            for array in saved:
-                if type(array) is not ndarray:  # a device array: CUDA graphs run the walk
-                    raise Unsupported
-            rows.extend((entry, len(saved) + 2, len(operands), len(int_list), len(float_list),
-                         mode))
+            first = len(operands)
             operands.append(values[source])
             operands.extend(saved_values(saved, origin))
-            operands.append(values[target])
+            if type(target) is int:
+                operands.append(values[target])
+            else:  # (a JOINT step of distinct tensors: a target each)
+                operands.extend([values[t] for t in target])
+            rows.extend((entry, len(operands) - first, first, len(int_list), len(float_list),
+                         mode))
             int_list.extend(ints)
             float_list.extend(floats)  # not ``+=``: a NumPy ``floats`` would take that over
 
@@ -256,19 +257,24 @@ class Lowering:
         return op.exec_spec(k, origin), 0
 
     def joint_spec(self, node, target):
-        """``(spec, mode)`` of ``node``'s JOINT step (``Op.exec_joint_spec``): writing
-        ``target`` whole where it is the first to write it; in a batch, its adding driver once
+        """``(spec, mode)`` of ``node``'s JOINT step (``Op.exec_joint_spec``; of distinct
+        tensors, a tuple of targets, ``Op.exec_split_spec``): writing each target whole where
+        it is the first to write it; in a batch, its adding driver once
         per row (``machine.PER_ROW``) after the block's ZERO row where it is the first, which
         gives each row the bits of the same step outside a batch (the set driver's sums start
         at ``+0.0``, as adding into zeros does)."""
-        ks = schedule.joint_inputs(node)
+        targets = target if type(target) is tuple else (target,)
         if self.batch is not None:
-            self.first_write(target)
-            overwrite, mode = False, machine.PER_ROW
+            for t in targets:
+                self.first_write(t)
+            overwrites, mode = (False,) * len(targets), machine.PER_ROW
         else:
-            overwrite, mode = target not in self.written, 0
-            self.written.add(target)
-        spec = node.op.exec_joint_spec(ks, node, overwrite)
+            overwrites, mode = tuple(t not in self.written for t in targets), 0
+            self.written.update(targets)
+        if type(target) is tuple:
+            spec = node.op.exec_split_spec(node, overwrites)
+        else:
+            spec = node.op.exec_joint_spec(schedule.joint_inputs(node), node, overwrites[0])
         if spec is None:
             raise Unsupported(f"{node.op.name}'s joint gradient, which has no compiled driver")
         return spec, mode

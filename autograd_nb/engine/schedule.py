@@ -22,7 +22,9 @@ met, a node that retains its gradient); ``SEED`` for a caller's grad_output that
 A *step* (:class:`Step`) accumulates into its ``target`` slot: the VJP of ``origin``'s input
 ``k`` of the gradient in slot ``source``; a fused chain (``k == GROUP``, ``origin`` a
 :class:`autograd_nb.engine.fusion.Group`); the joint VJP of ``origin``'s inputs that are one
-tensor (``k == JOINT``: the inputs :func:`joint_inputs` names, ``Op.joint_vjp``); a
+tensor (``k == JOINT``: the inputs :func:`joint_inputs` names, ``Op.joint_vjp``), or of all
+its inputs, distinct tensors, each into its own gradient (``k == JOINT`` with ``target`` a
+tuple of slots, one per input: ``Op.split_vjp``, ``outer(x, y)``); a
 grad_output (``k == SEED``: ``source`` is its SEED slot); or it clears a reused slot
 (``k == RESET``, ``origin`` None). Every step that writes a slot follows the step that made it,
 so an interpreter may create a buffer at its first write.
@@ -51,12 +53,13 @@ class Slot(NamedTuple):
 
 
 class Step(NamedTuple):
-    """Accumulate into slot ``target`` (see the module docstring for ``k``)."""
+    """Accumulate into slot ``target`` (a tuple of slots for a JOINT step of distinct
+    tensors; see the module docstring for ``k``)."""
 
     origin: object
     k: int
     source: int
-    target: int
+    target: object
 
 
 _Node = tape.Node
@@ -115,7 +118,8 @@ def schedule(plan, seeds, targets, all_leaves, groups=None, pass_through=True, j
     (``Op.identity_vjp``) may hand its ARENA slot on to the input, with no step: at most one
     input per node, one with no slot yet, not asked for nor retaining, of the node's dtype.
     With ``joint`` (and ``config.JOINT_VJPS``), a node's inputs that are one tensor run as one
-    JOINT step where the op says so (``Op.joint_vjp``).
+    JOINT step where the op says so (``Op.joint_vjp``), and so do all its inputs where they
+    are distinct tensors that each receive a gradient (``Op.split_vjp``: a target each).
     """
     planner = _Planner(plan, targets, all_leaves, pass_through,
                        joint and config.JOINT_VJPS)
@@ -196,6 +200,9 @@ class _Planner:
         passable = (self.pass_through and out.slots[slot].kind == ARENA
                     and node.op.has_identity_vjp)
         joined = self.joined(node) if self.joint and node.op.has_joint_vjp else _NONE_JOINED
+        if joined is _NONE_JOINED and self.joint and node.op.has_split_vjp and self.split(
+                node, slot):
+            return
         k = -1
         for edge in node.edges:
             k += 1
@@ -229,6 +236,33 @@ class _Planner:
         if ks is None or not node.op.joint_vjp(ks, node):
             return _NONE_JOINED
         return dict.fromkeys(ks[1:], None) | {ks[0]: JOINT}
+
+    def split(self, node, slot):
+        """One JOINT step with a target per input where ``node``'s inputs are distinct tensors
+        that each receive a gradient and the op says so (``Op.split_vjp``); whether it was
+        made."""
+        edges = node.edges
+        if len({id(edge) for edge in edges}) != len(edges):
+            return False
+        for edge in edges:
+            if edge is None:
+                return False
+            needed = (id(edge) in self.plan.needed if isinstance(edge, _Node)
+                      else self.all_leaves or id(edge) in self.targets)
+            if not needed:
+                return False
+        if not node.op.split_vjp(node):
+            return False
+        out = self.out
+        targets = []
+        for edge in edges:
+            if not isinstance(edge, _Node):
+                out.leaves[id(edge)] = edge
+            target = out.slot_of.get(id(edge))
+            targets.append(self.slot(edge) if target is None else target)
+        out.steps.append(Step(node, JOINT, slot, tuple(targets)))
+        self.release(node, slot)
+        return True
 
     def passes(self, node, k, edge):
         """Whether ``node``'s VJP ``k`` may hand its slot on to the node ``edge`` (no slot

@@ -5,7 +5,8 @@ of its VJPs add into ``x``'s gradient: ``g @ b`` (row sums of ``g`` weighted by 
 ``a @ g`` (column sums weighted by ``a``). Two matrix-vector products read ``g``, ``m * n``
 elements, twice; :func:`joint_add` reads each row once and does both, with the column sums in
 a scratch of ``n`` elements that stays in the cache (docs/benchmarking.rst, "One pass per
-VJP").
+VJP"). ``outer(x, y)`` of two tensors has the same two sums, each into its own gradient:
+:func:`pair_add` (``m`` and ``n`` may differ), twin :func:`pair_add_numpy`.
 
 The order of every sum is fixed, so that the kernel gives the same bits on every CPU and
 :func:`joint_add_numpy`, its NumPy twin (tier 0), gives them too: a row's weighted sum runs in
@@ -55,16 +56,58 @@ def _row_pass(row, b, weight, col, lanes):
 
 
 @njit(cache=True, nogil=True)
-def joint_add(g, a, b, out, overwrite):
-    """``out += g @ b + a @ g`` for a matrix ``g (m, n)`` and vectors ``a (m,)``, ``b (n,)``,
-    ``out (n,)`` with ``m == n`` (``out = ...`` where ``overwrite``): element ``i`` becomes
-    ``(out[i] + (g @ b)[i]) + (a @ g)[i]``, as the two VJPs one after the other."""
+def _sums(g, a, b):
+    """``(g @ b, a @ g)`` in the fixed order (module docstring), in one pass over ``g``."""
     m, n = g.shape
     col = np.zeros(n, dtype=g.dtype)
     rows = np.empty(m, dtype=g.dtype)
     lanes = np.empty(LANES, dtype=g.dtype)
     for r in range(m):
         rows[r] = _row_pass(g[r], b, a[r], col, lanes)
+    return rows, col
+
+
+@njit(cache=True, nogil=True)
+def _add_sum(out, total, overwrite):
+    """``out += total`` (``out = +0.0 + total`` where ``overwrite``: the bits of adding into
+    zeros, ``-0.0`` included)."""
+    if overwrite:
+        zero = total.dtype.type(0)
+        for i in range(total.size):
+            out[i] = zero + total[i]
+    else:
+        for i in range(total.size):
+            out[i] = out[i] + total[i]
+
+
+@njit(cache=True, nogil=True)
+def pair_add(g, a, b, out_a, out_b, overwrite_a, overwrite_b):
+    """``out_a += g @ b`` and ``out_b += a @ g`` for a matrix ``g (m, n)`` and vectors
+    ``a, out_a (m,)``, ``b, out_b (n,)``, in one pass over ``g`` (each ``=`` where its
+    ``overwrite``): the VJPs of ``outer(a, b)``, the bits of one VJP per input where that
+    VJP sums in this order."""
+    rows, col = _sums(g, a, b)
+    _add_sum(out_a, rows, overwrite_a)
+    _add_sum(out_b, col, overwrite_b)
+
+
+def pair_add_numpy(g, a, b, out_a, out_b, overwrite_a, overwrite_b):
+    """:func:`pair_add` in NumPy, bit for bit (tier 0's twin)."""
+    rows, col = _sums_numpy(g, a, b)
+    for out, total, overwrite in ((out_a, rows, overwrite_a), (out_b, col, overwrite_b)):
+        if overwrite:
+            out[...] = 0.0 + total
+        else:
+            out += total
+
+
+@njit(cache=True, nogil=True)
+def joint_add(g, a, b, out, overwrite):
+    """``out += g @ b + a @ g`` for a matrix ``g (m, n)`` and vectors ``a (m,)``, ``b (n,)``,
+    ``out (n,)`` with ``m == n`` (``out = ...`` where ``overwrite``): element ``i`` becomes
+    ``(out[i] + (g @ b)[i]) + (a @ g)[i]``, as the two VJPs one after the other."""
+    n = g.shape[1]
+    rows, col = _sums(g, a, b)
     if overwrite:  # (``+0.0`` first: the bits of adding into zeros, ``-0.0`` included)
         zero = g.dtype.type(0)
         for i in range(n):
@@ -74,10 +117,10 @@ def joint_add(g, a, b, out, overwrite):
             out[i] = (out[i] + rows[i]) + col[i]
 
 
-def joint_add_numpy(g, a, b, out, overwrite):
-    """:func:`joint_add` in NumPy, bit for bit (tier 0's twin). A reduction over an axis that
-    is not the innermost adds in order along it; ``initial`` starts it at ``+0.0``, as the
-    kernel's sums start."""
+def _sums_numpy(g, a, b):
+    """:func:`_sums` in NumPy, bit for bit. A reduction over an axis that is not the
+    innermost adds in order along it; ``initial`` starts it at ``+0.0``, as the kernel's sums
+    start."""
     m, n = g.shape
     whole = n // LANES * LANES
     products = (g[:, :whole] * b[:whole]).reshape(m, whole // LANES, LANES)
@@ -90,7 +133,18 @@ def joint_add_numpy(g, a, b, out, overwrite):
         half //= 2
         lanes = lanes[:, :half] + lanes[:, half:2 * half]
     rows = lanes[:, 0] + tail
-    col = np.add.reduce(a[:, None] * g, axis=0, initial=0.0)
+    products = a[:, None] * g
+    if n == 1:  # (one column: NumPy would sum it as contiguous memory, pairwise; cumsum is
+        # in order)
+        col = np.cumsum(np.concatenate((np.zeros(1, g.dtype), products[:, 0])))[-1:]
+    else:
+        col = np.add.reduce(products, axis=0, initial=0.0)
+    return rows, col
+
+
+def joint_add_numpy(g, a, b, out, overwrite):
+    """:func:`joint_add` in NumPy, bit for bit (tier 0's twin)."""
+    rows, col = _sums_numpy(g, a, b)
     if overwrite:
         out[...] = (0.0 + rows) + col
     else:

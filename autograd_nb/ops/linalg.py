@@ -678,6 +678,29 @@ def _joint_driver(operands, ints, floats, like):
 
 
 @njit(cache=True, nogil=True)
+def _pair_entries(g, a, b, out_a, out_b, overwrite_a, overwrite_b):
+    """``_rank_one.pair_add`` per batch entry: ``g (batch, m, n)``, ``a (batch, m, 1)``,
+    ``b (batch, 1, n)``, ``out_a (batch, m)``, ``out_b (batch, n)``."""
+    for i in range(g.shape[0]):
+        _rank_one.pair_add(g[i], a[i, :, 0], b[i, 0], out_a[i], out_b[i], overwrite_a,
+                           overwrite_b)
+
+
+@njit(cache=True, nogil=True)
+def _pair_driver(operands, ints, floats, like):
+    """The driver of ``_bmm``'s split VJP (``BatchedMatmul.split_vjp``: ``outer(x, y)``):
+    ``ints`` is ``[batch, m, n, overwrite_a, overwrite_b]``; operands the gradient, both
+    factors and both targets."""
+    batch, m, n = ints[0], ints[1], ints[2]
+    g = array_at(operands[0], batch * m * n, like).reshape((batch, m, n))
+    a = array_at(operands[1], batch * m, like).reshape((batch, m, 1))
+    b = array_at(operands[2], batch * n, like).reshape((batch, 1, n))
+    out_a = array_at(operands[3], batch * m, like).reshape((batch, m))
+    out_b = array_at(operands[4], batch * n, like).reshape((batch, n))
+    _pair_entries(g, a, b, out_a, out_b, ints[3] != 0, ints[4] != 0)
+
+
+@njit(cache=True, nogil=True)
 def _dot_joint_driver(operands, ints, floats, like):
     """The driver of ``_bmm``'s joint VJP of a dot product of one tensor with itself
     (``_rank_one.joint_scale_add``): ``ints`` is ``[batch, K, overwrite]``; operands the
@@ -1000,6 +1023,43 @@ class BatchedMatmul(Op):
                             ())
         return ExecSpec(_dot_joint_driver, (a, b), (a.shape[0], a.shape[2], int(overwrite)),
                         ())
+
+    # Both VJPs of a rank-one product of two tensors (``outer(x, y)``), each into its own
+    # gradient, in one pass over the gradient (``_rank_one.pair_add``).
+    has_split_vjp = True
+
+    def split_vjp(self, node):
+        a, b = node.saved_inputs
+        return (a.dtype == b.dtype == node.dtype and a.dtype.kind == "f" and a.size > 0
+                and b.size > 0 and a.shape[2] == 1)
+
+    def vjp_split(self, grad_output, saved, attrs, grad_inputs):
+        self._split(_pair_entries, grad_output, saved, grad_inputs)
+
+    def vjp_split_numpy(self, grad_output, saved, attrs, grad_inputs):
+        def entries(g, a, b, out_a, out_b, overwrite_a, overwrite_b):
+            for i in range(g.shape[0]):
+                _rank_one.pair_add_numpy(g[i], a[i, :, 0], b[i, 0], out_a[i], out_b[i],
+                                         overwrite_a, overwrite_b)
+
+        self._split(entries, grad_output, saved, grad_inputs)
+
+    def _split(self, entries, grad_output, saved, grad_inputs):
+        a, b = saved[0], saved[1]
+        batch, m, n = a.shape[0], a.shape[1], b.shape[2]
+        g = np.ascontiguousarray(grad_output, dtype=a.dtype).reshape((batch, m, n))
+        target_a, copied_a = _target_view(grad_inputs[0], (batch, m), a.dtype)
+        target_b, copied_b = _target_view(grad_inputs[1], (batch, n), a.dtype)
+        entries(g, a, b, target_a, target_b, False, False)
+        for grad_input, target, copied in ((grad_inputs[0], target_a, copied_a),
+                                           (grad_inputs[1], target_b, copied_b)):
+            if copied:
+                grad_input += target.reshape(grad_input.shape)
+
+    def exec_split_spec(self, node, overwrites):
+        a, b = node.saved_inputs
+        ints = (a.shape[0], a.shape[1], b.shape[2]) + tuple(int(o) for o in overwrites)
+        return ExecSpec(_pair_driver, (a, b), ints, ())
 
     def rule(self, k, grad_output, inputs, output, attrs):
         a, b = inputs

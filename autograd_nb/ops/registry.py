@@ -429,6 +429,32 @@ class Op:
         adding into zeros, as :meth:`exec_set_spec`'s)."""
         return None
 
+    #: Whether :meth:`split_vjp` may say yes (the engine asks only then).
+    has_split_vjp = False
+
+    def split_vjp(self, node):
+        """Whether the VJPs of all inputs of the recorded ``node``, distinct tensors that each
+        receive a gradient, run as one joint VJP that adds each into its own tensor's
+        gradient (a JOINT step with a target per input): :meth:`vjp_split` (its twin
+        :meth:`vjp_split_numpy`) and :meth:`exec_split_spec`. Ops say yes where one pass over
+        the gradient then does what one pass per input did (``outer(x, y)``)."""
+        return False
+
+    def vjp_split(self, grad_output, saved, attrs, grad_inputs):
+        """Accumulate VJP ``k`` of ``grad_output`` into ``grad_inputs[k]``, for every input,
+        where :meth:`split_vjp` said yes."""
+        raise NotImplementedError
+
+    def vjp_split_numpy(self, grad_output, saved, attrs, grad_inputs):
+        """:meth:`vjp_split` in NumPy alone, bit for bit (tier 0's twin)."""
+        raise NotImplementedError
+
+    def exec_split_spec(self, node, overwrites):
+        """:meth:`exec_spec` of the split VJP: a driver whose operands are the gradient, the
+        saved arrays and a target per input, adding into target ``k``, or writing it whole
+        where ``overwrites[k]`` (the bits of adding into zeros)."""
+        return None
+
     #: Whether some VJP of this op may be the identity (:meth:`identity_vjp`): the engine asks
     #: only then.
     has_identity_vjp = False

@@ -1,5 +1,6 @@
 """Joint VJPs (``Op.joint_vjp``, ``schedule.JOINT``): a node's inputs that are one tensor get
-their gradient in one pass over the node's gradient (``outer(x, x)``: ``ops/_rank_one.py``).
+their gradient in one pass over the node's gradient (``outer(x, x)``: ``ops/_rank_one.py``),
+and so do distinct tensors, each its own (``Op.split_vjp``: ``outer(x, y)``).
 
 The joint kernel against its NumPy twin (bit for bit, hypothesis over shapes, zeros of both
 signs), and whole backwards with joint VJPs against the same backwards one VJP per input
@@ -153,13 +154,17 @@ def test_outer_of_an_intermediate(dtype):
     _close(joint, unfused, dtype)
 
 
-def test_the_schedule_has_one_joint_step_only_for_one_tensor():
+def test_the_schedule_has_one_joint_step_with_a_target_per_tensor():
     x = anb.tensor(np.ones(5), requires_grad=True)
     z = anb.tensor(np.ones(5), requires_grad=True)
-    for y, expected in ((anb.outer(x, x), [schedule.JOINT]), (anb.outer(x, z), [0, 1])):
+    constant = anb.tensor(np.ones(5))
+    cases = ((anb.outer(x, x), [schedule.JOINT], int), (anb.outer(x, z), [schedule.JOINT], tuple),
+             (anb.outer(x, constant), [0], int), (anb.matmul(x, z), [0, 1], int))
+    for y, expected, target in cases:
         plan = make_plan([y._node], [x, z], False)
         steps = schedule.schedule(plan, [(y._node, None)], {id(x), id(z)}, False, joint=True)
         assert [s.k for s in steps.steps] == expected
+        assert type(steps.steps[0].target) is target
     plan = make_plan([anb.outer(x, x)._node], [x], False)
     steps = schedule.schedule(plan, [(plan.nodes[0], None)], {id(x)}, False)
     assert [s.k for s in steps.steps] == [0, 1]  # (joint only where the interpreter asks)
@@ -243,6 +248,156 @@ def test_a_compiled_function_gives_the_eager_bits(dtype):
     for _ in range(3):  # records, then replays
         (g,) = anb.grad(outer(x), x, grad_outputs=seed)
         np.testing.assert_array_equal(_bits(g.numpy()), _bits(eager))
+
+
+# -- outer(x, y) of two tensors: both VJPs in one pass, each into its own gradient ----------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@settings(max_examples=25, deadline=None)
+@given(m=st.integers(1, 70), n=st.integers(1, 70), seed=st.integers(0, 2**16),
+       overwrites=st.tuples(st.booleans(), st.booleans()), zeros=st.booleans())
+def test_the_pair_kernel_and_its_twin_give_the_same_bits(dtype, m, n, seed, overwrites, zeros):
+    rng = np.random.default_rng(seed)
+    g = rng.standard_normal((m, n)).astype(dtype)
+    a, b = rng.standard_normal(m).astype(dtype), rng.standard_normal(n).astype(dtype)
+    start_a, start_b = rng.standard_normal(m).astype(dtype), rng.standard_normal(n).astype(dtype)
+    if zeros:  # signed zeros in the gradient, the factors and the targets
+        g[: m // 2] = -0.0
+        b[: n // 2] = 0.0
+        start_a[::2] = -0.0
+    compiled = [start_a.copy(), start_b.copy()]
+    twin = [start_a.copy(), start_b.copy()]
+    _rank_one.pair_add(g, a, b, *compiled, *overwrites)
+    _rank_one.pair_add_numpy(g, a, b, *twin, *overwrites)
+    exact = [g.astype(np.float64) @ b, a.astype(np.float64) @ g]
+    for got, same, reference, start, overwrite in zip(compiled, twin, exact, (start_a, start_b),
+                                                      overwrites, strict=True):
+        np.testing.assert_array_equal(_bits(got), _bits(same))
+        if not overwrite:
+            reference = reference + start
+        np.testing.assert_allclose(got, reference, rtol=RTOL[dtype] * 100,
+                                   atol=RTOL[dtype] * 100 * (np.abs(g).sum() + 1))
+    if all(overwrites):  # (written whole: the bits of adding into zeros, never -0.0 alone)
+        added = [np.zeros(m, dtype), np.zeros(n, dtype)]
+        _rank_one.pair_add(g, a, b, *added, False, False)
+        for got, same in zip(compiled, added, strict=True):
+            np.testing.assert_array_equal(_bits(got), _bits(same))
+
+
+def _pair_reference(seed, x, y):
+    s, a, b = (v.astype(np.float64) for v in (seed, x.reshape(-1), y.reshape(-1)))
+    return [(s @ b).reshape(x.shape), (a @ s).reshape(y.shape)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shapes", [((1,), (1,)), ((7,), (33,)), ((40,), (3,)),
+                                    ((3, 5), (2, 3, 4)), ((64,), (64,))], ids=str)
+@pytest.mark.parametrize("strided", [False, True])
+def test_outer_of_two_tensors(dtype, shapes, strided):
+    rng = np.random.default_rng(16)
+    x, y = (rng.standard_normal(shape).astype(dtype) for shape in shapes)
+    (joint, unfused), seed = _both(anb.outer, [x, y], (x.size, y.size), dtype, strided)
+    _close(joint, unfused, dtype)
+    for got, reference in zip(joint, _pair_reference(seed, x, y), strict=True):
+        np.testing.assert_allclose(got, reference, rtol=RTOL[dtype] * 100,
+                                   atol=RTOL[dtype] * 100 * max(np.abs(reference).max(), 1))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("wanted", [0, 1])
+def test_outer_of_two_tensors_one_of_them_wanted(dtype, wanted):
+    # Only one input receives a gradient: its one VJP, no joint step.
+    rng = np.random.default_rng(17)
+    arrays = [rng.standard_normal(9).astype(dtype), rng.standard_normal(6).astype(dtype)]
+    seed = rng.standard_normal((9, 6)).astype(dtype)
+    leaves = [anb.tensor(a, requires_grad=k == wanted) for k, a in enumerate(arrays)]
+    (g,) = anb.grad(anb.outer(*leaves), leaves[wanted], grad_outputs=anb.tensor(seed))
+    reference = _pair_reference(seed, *arrays)[wanted]
+    np.testing.assert_allclose(g.numpy(), reference, rtol=RTOL[dtype] * 100)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("first", [True, False], ids=["joint first", "joint second"])
+def test_outer_of_two_intermediates_reached_by_other_paths(dtype, first):
+    # Each target is written whole where the joint step is its first writer, else added into;
+    # the inputs are nodes (arena slots) and one also reaches a leaf by another path.
+    rng = np.random.default_rng(18)
+    x0, y0 = rng.standard_normal(20).astype(dtype), rng.standard_normal(12).astype(dtype)
+    w = rng.standard_normal((20, 12)).astype(dtype)
+
+    def loss(x, y):
+        h, k = anb.tanh(x), y * 2.0
+        pair = anb.sum(anb.outer(h, k) * anb.tensor(w))
+        single = anb.sum(anb.sin(h) * 3.0) + anb.sum(y)
+        return pair + single if first else single + pair
+
+    (joint, unfused), _ = _both(loss, [x0, y0], (), dtype)
+    _close(joint, unfused, dtype)
+
+
+@pytest.mark.compiled_only
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_two_tensors_the_walk_cached_plans_and_a_compiled_function_give_the_executors_bits(
+        dtype):
+    rng = np.random.default_rng(19)
+    x = anb.tensor(rng.standard_normal(40).astype(dtype), requires_grad=True)
+    y = anb.tensor(rng.standard_normal(24).astype(dtype), requires_grad=True)
+    seed = anb.tensor(rng.standard_normal((40, 24)).astype(dtype))
+    runs = [anb.grad(anb.outer(x, y), [x, y], grad_outputs=seed) for _ in range(2)]
+    compiled = anb.compile(anb.outer)
+    runs += [anb.grad(compiled(x, y), [x, y], grad_outputs=seed) for _ in range(3)]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(config, "COMPILED_BACKWARD", False)
+        runs.append(anb.grad(anb.outer(x, y), [x, y], grad_outputs=seed))
+    for run in runs[1:]:
+        for got, first in zip(run, runs[0], strict=True):
+            np.testing.assert_array_equal(_bits(got.numpy()), _bits(first.numpy()))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("walk", [False, True], ids=["executor", "walk"])
+def test_two_tensors_batched_give_each_rows_unbatched_bits(dtype, walk, monkeypatch):
+    rng = np.random.default_rng(20)
+    x0, y0 = rng.standard_normal(33).astype(dtype), rng.standard_normal(8).astype(dtype)
+    seeds = rng.standard_normal((3, 33, 8)).astype(dtype)
+    if walk:
+        monkeypatch.setattr(config, "COMPILED_BACKWARD", False)
+    x, y = anb.tensor(x0, requires_grad=True), anb.tensor(y0, requires_grad=True)
+    grads = anb.grad(anb.outer(x, y), [x, y], grad_outputs=anb.tensor(seeds),
+                     is_grads_batched=True)
+    for row, seed in enumerate(seeds):
+        alone = anb.grad(anb.outer(x, y), [x, y], grad_outputs=anb.tensor(seed))
+        for got, one in zip(grads, alone, strict=True):
+            np.testing.assert_array_equal(_bits(got.numpy()[row]), _bits(one.numpy()))
+        for got, reference in zip(grads, _pair_reference(seed, x0, y0), strict=True):
+            np.testing.assert_allclose(got.numpy()[row], reference, rtol=RTOL[dtype] * 100,
+                                       atol=RTOL[dtype] * 100 * np.abs(reference).max())
+
+
+@pytest.mark.compiled_only
+@pytest.mark.parametrize("batched", [False, True])
+def test_the_executor_runs_the_pair_driver(monkeypatch, batched):
+    from autograd_nb.ops.registry import REGISTRY
+
+    op = REGISTRY["_bmm"]
+    asked = []
+    original = type(op).exec_split_spec
+
+    def counted(self, node, overwrites):
+        asked.append(overwrites)
+        return original(self, node, overwrites)
+
+    monkeypatch.setattr(type(op), "exec_split_spec", counted)
+    monkeypatch.setattr(config, "CACHED_PLANS", False)
+    x = anb.tensor(np.arange(5.0), requires_grad=True)
+    y = anb.tensor(np.arange(3.0), requires_grad=True)
+    seed = np.ones((2, 5, 3)) if batched else np.ones((5, 3))
+    gx, gy = anb.grad(anb.outer(x, y), [x, y], grad_outputs=anb.tensor(seed),
+                      is_grads_batched=batched)
+    np.testing.assert_array_equal(gx.numpy(), np.broadcast_to(3.0, seed.shape[:-1]))
+    np.testing.assert_array_equal(gy.numpy(), np.broadcast_to(10.0, seed.shape[:-2] + (3,)))
+    assert asked == [(not batched, not batched)]
 
 
 # -- elementwise ops and dot products of one tensor with itself --------------------------------
