@@ -4,7 +4,7 @@ import threading
 
 import numpy as np
 
-from .. import config, tiering
+from .. import config, tape, tiering
 from ..ops._blas import hold_blas_threads, release_blas_threads
 from . import backward, executor, machine, plan_cache
 from .backward import Plan, make_plan
@@ -113,6 +113,10 @@ def plan_and_run(root_edges, seeds, targets, all_leaves, retain_graph, create_gr
         config.CACHED_PLANS and config.COMPILED_BACKWARD and not create_graph
         and not tiering.backward_pending
     ):
+        done = batch is None and _backward_alone(root_edges, seeds, targets, all_leaves,
+                                                 retain_graph)
+        if done:
+            return (*done, None)
         key = plan_cache.key_of(root_edges, targets, all_leaves, batch)
         if key is not None:
             done = plan_cache.run(key, root_edges, seeds, targets, retain_graph, allow_unused)
@@ -131,6 +135,17 @@ def plan_and_run(root_edges, seeds, targets, all_leaves, retain_graph, create_gr
         cache_as,
     )
     return results, leaves, plan
+
+
+def _backward_alone(root_edges, seeds, targets, all_leaves, retain_graph):
+    """The backward of one output whose op knows its whole graph (a replayed call's output,
+    ``Op.backward_alone``), run without planning; None where it must be planned."""
+    if len(root_edges) != 1:
+        return None
+    root = root_edges[0]
+    if type(root) is not tape.Node or not root.op.runs_backward_alone:
+        return None
+    return root.op.backward_alone(root, seeds[0][1], targets, all_leaves, retain_graph)
 
 
 UNUSED_INPUT = (
