@@ -97,12 +97,15 @@ def _tier0_batched(plan, seeds, targets, all_leaves, retain_graph, batch):
 
 def plan_and_run(root_edges, seeds, targets, all_leaves, retain_graph, create_graph,
                  allow_unused=True, batch=None):
-    """Plan and run a backward, from a cached template where the graph's structure repeats.
+    """Plan and run a backward, from a cached template where the graph's structure repeats,
+    or by the output's op alone where it knows the whole graph (``Op.backward_alone``: a
+    replayed call's output whose gradient ends at the call's leaves).
 
     ``targets`` is the list of target edges. Returns ``(results, leaves, plan)``: the
     gradients by ``id`` and the leaves met as :func:`run_plan`, and the :class:`Plan` (None
-    when a template ran: then every target was reachable or ``allow_unused``, and no node
-    retains its gradient). With ``allow_unused`` false an unreachable target raises here.
+    when a template or the op alone ran: then every target was reachable or
+    ``allow_unused``, and no node retains its gradient). With ``allow_unused`` false an
+    unreachable target raises here.
     """
     hook = _hooks.backward
     if hook is not None:  # (see set_backward_hook)

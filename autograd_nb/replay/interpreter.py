@@ -46,19 +46,6 @@ def backward_set_driver(operands, ints, floats, like):
 
 
 @njit(cache=True, nogil=True)
-def output_backward(gradient, ids, table, floats, buffer, ints):
-    """:func:`backward_set_driver` on these arrays (``ReplayOutput.backward_alone``: one
-    call from Python, the addresses read here)."""
-    operands = np.empty(5, dtype=np.int64)
-    operands[0] = gradient.ctypes.data
-    operands[1] = ids.ctypes.data
-    operands[2] = table.ctypes.data
-    operands[3] = floats.ctypes.data
-    operands[4] = buffer.ctypes.data
-    backward_set_driver(operands, ints, floats, buffer)
-
-
-@njit(cache=True, nogil=True)
 def _backward(operands, ints):
     n = ints[0]
     ids = _pointers.int_view(operands[1])

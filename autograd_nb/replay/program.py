@@ -21,7 +21,10 @@ table stops at the call's other outputs its gradient goes through: their gradien
 of the buffer too, and ``ReplayInputs``' edges to their nodes take them on (eager's
 ``grad(loss, h)`` sees them). So the compiled backward executor, its batched form, the plan
 cache and the Python walk all run a replayed call as they run any graph, and
-``create_graph=True`` re-runs fn eagerly to record differentiable gradients.
+``create_graph=True`` re-runs fn eagerly to record differentiable gradients. A backward from
+one output whose gradient ends at the call's leaves (``grad(f(x), x)``, ``f(x).backward()``)
+needs no plan: ``ReplayOutput.backward_alone`` runs the output's table and hands the leaves
+their parts, the same two steps without the plan cache's match of the graph.
 """
 
 import contextlib
@@ -161,12 +164,13 @@ class ReplayOutput(Op):
 
     def backward_alone(self, node, grad, targets, all_leaves, retain_graph):
         """The backward of this output alone, when its gradient ends at the call's leaves:
-        the table run into a fresh gradient buffer (as the executor's row for this node
-        runs it, :meth:`exec_set_spec`), each leaf's gradient a copy of its part (as
-        ``ReplayInputs``' row copies it): the same bits, without the plan cache's graph
-        match. None (the engine plans it) where the inputs' node has a node among its
-        edges (the gradient goes on), a target is not one of its leaves, a leaf comes
-        twice, a node retains its gradient, or the seed is not a host array or number."""
+        the table run by the machine's loop into a fresh gradient buffer (as the
+        executor's row for this node runs it, :meth:`exec_set_spec`), each leaf's gradient
+        a copy of its part (as ``ReplayInputs``' row copies it): the same bits, without the
+        plan cache's graph match. None (the engine plans it) where the inputs' node has a
+        node among its edges (the gradient goes on), a target is not one of its leaves, a
+        leaf comes twice, a node retains its gradient, or the seed is not a host array or
+        number."""
         inputs_node = node.edges[0]
         edges = inputs_node.edges
         if node.retained or inputs_node.retained or type(grad) not in _HOST_SEEDS:
@@ -184,9 +188,16 @@ class ReplayOutput(Op):
         dtype = self.program.dtype
         g = np.ascontiguousarray(grad, dtype=dtype).reshape(node.shape)
         size = (self.ints[1] + self.ints[2]) // dtype.itemsize
-        buffer = np.empty(size, dtype=dtype)
-        interpreter.output_backward(g, node.saved_inputs[1], self.table, self.floats, buffer,
-                                    self._ints_array())
+        # Cleared whole where the executor's row clears the inputs' part only: the table
+        # writes each scratch slot whole, or clears it, before it reads it (the same bits).
+        buffer = np.zeros(size, dtype=dtype)
+        ids = node.saved_inputs[1]
+        n = len(ids)
+        objects = np.empty(n + 2, dtype=np.int64)  # (the call's, the gradient, the buffer)
+        objects[:n] = ids
+        objects[n] = id(g)
+        objects[n + 1] = id(buffer)
+        interpreter.run(self.table, objects, self.floats)
         inputs_op = inputs_node.op
         whole = len(edges) == 1 and inputs_op.sizes[0] == size
         results = {}
@@ -197,14 +208,6 @@ class ReplayOutput(Op):
         if not retain_graph:
             node.free()
         return results, {id(edge): edge for edge in edges}
-
-    def _ints_array(self):
-        """``ints`` as the driver's entry reads them (complete after ``Program._finish``,
-        before any call)."""
-        ints = self.__dict__.get("_ints")
-        if ints is None:
-            ints = self._ints = np.array(self.ints + (0,), dtype=np.int64)
-        return ints
 
     def rule(self, k, grad_output, inputs, output, attrs):
         record = inputs[2]._data[()]
