@@ -4,7 +4,7 @@ import threading
 
 import numpy as np
 
-from .. import config, tiering
+from .. import config, tape, tiering
 from ..ops._blas import hold_blas_threads, release_blas_threads
 from . import backward, executor, machine, plan_cache
 from .backward import Plan, make_plan
@@ -97,12 +97,15 @@ def _tier0_batched(plan, seeds, targets, all_leaves, retain_graph, batch):
 
 def plan_and_run(root_edges, seeds, targets, all_leaves, retain_graph, create_graph,
                  allow_unused=True, batch=None):
-    """Plan and run a backward, from a cached template where the graph's structure repeats.
+    """Plan and run a backward, from a cached template where the graph's structure repeats,
+    or by the output's op alone where it knows the whole graph (``Op.backward_alone``: a
+    replayed call's output whose gradient ends at the call's leaves).
 
     ``targets`` is the list of target edges. Returns ``(results, leaves, plan)``: the
     gradients by ``id`` and the leaves met as :func:`run_plan`, and the :class:`Plan` (None
-    when a template ran: then every target was reachable or ``allow_unused``, and no node
-    retains its gradient). With ``allow_unused`` false an unreachable target raises here.
+    when a template or the op alone ran: then every target was reachable or
+    ``allow_unused``, and no node retains its gradient). With ``allow_unused`` false an
+    unreachable target raises here.
     """
     hook = _hooks.backward
     if hook is not None:  # (see set_backward_hook)
@@ -113,6 +116,10 @@ def plan_and_run(root_edges, seeds, targets, all_leaves, retain_graph, create_gr
         config.CACHED_PLANS and config.COMPILED_BACKWARD and not create_graph
         and not tiering.backward_pending
     ):
+        done = batch is None and _backward_alone(root_edges, seeds, targets, all_leaves,
+                                                 retain_graph)
+        if done:
+            return (*done, None)
         key = plan_cache.key_of(root_edges, targets, all_leaves, batch)
         if key is not None:
             done = plan_cache.run(key, root_edges, seeds, targets, retain_graph, allow_unused)
@@ -131,6 +138,17 @@ def plan_and_run(root_edges, seeds, targets, all_leaves, retain_graph, create_gr
         cache_as,
     )
     return results, leaves, plan
+
+
+def _backward_alone(root_edges, seeds, targets, all_leaves, retain_graph):
+    """The backward of one output whose op knows its whole graph (a replayed call's output,
+    ``Op.backward_alone``), run without planning; None where it must be planned."""
+    if len(root_edges) != 1:
+        return None
+    root = root_edges[0]
+    if type(root) is not tape.Node or not root.op.runs_backward_alone:
+        return None
+    return root.op.backward_alone(root, seeds[0][1], targets, all_leaves, retain_graph)
 
 
 UNUSED_INPUT = (

@@ -466,6 +466,19 @@ class Op:
         one."""
         return False
 
+    #: Whether :meth:`backward_alone` may run a backward from this op's node (the engine asks
+    #: only then).
+    runs_backward_alone = False
+
+    def backward_alone(self, node, grad, targets, all_leaves, retain_graph):
+        """Run the whole backward of a graph whose only output is the recorded ``node``,
+        seeded with ``grad`` (an array or a number), without planning it, where this op
+        knows that graph (a replayed call's output knows its recorded backward table).
+        Returns ``(results, leaves)`` as a cached plan's run, or None where the engine
+        must plan it; it raises the engine's errors (a freed or changed saved buffer) before
+        anything runs. Only for ``create_graph=False``, no batch."""
+        return None
+
     #: Whether :meth:`input_block` may find the result in the input (the recorder asks only
     #: then).
     has_input_block = False

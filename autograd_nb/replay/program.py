@@ -21,7 +21,10 @@ table stops at the call's other outputs its gradient goes through: their gradien
 of the buffer too, and ``ReplayInputs``' edges to their nodes take them on (eager's
 ``grad(loss, h)`` sees them). So the compiled backward executor, its batched form, the plan
 cache and the Python walk all run a replayed call as they run any graph, and
-``create_graph=True`` re-runs fn eagerly to record differentiable gradients.
+``create_graph=True`` re-runs fn eagerly to record differentiable gradients. A backward from
+one output whose gradient ends at the call's leaves (``grad(f(x), x)``, ``f(x).backward()``)
+needs no plan: ``ReplayOutput.backward_alone`` runs the output's table and hands the leaves
+their parts, the same two steps without the plan cache's match of the graph.
 """
 
 import contextlib
@@ -154,6 +157,57 @@ class ReplayOutput(Op):
         entry = _pointers.entry_address(interpreter.backward_driver, self.program.dtype)
         _pointers._call_once(entry, operands, np.array(self.ints + (0,), dtype=np.int64),
                              np.zeros(1))
+
+    @property
+    def runs_backward_alone(self):
+        return self.table is not None
+
+    def backward_alone(self, node, grad, targets, all_leaves, retain_graph):
+        """The backward of this output alone, when its gradient ends at the call's leaves:
+        the table run by the machine's loop into a fresh gradient buffer (as the
+        executor's row for this node runs it, :meth:`exec_set_spec`), each leaf's gradient
+        a copy of its part (as ``ReplayInputs``' row copies it): the same bits, without the
+        plan cache's graph match. None (the engine plans it) where the inputs' node has a
+        node among its edges (the gradient goes on), a target is not one of its leaves, a
+        leaf comes twice, a node retains its gradient, or the seed is not a host array or
+        number."""
+        inputs_node = node.edges[0]
+        edges = inputs_node.edges
+        if node.retained or inputs_node.retained or type(grad) not in _HOST_SEEDS:
+            return None
+        node_type = tape.Node
+        for edge in edges:
+            if type(edge) is node_type:
+                return None
+        if len(edges) > 1 and len(set(map(id, edges))) != len(edges):
+            return None
+        wanted = range(len(edges)) if all_leaves else _positions(targets, edges)
+        if wanted is None:
+            return None  # (a target unused, or a node: the planner says which)
+        node.check_saved()  # (the freed-graph and in-place errors, before anything runs)
+        dtype = self.program.dtype
+        g = np.ascontiguousarray(grad, dtype=dtype).reshape(node.shape)
+        size = (self.ints[1] + self.ints[2]) // dtype.itemsize
+        # Cleared whole where the executor's row clears the inputs' part only: the table
+        # writes each scratch slot whole, or clears it, before it reads it (the same bits).
+        buffer = np.zeros(size, dtype=dtype)
+        ids = node.saved_inputs[1]
+        n = len(ids)
+        objects = np.empty(n + 2, dtype=np.int64)  # (the call's, the gradient, the buffer)
+        objects[:n] = ids
+        objects[n] = id(g)
+        objects[n + 1] = id(buffer)
+        interpreter.run(self.table, objects, self.floats)
+        inputs_op = inputs_node.op
+        whole = len(edges) == 1 and inputs_op.sizes[0] == size
+        results = {}
+        for k in wanted:
+            start = inputs_op.offsets[k]
+            part = buffer if whole else buffer[start:start + inputs_op.sizes[k]].copy()
+            results[id(edges[k])] = part.reshape(inputs_op.shapes[k])
+        if not retain_graph:
+            node.free()
+        return results, {id(edge): edge for edge in edges}
 
     def rule(self, k, grad_output, inputs, output, attrs):
         record = inputs[2]._data[()]
@@ -782,6 +836,19 @@ class Program:
             return joined
 
 
+def _positions(targets, edges):
+    """The position in ``edges`` of each target, or None where one is none of them."""
+    positions = []
+    for target in targets:
+        for k, edge in enumerate(edges):
+            if edge is target:
+                positions.append(k)
+                break
+        else:
+            return None
+    return positions
+
+
 def _join(out, replayed, start):
     """Point the edges of ``out``'s graph made after ``start`` (a create_graph re-run's)
     that go to a node whose ``id`` is a key of ``replayed`` at that node's replayed twin,
@@ -906,6 +973,7 @@ def _remember_join(joined, grads):
 
 
 _NO_ATTRS = {}
+_HOST_SEEDS = (np.ndarray, float, int)  # (``ReplayOutput.backward_alone``'s seeds)
 _STALE = {0: 1}  # (a version box one past the version a stale output's node expects)
 _GRADIENT = -1
 _BUFFER = -2
