@@ -6,10 +6,11 @@ holds each gradient, which buffers are handed back, which are reused, where a VJ
 identity and passes its buffer on, which elementwise chains run fused. Each interpreter walks
 the same :class:`Schedule`:
 
-* the compiled executor (:mod:`.executor`) writes it as instruction tables and runs them in
-  one call into compiled code, with or without a batch; the plan cache (:mod:`.plan_cache`)
-  keeps those tables, and ``anb.compile`` (:mod:`autograd_nb.replay`) copies them into its
-  programs;
+* :func:`.executor.lower` writes it as rows of one table (:mod:`.machine`, whose docstring
+  gives the format), which the machine runs in one call into compiled code, with or without a
+  batch; the plan cache (:mod:`.plan_cache`) keeps those tables as templates, and
+  ``anb.compile`` (:mod:`autograd_nb.replay`) lowers the same schedules into its programs'
+  buffers;
 * the Python walk (:mod:`.backward`), the reference, runs it op by op: with the ops' VJP
   kernels, on CUDA device arrays, or with their differentiable rules (``create_graph``, and
   tier 0 of :mod:`autograd_nb.tiering`).
