@@ -369,7 +369,7 @@ def _joint_vjp(node, grad, saved, buffer, lead, twins):
         joint(ks, grad, saved, attrs, buffer)
         return
     for row in range(lead[0]):
-        joint(ks, grad[row], saved, attrs, buffer[row])
+        joint(ks, grad[row, ...], saved, attrs, buffer[row, ...])  # (a view, a 0-d row too)
 
 
 def _fresh(buffers, slot, node, grad, lead, slots):
@@ -396,7 +396,7 @@ def _split_vjp(node, grad, saved, targets, lead, twins):
         split(grad, saved, attrs, targets)
         return
     for row in range(lead[0]):
-        split(grad[row], saved, attrs, [target[row] for target in targets])
+        split(grad[row, ...], saved, attrs, [target[row, ...] for target in targets])
 
 
 def _twin_vjp(node, k, grad, saved, buffer, batch):

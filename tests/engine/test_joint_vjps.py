@@ -375,6 +375,21 @@ def test_two_tensors_batched_give_each_rows_unbatched_bits(dtype, walk, monkeypa
                                        atol=RTOL[dtype] * 100 * np.abs(reference).max())
 
 
+@pytest.mark.parametrize("walk", [False, True], ids=["executor", "walk"])
+def test_a_batched_joint_step_of_a_0d_tensor_gives_each_rows_bits(walk, monkeypatch):
+    """A 0-d ``x * x`` in a batch: each row of the gradient buffer is a 0-d view that the
+    VJP adds into (a row taken as ``buffer[row]`` would be a NumPy scalar: a regression)."""
+    if walk:
+        monkeypatch.setattr(config, "COMPILED_BACKWARD", False)
+    x = anb.tensor(np.float64(0.7), requires_grad=True)
+    seeds = np.array([1.0, -0.25, 3.5])
+    (g,) = anb.grad(x * x, x, grad_outputs=anb.tensor(seeds), is_grads_batched=True)
+    for row, seed in enumerate(seeds):
+        (one,) = anb.grad(x * x, x, grad_outputs=anb.tensor(seed))
+        np.testing.assert_array_equal(_bits(g.numpy()[row]), _bits(one.numpy()))
+    np.testing.assert_allclose(g.numpy(), 2 * 0.7 * seeds, rtol=1e-15)
+
+
 @pytest.mark.compiled_only
 @pytest.mark.parametrize("batched", [False, True])
 def test_the_executor_runs_the_pair_driver(monkeypatch, batched):
