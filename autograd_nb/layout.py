@@ -140,12 +140,14 @@ def ints_as_expected():
         return False
 
 
-def objects_at(addresses):
-    """The objects at ``addresses`` (a C-contiguous int64 array of live objects' ids), as a
-    list of new references."""
-    if not len(addresses):
+def objects_at(addresses, count=None):
+    """The objects at ``addresses`` (a C-contiguous int64 array of live objects' ids), or at
+    its first ``count`` entries, as a list of new references."""
+    if count is None:
+        count = len(addresses)
+    if not count:
         return []
-    return (ctypes.py_object * len(addresses)).from_buffer(addresses)[:]
+    return (ctypes.py_object * count).from_buffer(addresses)[:]
 
 
 #: Whether compiled code may read objects here at all (:mod:`autograd_nb._cpython` allows it,

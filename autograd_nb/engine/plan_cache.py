@@ -61,9 +61,15 @@ def key_of(root_edges, targets, all_leaves, batch=None):
     """The key under which templates of this request are kept; None when it is not cached
     (an output that is a leaf). A batched request (``batch`` rows) has keys of its own, and
     so has a forked child that may not start parallel regions (its fused loops: serial)."""
+    node_type = tape.Node
+    if len(root_edges) == 1:  # (the same key as below, without the list: ~0.5 us)
+        edge = root_edges[0]
+        if type(edge) is not node_type:
+            return None
+        return (all_leaves, len(targets), config.FUSE_BACKWARD, config.JOINT_VJPS,
+                parallel_allowed(), batch, edge.op, edge.shape, edge.dtype)
     parts = [all_leaves, len(targets), config.FUSE_BACKWARD, config.JOINT_VJPS,
              parallel_allowed(), batch]
-    node_type = tape.Node
     for edge in root_edges:
         if type(edge) is not node_type:
             return None
@@ -276,6 +282,7 @@ class Template:
         # Result buffers: their objects, shapes, and where their node or leaf sits.
         self.result_objects = np.array([j for j, _, _ in self.results], dtype=np.intp)
         self.result_shapes = [shape for _, _, shape in self.results]
+        self.result_object = self.results[0][0] if len(self.results) == 1 else None
         self.result_nodes = [(where >= 0, where if where >= 0 else -2 - where)
                              for _, where, _ in self.results]
         del self.objects, self.saved, self.results
@@ -293,41 +300,54 @@ class Template:
         def ids(objects):
             return np.fromiter(map(id, objects), np.int64, len(objects))
 
-        self.c_tree = flat(self.tree)
-        self.c_ops, self.c_dtypes, self.c_attrs = ids(self.ops), ids(self.dtypes), ids(self.attrs)
-        self.c_variadic = flat(self.variadic)
-        self.c_links = flat(self.links)
-        self.c_nones = flat(self.nones)
-        self.c_leaf_links = flat(zip(self.leaf_from, self.leaf_k, self.leaf_j))
+        self.n_nodes = len(self.ops)
+        self.c_match = graph_reader.pack(
+            flat(self.tree), ids(self.ops), ids(self.dtypes), ids(self.attrs),
+            flat(self.variadic), flat(self.links), flat(self.nones),
+            flat(zip(self.leaf_from, self.leaf_k, self.leaf_j)),
+        )
         self.n_leaves = n_leaves
+        self.first_leaf_edges = [(self.leaf_from[link], self.leaf_k[link])
+                                 for link in self.leaf_first]
         self.c_input_nodes = np.array(self.input_nodes, dtype=np.int64)
         self.c_input_indices = np.array(self.input_indices, dtype=np.int64)
         self.c_output_nodes = np.array(self.output_nodes, dtype=np.int64)
         self.c_saved_objects = np.concatenate(
             [self.input_objects, self.output_objects]).astype(np.int64)
         self.c_to_free = np.array(self.to_free, dtype=np.int64)
+        self.c_gather = graph_reader.pack(self.c_input_nodes, self.c_input_indices,
+                                          self.c_output_nodes, self.c_saved_objects)
 
     def _match_compiled(self, root_edges):
         """``(nodes, leaves, addresses, oldest)`` as :meth:`_match` and :meth:`_match_leaves`
         find them, from :func:`graph_reader.match`; None where it could not verify the graph
         (the Python checks then decide). ``oldest`` is None where ints are not read."""
-        distinct = self._distinct_roots(root_edges)
-        if distinct is None:
+        if len(root_edges) == 1 and self.root_positions == _ONE_ROOT:
+            distinct = root_edges
+        else:
+            distinct = self._distinct_roots(root_edges)
+            if distinct is None:
+                return None
+        # One array for what ``match`` finds: the nodes (from the outputs, written here), the
+        # leaves, the oldest seq. The nodes' part is the addresses ``gather`` and ``free`` read.
+        n_nodes = self.n_nodes
+        found = np.empty(n_nodes + self.n_leaves + 1, dtype=np.int64)
+        for r, edge in enumerate(distinct):
+            found[r] = id(edge)
+        if not graph_reader.match_packed(len(distinct), self.c_match, self.reader, found):
             return None
-        addresses = np.empty(len(self.ops), dtype=np.int64)
-        leaf_addresses = np.empty(self.n_leaves, dtype=np.int64)
-        oldest = np.empty(1, dtype=np.int64)
-        if not graph_reader.match(
-            np.fromiter(map(id, distinct), np.int64, len(distinct)), self.c_tree, self.c_ops,
-            self.c_dtypes, self.c_attrs, self.c_variadic, self.c_links, self.c_nones,
-            self.c_leaf_links, self.reader, addresses, leaf_addresses, oldest,
-        ):
-            return None
-        leaves = layout.objects_at(leaf_addresses)
+        if n_nodes == len(distinct):
+            # Only the outputs (one op, most often): the leaves read off their edges, which
+            # the check found to be tensors (each ``objects_at`` costs ~0.5 us).
+            nodes = list(distinct)
+            leaves = [nodes[i].edges[k] for i, k in self.first_leaf_edges]
+        else:
+            objects = layout.objects_at(found, n_nodes + self.n_leaves)
+            nodes, leaves = objects[:n_nodes], objects[n_nodes:]
         if not self._leaf_data_match(leaves):
             return None
-        found = int(oldest[0])
-        return layout.objects_at(addresses), leaves, addresses, None if found < 0 else found
+        oldest = found[-1].item()
+        return nodes, leaves, found, None if oldest < 0 else oldest
 
     def run(self, root_edges, seeds, targets, retain_graph, allow_unused):
         found = (self.reader is not None and self._match_compiled(root_edges)
@@ -342,14 +362,26 @@ class Template:
         for _, grad in seeds:
             if type(grad) is not np.ndarray and type(grad) is not float and type(grad) is not int:
                 return None
-        dtype = self.dtype
+        results = self._gather_and_run(nodes, leaves, seeds, addresses)
+        if not retain_graph and self.to_free:
+            self._free(nodes, root_edges, addresses)
+        if addresses is not None:
+            stats["compiled"] += 1
+        if len(self.met) == 1:
+            leaf = leaves[self.met[0]]
+            return results, {id(leaf): leaf}
+        met = list(map(leaves.__getitem__, self.met))
+        return results, dict(zip(map(id, met), met))
+
+    def _gather_and_run(self, nodes, leaves, seeds, addresses):
+        """Gather the saved buffers into the tables' objects and run them; the results as
+        :meth:`_results`. ``addresses``: the nodes' as :meth:`_match_compiled` found them, or
+        None."""
         ids = self.object_ids.copy()
         # The saved buffers: compiled (holding a reference to each until the run is over), or
         # by C-level maps (no Python per node).
-        held = addresses is not None and graph_reader.gather(
-            addresses, self.c_input_nodes, self.c_input_indices, self.c_output_nodes,
-            self.c_saved_objects, ids, self.reader,
-        )
+        held = addresses is not None and graph_reader.gather_packed(
+            addresses, self.c_gather, ids, self.reader)
         if not held:
             inputs = list(map(getitem, map(_saved_inputs, map(nodes.__getitem__,
                                                                  self.input_nodes)),
@@ -358,16 +390,10 @@ class Template:
             outputs = list(map(_saved_output, map(nodes.__getitem__, self.output_nodes)))
             ids[self.output_objects] = np.fromiter(map(id, outputs), np.int64, len(outputs))
         try:
-            results = self._run_tables(nodes, leaves, seeds, ids, dtype)
+            return self._run_tables(nodes, leaves, seeds, ids, self.dtype)
         finally:
             if held:
                 graph_reader.release(ids, self.c_saved_objects)
-        if not retain_graph and self.to_free:
-            self._free(nodes, root_edges, addresses)
-        if addresses is not None:
-            stats["compiled"] += 1
-        met = list(map(leaves.__getitem__, self.met))
-        return results, dict(zip(map(id, met), met))
 
     def _match_python(self, root_edges):
         """``(nodes, leaves, None, None)`` as :meth:`_match_compiled` finds them, by the
@@ -406,7 +432,10 @@ class Template:
             edge, grad = seeds[s]
             # Only read (added into the output's slot): the caller's array itself where it is
             # C-contiguous and of the plan's dtype, else a converted copy.
-            seed = np.ascontiguousarray(grad, dtype=dtype).reshape(lead + edge.shape)
+            seed = np.ascontiguousarray(grad, dtype=dtype)
+            shape = lead + edge.shape
+            if seed.shape != shape:
+                seed = seed.reshape(shape)
             kept.append(seed)
             ids[j] = id(seed)
         results = self._results(nodes, leaves, ids, dtype)
@@ -420,6 +449,11 @@ class Template:
     def _results(self, nodes, leaves, ids, dtype):
         """Fresh result buffers by ``id`` of their node or leaf (their ids in ``ids``), left to
         the tables to clear or write whole (``executor.Lowering.first_write``)."""
+        if len(self.result_shapes) == 1:  # (one target: the maps below cost ~1 us more)
+            array = executor.uninitialised(self.result_shapes[0], dtype)
+            ids[self.result_object] = id(array)
+            is_node, i = self.result_nodes[0]
+            return {id(nodes[i] if is_node else leaves[i]): array}
         arrays = list(map(executor.uninitialised, self.result_shapes,
                           repeat(dtype, len(self.result_shapes))))
         ids[self.result_objects] = np.fromiter(map(id, arrays), np.int64, len(arrays))
@@ -500,12 +534,17 @@ class Template:
 
     def _leaf_data_match(self, leaves):
         """Whether the leaves' buffers have the template's shapes and dtype."""
+        dtype = self.dtype
+        if len(leaves) == 1:  # (most small graphs: the maps below cost ~0.5 us more)
+            data = getattr(leaves[0], "_data", None)  # only tensors have it
+            return (data is not None and data.shape == self.leaf_shapes[0]
+                    and data.dtype == dtype)
         try:
-            data = list(map(_data, leaves))  # only tensors have it
+            data = list(map(_data, leaves))
         except AttributeError:
             return False
         return list(map(_shape, data)) == self.leaf_shapes and all(
-            map(eq, map(_dtype, data), repeat(self.dtype, len(data))))
+            map(eq, map(_dtype, data), repeat(dtype, len(data))))
 
     def _match_targets(self, nodes, leaves, targets, allow_unused):
         if len(targets) != len(self.targets):
@@ -556,6 +595,7 @@ _versions = attrgetter("versions")
 _saved_inputs = attrgetter("saved_inputs")
 _saved_output = attrgetter("saved_output")
 _first = itemgetter(0)
+_ONE_ROOT = [0]
 
 
 def _unretained_and_current(nodes, oldest, needed):

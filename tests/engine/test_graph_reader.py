@@ -229,3 +229,12 @@ def test_a_sequence_op_given_one_more_input_is_no_match():
     finally:
         config.CACHED_PLANS = True
     assert got == expected
+
+
+def test_pack_keeps_each_part_in_order():
+    parts = [np.array([3, 1, 4]), np.array([], dtype=np.int64), np.array([[1, 5], [9, 2]])]
+    packed = graph_reader.pack(*parts)
+    assert packed.dtype == np.int64
+    for i, part in enumerate(parts):
+        np.testing.assert_array_equal(packed[packed[i]:packed[i + 1]], part.ravel())
+    assert packed[len(parts)] == len(packed)

@@ -348,3 +348,45 @@ def test_the_callers_grad_outputs_are_only_read(cached):
         t = np.tanh(outer)
         dy = vy + vz * ((1 - t * t) * outer + t)  # dL/dy, z = tanh(y) * y
         np.testing.assert_allclose(gx.numpy(), (dy + dy.T) @ x.numpy(), rtol=1e-13)
+
+
+def test_one_op_templates_match_only_their_leaves():
+    # A graph of its outputs alone (no node below them): the checks read the leaves off the
+    # outputs' edges.
+    def product(x, y):
+        return anb.grad(x * y, [x, y], grad_outputs=anb.ones(x.shape))
+
+    x, y = (anb.tensor(np.linspace(-1, 1, 5) + k, requires_grad=True) for k in range(2))
+    for _ in range(2):
+        product(x, y)
+    z = anb.tensor(np.linspace(2, 3, 5), requires_grad=True)
+    before = hits()
+    got = [g.numpy() for g in product(x, z)]  # another leaf of the same shape: served
+    assert hits() == before + 1
+    assert_same(got, uncached(lambda: [g.numpy() for g in product(x, z)]))
+    for other in (anb.tensor(np.ones(5, dtype=np.float32), requires_grad=True),
+                  anb.tensor(np.ones((1, 5)), requires_grad=True), x):
+        before = hits()
+        if other is x:
+            got = [anb.grad(x * x, x, grad_outputs=anb.ones(5))[0].numpy()]
+            expected = [2 * x.numpy()]
+        else:
+            got = [g.numpy() for g in product(x, other)]
+            expected = uncached(lambda other=other: [g.numpy() for g in product(x, other)])
+        assert hits() == before
+        assert_same(got, expected)
+
+
+def test_two_outputs_and_no_node_below_them_run_from_a_template():
+    def both(x):
+        return anb.grad([anb.exp(x), anb.sin(x)], x,
+                        grad_outputs=[anb.ones(x.shape), anb.full(x.shape, 2.0)])
+
+    x = anb.tensor(np.linspace(-1, 1, 7), requires_grad=True)
+    for _ in range(2):
+        both(x)
+    before = hits()
+    got = [g.numpy() for g in both(x)]
+    assert hits() == before + 1
+    assert_same(got, uncached(lambda: [g.numpy() for g in both(x)]))
+    np.testing.assert_allclose(got[0], np.exp(x.numpy()) + 2 * np.cos(x.numpy()), rtol=1e-14)
