@@ -47,6 +47,7 @@ from ._blas import (
     lapack_thread_controls,
     release_blas_threads,
 )
+from ._pointers import array_at
 from .linalg import _size, _target_view
 from .registry import Op, call, run_key
 from .shape import swapaxes
@@ -200,6 +201,22 @@ def _hold(ints, work):
     if work < SPLIT_MIN_WORK:
         return hold_blas_threads_at(ints[_GET], ints[_SET])
     return 0
+
+
+_FLAG = np.empty(0, dtype=np.uint8)
+
+
+@njit(cache=True, nogil=True)
+def _set_flag(address, failed):
+    """A failing forward driver's flag (``Op.forward_spec``): 1 where it ``failed``, else
+    0."""
+    array_at(address, 1, _FLAG)[0] = 1 if failed else 0
+
+
+def _failing_spec(driver, ints, floats=()):
+    """A forward spec whose driver may fail where eager raises (its operands the inputs, a
+    flag it sets, and the output: ``Op.forward_spec``)."""
+    return driver, ints, floats, True
 
 
 class LinalgOp(Op):
