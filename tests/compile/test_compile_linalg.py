@@ -119,9 +119,9 @@ def test_linalg_replays_bit_for_bit(name, dtype):
 
 
 def test_gaussian_process_negative_log_likelihood():
-    # The benchmark's workload (asv_bench/compare.py, gp_nll): a kernel matrix, its Cholesky
-    # factor, a solve and a log determinant, forward and gradient in the kernel's
-    # parameters.
+    # As the benchmark's workload (asv_bench/benchmarks/workloads.py, gp_nll), smaller: a
+    # kernel matrix, its Cholesky factor (the log determinant) and a solve, forward and
+    # gradient in the kernel's parameters.
     def nll(log_scale, log_noise, x, y):
         d = x[:, None] - x[None, :]
         k = anb.exp(-0.5 * d * d / anb.exp(2.0 * log_scale)) + anb.exp(log_noise) * anb.eye(8)
