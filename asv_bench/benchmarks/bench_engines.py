@@ -177,6 +177,12 @@ class Linalg(_WorkloadSuite):
     params, param_names = _params_of(workload)
 
 
+class GpNll(_WorkloadSuite):
+    __doc__ = WORKLOADS["gp_nll"].description
+    workload = "gp_nll"
+    params, param_names = _params_of(workload)
+
+
 class BayesLogreg(_WorkloadSuite):
     __doc__ = WORKLOADS["bayes_logreg"].description
     workload = "bayes_logreg"

@@ -16,6 +16,7 @@ express the workload; that is also how asv skips a benchmark.
 
 import ctypes
 import os
+import types
 
 import numpy as np
 
@@ -1340,6 +1341,93 @@ def _(autograd, op, n):
 
     return step
 
+
+# -- issue 45's linear algebra inside a compiled function: a Gaussian process likelihood --------
+
+GP_POINTS = 32
+
+gp_nll = Workload(
+    "gp_nll",
+    "Gaussian-process negative log-likelihood, 32 points: an RBF kernel matrix from 3 log "
+    "hyperparameters, its cholesky (log determinant) and a solve; the value and its gradient "
+    "in the hyperparameters",
+    params={},
+    compare=[{}],
+)
+
+
+def _gp_data():
+    x = np.linspace(-3.0, 3.0, GP_POINTS)
+    y = np.sin(x) + 0.1 * seeded(GP_POINTS, seed=45)
+    return np.array([0.2, 0.1, -1.5]), x, y, np.eye(GP_POINTS)
+
+
+def _gp_nll(namespace, linalg, theta, x, y, eye):
+    """``0.5 y^T K^-1 y + log det(L)`` for ``K = s^2 exp(-d^2 / (2 l^2)) + e^2 I``, ``theta =
+    (log l, log s, log e)``, over a NumPy-like ``namespace`` and its ``linalg``."""
+    d = x[:, None] - x[None, :]
+    rbf = namespace.exp(-0.5 * d * d / namespace.exp(2.0 * theta[0]))
+    k = namespace.exp(2.0 * theta[1]) * rbf + namespace.exp(2.0 * theta[2]) * eye
+    low = linalg.cholesky(k)
+    alpha = linalg.solve(k, y)
+    return 0.5 * namespace.dot(y, alpha) + namespace.sum(namespace.log(namespace.diagonal(low)))
+
+
+@gp_nll.eager_and_compiled
+def _(anb, trace, **_):
+    theta, x, y, eye = _gp_data()
+    theta = anb.tensor(theta, requires_grad=True)
+    x, y, eye = anb.tensor(x), anb.tensor(y), anb.tensor(eye)
+    nll = trace(lambda theta: _gp_nll(anb, anb.linalg, theta, x, y, eye))
+
+    def step():
+        return [anb.grad(nll(theta), theta)[0].numpy()]
+
+    return step
+
+
+@gp_nll.variant("torch")
+def _(torch, **_):
+    theta, x, y, eye = (torch.tensor(a) for a in _gp_data())
+    theta.requires_grad_(True)
+
+    def step():
+        loss = _gp_nll(torch, torch.linalg, theta, x, y, eye)
+        return [torch.autograd.grad(loss, theta)[0].numpy()]
+
+    return step
+
+
+@gp_nll.variant("jax")
+def _(jax, **_):
+    import jax.numpy as jnp
+
+    theta, x, y, eye = (jnp.asarray(a) for a in _gp_data())
+    value_and_grad = jax.jit(jax.value_and_grad(
+        lambda theta: _gp_nll(jnp, jnp.linalg, theta, x, y, eye)))
+
+    def step():
+        _, grad = jax.block_until_ready(value_and_grad(theta))
+        return [np.asarray(grad)]
+
+    return step
+
+
+@gp_nll.variant("autograd")
+def _(autograd, **_):
+    import autograd.numpy as hnp
+
+    theta, x, y, eye = _gp_data()
+    # (its VJP of ``diagonal`` takes the last two axes only: the diagonal by indexing)
+    rows = np.arange(GP_POINTS)
+    namespace = types.SimpleNamespace(exp=hnp.exp, sum=hnp.sum, log=hnp.log, dot=hnp.dot,
+                                      diagonal=lambda m: m[rows, rows])
+    grad = autograd.grad(lambda theta: _gp_nll(namespace, hnp.linalg, theta, x, y, eye))
+
+    def step():
+        return [grad(theta)]
+
+    return step
 
 # -- issue 44's workloads: a Bayesian logistic regression and a Lotka-Volterra fit -----------
 

@@ -25,10 +25,13 @@ outputs at once (an output left unused contributes zeros).
 Forward kernels run numba's LAPACK-backed ``np.linalg``, or SciPy's LAPACK through ``_lapack``
 (the LU and Cholesky factors), per matrix of the batch. The VJP kernels are ``@njit`` too:
 their matrix products are ``_lapack``'s and numba's ``np.dot`` (SciPy's BLAS, LAPACK's), where
-NumPy's ``matmul`` would wake NumPy's own BLAS thread pool beside it. ``_lu_solve``,
-``_slogdet``, ``_det`` and ``_cholesky`` give the compiled executor drivers of the same
-kernels (``exec_spec``), so the backward of ``solve``, ``inv``, ``det``, ``slogdet`` and
-``cholesky`` is one compiled call; the other ops run theirs in the Python walk.
+NumPy's ``matmul`` would wake NumPy's own BLAS thread pool beside it. The differentiable ops
+give the compiled executor drivers of the same kernels (``exec_spec``), so a backward through
+them is one compiled call, and every op gives ``anb.compile``'s programs a driver of its
+forward kernel (``forward_spec``). A forward that eager raises from (a singular matrix, one
+that is not positive definite, an inf or nan that numba's LAPACK wrappers refuse, no
+convergence) sets a flag instead (``_set_flag``, ``_failing_spec``): the program checks it
+after its table, keeps nothing, and records fn again, eagerly, which raises.
 
 Every op has a differentiable rule written with autograd_nb ops (for ``create_graph=True``).
 Complex matrices go to ``linalg_complex``'s ops (NumPy's LAPACK; ``pinv`` and ``lstsq`` of a
@@ -47,6 +50,7 @@ from ._blas import (
     lapack_thread_controls,
     release_blas_threads,
 )
+from ._pointers import array_at
 from .linalg import _size, _target_view
 from .registry import Op, call, run_key
 from .shape import swapaxes
@@ -200,6 +204,22 @@ def _hold(ints, work):
     if work < SPLIT_MIN_WORK:
         return hold_blas_threads_at(ints[_GET], ints[_SET])
     return 0
+
+
+_FLAG = np.empty(0, dtype=np.uint8)
+
+
+@njit(cache=True, nogil=True)
+def _set_flag(address, failed):
+    """A failing forward driver's flag (``Op.forward_spec``): 1 where it ``failed``, else
+    0."""
+    array_at(address, 1, _FLAG)[0] = 1 if failed else 0
+
+
+def _failing_spec(driver, ints, floats=()):
+    """A forward spec whose driver may fail where eager raises (its operands the inputs, a
+    flag it sets, and the output: ``Op.forward_spec``)."""
+    return driver, ints, floats, True
 
 
 class LinalgOp(Op):

@@ -21,10 +21,12 @@ from ._linalg_common import (
     _blas_call,
     _check_square,
     _driver_ints,
+    _failing_spec,
     _float_arrays,
     _hold,
     _mT,
     _operands,
+    _set_flag,
     _stacked,
     _work,
 )
@@ -262,6 +264,20 @@ def _cholesky_driver(operands, ints, floats, like):
     release_blas_threads_at(ints[_SET], held)
 
 
+@njit(cache=True, nogil=True)
+def _cholesky_forward_driver(operands, ints, floats, like):
+    """``_cholesky``'s forward in a compiled program (``forward_spec``): ``ints`` is
+    ``[batch, n]`` then ``_driver_ints``' tail; operands the matrices, the flag (set where
+    one is not positive definite) and the factors."""
+    batch, n = ints[0], ints[1]
+    a = array_at(operands[0], batch * n * n, like).reshape((batch, n, n))
+    out = array_at(operands[2], batch * n * n, like).reshape((batch, n, n))
+    held = _hold(ints, batch * n * n * n)
+    failed = _cholesky_forward(ints[_ROUTINES:], a, out)
+    release_blas_threads_at(ints[_SET], held)
+    _set_flag(operands[1], failed)
+
+
 class Cholesky(LinalgOp):
     """``_cholesky(a)``: the lower Cholesky factors of ``a (..., n, n)`` (its lower triangle
     read), with the symmetric gradient."""
@@ -283,6 +299,14 @@ class Cholesky(LinalgOp):
         if failed:
             raise LinAlgError("Matrix is not positive definite")
         return out
+
+    def forward_spec(self, arrays, attrs, output):
+        (a,) = arrays
+        if not a.size:
+            return None
+        n = a.shape[-1]
+        return _failing_spec(_cholesky_forward_driver,
+                             _driver_ints(a.dtype, a.size // (n * n), n))
 
     vjp_kernel = staticmethod(_cholesky_vjp)
     vjp_twin = staticmethod(_cholesky_vjp_numpy)

@@ -21,7 +21,6 @@ from ._linalg_common import (
     _accumulating,
     _blas_call,
     _check_square,
-    _constant_like,
     _driver_ints,
     _eye_like,
     _float_arrays,
@@ -33,7 +32,7 @@ from ._linalg_common import (
 from ._pointers import array_at
 from .linalg import _shape_of
 from .linalg_complex import imag_part, real_part
-from .registry import ExecSpec, call, host_values, public
+from .registry import ExecSpec, call, public
 
 SlogdetResult = collections.namedtuple("SlogdetResult", ["sign", "logabsdet"])
 
@@ -128,6 +127,42 @@ def _slogdet_driver(operands, ints, floats, like):
     release_blas_threads_at(ints[_SET], held)
 
 
+@njit(cache=True, nogil=True)
+def _slogdet_forward_driver(operands, ints, floats, like):
+    """``_slogdet``'s forward in a compiled program (``forward_spec``): ``ints`` is ``[batch,
+    n]``; operands ``a`` (unread), the factors and ``log|det|``."""
+    batch, n = ints[0], ints[1]
+    packed = array_at(operands[1], batch * n * (n + 1), like).reshape((batch, n, n + 1))
+    _slogdet_forward(packed, np.empty(batch, dtype=like.dtype), array_at(operands[2], batch,
+                                                                        like))
+
+
+@njit(cache=True, nogil=True)
+def _sign_forward_driver(operands, ints, floats, like):
+    """``_slogdet_sign``'s forward in a compiled program: ``ints`` is ``[batch, n]``;
+    operands the factors and the signs."""
+    batch, n = ints[0], ints[1]
+    packed = array_at(operands[0], batch * n * (n + 1), like).reshape((batch, n, n + 1))
+    _slogdet_forward(packed, array_at(operands[1], batch, like),
+                     np.empty(batch, dtype=like.dtype))
+
+
+@njit(cache=True, nogil=True)
+def _det_forward_driver(operands, ints, floats, like):
+    """``_det``'s forward in a compiled program: as ``_slogdet_forward_driver``'s."""
+    batch, n = ints[0], ints[1]
+    packed = array_at(operands[1], batch * n * (n + 1), like).reshape((batch, n, n + 1))
+    _det_forward(packed, array_at(operands[2], batch, like))
+
+
+def _factors_spec(driver, lu):
+    """The forward spec of an op of ``lu``'s factors, or None where there are none."""
+    n = lu.shape[-2]
+    if not lu.size:
+        return None
+    return driver, (lu.size // (n * (n + 1)), n), ()
+
+
 class SlogDet(LinalgOp):
     """``_slogdet(a, lu)``: ``log|det a|`` of ``a (..., n, n)`` from its factors (the sign,
     without a gradient, is ``slogdet``'s, from the factors too)."""
@@ -148,6 +183,9 @@ class SlogDet(LinalgOp):
         _slogdet_forward(_stacked(lu, (n, n + 1)), np.empty(out.size, dtype=lu.dtype),
                          out.reshape(-1))
         return out
+
+    def forward_spec(self, arrays, attrs, output):
+        return _factors_spec(_slogdet_forward_driver, arrays[1])
 
     vjp_kernel = staticmethod(_add_scaled_inverse_transpose)
     vjp_twin = staticmethod(_add_scaled_inverse_transpose_numpy)
@@ -177,6 +215,38 @@ class SlogDet(LinalgOp):
 
 
 SlogDet()
+
+
+class SlogdetSign(LinalgOp):
+    """``_slogdet_sign(lu)``: the signs of the determinants of the matrices factored in
+    ``lu`` (``_lu``'s), as ``slogdet`` gives them; not differentiable (piecewise constant)."""
+
+    name = "_slogdet_sign"
+    differentiable = (False,)
+
+    def prepare(self, values, attrs):
+        (lu,) = _float_arrays(values)
+        return [lu], {}
+
+    def forward(self, arrays, attrs):
+        (lu,) = arrays
+        n = lu.shape[-2]
+        out = np.empty(lu.shape[:-2], dtype=lu.dtype)
+        _slogdet_forward(_stacked(lu, (n, n + 1)), out.reshape(-1),
+                         np.empty(out.size, dtype=lu.dtype))
+        return out
+
+    def forward_spec(self, arrays, attrs, output):
+        return _factors_spec(_sign_forward_driver, arrays[0])
+
+    def run_vjp(self, kernel, k, grad_output, saved, attrs, grad_input):
+        raise AssertionError("_slogdet_sign is not differentiable: no node records it")
+
+    def rule(self, k, grad_output, inputs, output, attrs):
+        raise AssertionError("_slogdet_sign is not differentiable: no node records it")
+
+
+SlogdetSign()
 
 
 @njit(cache=True, nogil=True)
@@ -273,6 +343,9 @@ class Det(LinalgOp):
         out = np.empty(lu.shape[:-2], dtype=lu.dtype)
         _det_forward(_stacked(lu, (n, n + 1)), out.reshape(-1))
         return out
+
+    def forward_spec(self, arrays, attrs, output):
+        return _factors_spec(_det_forward_driver, arrays[1])
 
     vjp_kernel = staticmethod(_det_vjp)
     vjp_twin = staticmethod(_det_vjp_numpy)
@@ -373,10 +446,4 @@ def slogdet(a):
         sign = call("exp", imag_part(logdet) * 1j)
         return SlogdetResult(sign, real_part(logdet))
     lu = call("_lu", a)
-    logabsdet = call("_slogdet", a, lu)
-    factors = host_values(lu)
-    n = factors.shape[-2]
-    signs = np.empty(logabsdet.shape, dtype=factors.dtype)
-    _slogdet_forward(_stacked(factors, (n, n + 1)), signs.reshape(-1),
-                     np.empty(signs.size, dtype=factors.dtype))
-    return SlogdetResult(_constant_like(signs), logabsdet)  # (the sign: no gradient)
+    return SlogdetResult(call("_slogdet_sign", lu), call("_slogdet", a, lu))

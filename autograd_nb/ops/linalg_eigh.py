@@ -11,23 +11,30 @@ from numba.extending import overload
 
 from . import _lapack
 from . import _lapack_numpy as _twin
+from ._blas import release_blas_threads_at
 from ._linalg_common import (
+    _SET,
     LinAlgError,
     LinalgOp,
     _accumulating,
     _blas_call,
     _check_square,
     _divide_or_zero,
+    _driver_ints,
     _expand,
+    _failing_spec,
     _float_arrays,
+    _hold,
     _mT,
     _operands,
+    _set_flag,
     _stacked,
     _work,
 )
+from ._pointers import array_at
 from .linalg import _shape_of, numba_dot
 from .linalg_complex import complex_eigh_parts
-from .registry import call, public
+from .registry import ExecSpec, call, public
 
 EighResult = collections.namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
 
@@ -132,6 +139,37 @@ def _eigh_vjp_numpy(g, packed, grad):
         _twin.add_scaled(grad[i], np.float64(1.0), numba_dot(numba_dot(v, inner), v.T))
 
 
+@njit(cache=True, nogil=True)
+def _eigh_forward_driver(operands, ints, floats, like):
+    """``_eigh``'s forward in a compiled program (``forward_spec``): ``ints`` is ``[batch,
+    n, upper]`` then ``_driver_ints``' tail; operands the matrices, the flag (set where
+    ``_eigh_forward`` raises: an inf or nan, or no convergence) and the packed result."""
+    batch, n = ints[0], ints[1]
+    a = array_at(operands[0], batch * n * n, like).reshape((batch, n, n))
+    out = array_at(operands[2], batch * (n + 1) * n, like).reshape((batch, n + 1, n))
+    held = _hold(ints, batch * n * n * n)
+    failed = False
+    try:
+        _eigh_forward(a, out, ints[2] != 0)
+    except Exception:
+        failed = True
+    release_blas_threads_at(ints[_SET], held)
+    _set_flag(operands[1], failed)
+
+
+@njit(cache=True, nogil=True)
+def _eigh_driver(operands, ints, floats, like):
+    """The compiled executor's driver of ``_eigh``'s VJP: ``ints`` as
+    ``_eigh_forward_driver``'s; operands the gradient, the packed result and the target."""
+    batch, n = ints[0], ints[1]
+    g = array_at(operands[0], batch * (n + 1) * n, like).reshape((batch, n + 1, n))
+    packed = array_at(operands[1], batch * (n + 1) * n, like).reshape((batch, n + 1, n))
+    grad = array_at(operands[2], batch * n * n, like).reshape((batch, n, n))
+    held = _hold(ints, batch * n * n * n)
+    _eigh_vjp(g, packed, grad)
+    release_blas_threads_at(ints[_SET], held)
+
+
 class Eigh(LinalgOp):
     """``_eigh(a, upper=False)``: ``(..., n + 1, n)``, the eigenvalues in row 0 and the
     eigenvectors below."""
@@ -152,6 +190,14 @@ class Eigh(LinalgOp):
                    _stacked(out, (n + 1, n)), attrs["upper"])
         return out
 
+    def forward_spec(self, arrays, attrs, output):
+        (a,) = arrays
+        if not a.size:
+            return None
+        n = a.shape[-1]
+        return _failing_spec(_eigh_forward_driver,
+                             _driver_ints(a.dtype, a.size // (n * n), n, attrs["upper"]))
+
     vjp_kernel = staticmethod(_eigh_vjp)
     vjp_twin = staticmethod(_eigh_vjp_numpy)
 
@@ -162,6 +208,14 @@ class Eigh(LinalgOp):
         target, done = _accumulating(grad_input, (g.shape[0], n, n), packed.dtype)
         _blas_call(_work(target.shape), kernel, g, _stacked(packed, (n + 1, n)), target)
         done()
+
+    def exec_spec(self, k, node):
+        packed = node.saved_output
+        n = packed.shape[-1]
+        if packed.dtype != node.dtype or not packed.size or not n:
+            return None
+        return ExecSpec(_eigh_driver, (packed,),
+                        _driver_ints(packed.dtype, packed.size // ((n + 1) * n), n), ())
 
     def rule(self, k, grad_output, inputs, output, attrs):
         w, v = _eigh_parts(output)

@@ -28,10 +28,12 @@ from ._linalg_common import (
     _driver_ints,
     _dtype_of,
     _eye_like,
+    _failing_spec,
     _float_arrays,
     _hold,
     _mT,
     _operands,
+    _set_flag,
     _stacked,
 )
 from ._pointers import array_at
@@ -126,6 +128,33 @@ def _lu_solve_driver(operands, ints, floats, like):
     release_blas_threads_at(ints[_SET], held)
 
 
+@njit(cache=True, nogil=True)
+def _lu_forward_driver(operands, ints, floats, like):
+    """``_lu``'s forward in a compiled program (``forward_spec``): ``ints`` is ``[batch, n]``
+    then ``_driver_ints``' tail; operands the matrices and the packed factors."""
+    batch, n = ints[0], ints[1]
+    a = array_at(operands[0], batch * n * n, like).reshape((batch, n, n))
+    packed = array_at(operands[1], batch * n * (n + 1), like).reshape((batch, n, n + 1))
+    held = _hold(ints, batch * n * n * n)
+    _lu_forward(ints[_ROUTINES:], a, packed)
+    release_blas_threads_at(ints[_SET], held)
+
+
+@njit(cache=True, nogil=True)
+def _lu_solve_forward_driver(operands, ints, floats, like):
+    """``_lu_solve``'s forward in a compiled program: ``ints`` is ``[batch, n, columns,
+    transpose]`` then ``_driver_ints``' tail; operands ``a`` (unread), the factors, ``b``,
+    the flag (set where a matrix is singular) and the result."""
+    batch, n, columns = ints[0], ints[1], ints[2]
+    packed = array_at(operands[1], batch * n * (n + 1), like).reshape((batch, n, n + 1))
+    b = array_at(operands[2], batch * n * columns, like).reshape((batch, n, columns))
+    out = array_at(operands[4], batch * n * columns, like).reshape((batch, n, columns))
+    held = _hold(ints, batch * n * n * columns)
+    singular = _lu_solve_forward(ints[_ROUTINES:], packed, b, out, ints[3] != 0)
+    release_blas_threads_at(ints[_SET], held)
+    _set_flag(operands[3], singular)
+
+
 class LuFactor(LinalgOp):
     """``_lu(a)``: the LU factors of the square matrices ``a (..., n, n)``, packed as
     ``(..., n, n + 1)`` (see ``_lapack``). Not differentiable: the ops that read the factors
@@ -146,6 +175,13 @@ class LuFactor(LinalgOp):
         _blas_call(a.size * n, _lu_forward, _lapack.routines(a.dtype), _stacked(a, (n, n)),
                    _stacked(packed, (n, n + 1)))
         return packed
+
+    def forward_spec(self, arrays, attrs, output):
+        (a,) = arrays
+        if not a.size:
+            return None
+        n = a.shape[-1]
+        return _lu_forward_driver, _driver_ints(a.dtype, a.size // (n * n), n), ()
 
     def run_vjp(self, kernel, k, grad_output, saved, attrs, grad_input):
         raise AssertionError("_lu is not differentiable: no node records it")
@@ -192,6 +228,14 @@ class LuSolve(LinalgOp):
         if singular:
             raise LinAlgError("Singular matrix")
         return out
+
+    def forward_spec(self, arrays, attrs, output):
+        _, lu, b = arrays
+        if not b.size:
+            return None
+        n, columns = _columns(lu, b)
+        return _failing_spec(_lu_solve_forward_driver, _driver_ints(
+            b.dtype, b.size // (n * columns), n, columns, attrs["transpose"]))
 
     vjp_kernel = staticmethod(_lu_solve_vjp)
     vjp_twin = staticmethod(_lu_solve_vjp_numpy)

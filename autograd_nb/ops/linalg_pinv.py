@@ -9,24 +9,31 @@ from numba import njit
 
 from . import _lapack
 from . import _lapack_numpy as _twin
+from ._blas import release_blas_threads_at
 from ._linalg_common import (
+    _SET,
     LinAlgError,
     LinalgOp,
     _accumulating,
     _blas_call,
     _check_matrix,
     _constant_like,
+    _driver_ints,
     _dtype_of,
+    _failing_spec,
     _float_arrays,
+    _hold,
     _mT,
     _operands,
+    _set_flag,
     _stacked,
     _work,
 )
+from ._pointers import array_at
 from .linalg import _shape_of, matmul, numba_dot
 from .linalg_complex import ComplexLinalgOp, _complex_arrays
 from .linalg_svd import svdvals
-from .registry import call, public
+from .registry import ExecSpec, call, public
 
 
 @njit(cache=True, nogil=True)
@@ -62,6 +69,45 @@ def _pinv_vjp_numpy(g, a, p, grad):
         _twin.add_scaled(grad[i], np.float64(1.0), total)
 
 
+@njit(cache=True, nogil=True)
+def _pinv_forward_driver(operands, ints, floats, like):
+    """``_pinv``'s forward in a compiled program (``forward_spec``): ``ints`` is ``[batch,
+    m, n]`` then ``_driver_ints``' tail, ``floats`` ``[rcond]``; operands the matrices, the
+    flag (set where numba's ``pinv`` raises: an inf or nan, or no convergence) and the
+    pseudo-inverses."""
+    batch, m, n = ints[0], ints[1], ints[2]
+    a = array_at(operands[0], batch * m * n, like).reshape((batch, m, n))
+    out = array_at(operands[2], batch * n * m, like).reshape((batch, n, m))
+    held = _hold(ints, batch * m * n * min(m, n))
+    failed = False
+    try:
+        _pinv_forward(a, out, floats[0])
+    except Exception:
+        failed = True
+    release_blas_threads_at(ints[_SET], held)
+    _set_flag(operands[1], failed)
+
+
+@njit(cache=True, nogil=True)
+def _pinv_driver(operands, ints, floats, like):
+    """The compiled executor's driver of ``_pinv``'s VJP: ``ints`` as
+    ``_pinv_forward_driver``'s; operands the gradient, the matrices, the pseudo-inverses and
+    the target."""
+    batch, m, n = ints[0], ints[1], ints[2]
+    g = array_at(operands[0], batch * n * m, like).reshape((batch, n, m))
+    a = array_at(operands[1], batch * m * n, like).reshape((batch, m, n))
+    p = array_at(operands[2], batch * n * m, like).reshape((batch, n, m))
+    grad = array_at(operands[3], batch * m * n, like).reshape((batch, m, n))
+    held = _hold(ints, batch * m * n * min(m, n))
+    _pinv_vjp(g, a, p, grad)
+    release_blas_threads_at(ints[_SET], held)
+
+
+def _pinv_ints(a):
+    m, n = a.shape[-2:]
+    return _driver_ints(a.dtype, a.size // (m * n), m, n)
+
+
 class Pinv(LinalgOp):
     """``_pinv(a, rcond)``: the pseudo-inverses of ``a (..., m, n)``, singular values below
     ``rcond`` times the largest taken as zero."""
@@ -84,6 +130,12 @@ class Pinv(LinalgOp):
                        _stacked(out, (n, m)), attrs["rcond"])
         return out
 
+    def forward_spec(self, arrays, attrs, output):
+        (a,) = arrays
+        if not a.size:
+            return None
+        return _failing_spec(_pinv_forward_driver, _pinv_ints(a), (attrs["rcond"],))
+
     vjp_kernel = staticmethod(_pinv_vjp)
     vjp_twin = staticmethod(_pinv_vjp_numpy)
 
@@ -96,6 +148,12 @@ class Pinv(LinalgOp):
             _blas_call(_work(a.shape), kernel, g, _stacked(a, (m, n)),
                        _stacked(p, (n, m)), target)
         done()
+
+    def exec_spec(self, k, node):
+        a, p = node.saved_inputs[0], node.saved_output
+        if a.dtype != node.dtype or not a.size:
+            return None
+        return ExecSpec(_pinv_driver, (a, p), _pinv_ints(a), ())
 
     def rule(self, k, grad_output, inputs, output, attrs):
         (a,) = inputs

@@ -9,22 +9,30 @@ from numba import njit
 
 from . import _lapack
 from . import _lapack_numpy as _twin
+from ._blas import release_blas_threads_at
 from ._linalg_common import (
+    _ROUTINES,
+    _SET,
     LinalgOp,
     _accumulating,
     _blas_call,
     _check_matrix,
     _constant_like,
+    _driver_ints,
+    _failing_spec,
     _float_arrays,
+    _hold,
     _mT,
     _operands,
+    _set_flag,
     _stacked,
     _work,
 )
+from ._pointers import array_at
 from .linalg import _shape_of, numba_dot
 from .linalg_complex import complex_qr
 from .linalg_lu import _inv
-from .registry import call, public
+from .registry import ExecSpec, call, public
 from .shape import concatenate
 
 QRResult = collections.namedtuple("QRResult", ["Q", "R"])
@@ -109,6 +117,47 @@ def _qr_vjp_numpy(routines, g, packed, a, grad):
         _twin.add_scaled(grad[i, :, m:], one, numba_dot(q, gv))
 
 
+@njit(cache=True, nogil=True)
+def _qr_forward_driver(operands, ints, floats, like):
+    """``_qr``'s forward in a compiled program (``forward_spec``): ``ints`` is ``[batch, m,
+    n]`` then ``_driver_ints``' tail; operands the matrices, the flag (set where numba's QR
+    raises: an inf or nan) and the packed factors."""
+    batch, m, n = ints[0], ints[1], ints[2]
+    k = min(m, n)
+    a = array_at(operands[0], batch * m * n, like).reshape((batch, m, n))
+    out = array_at(operands[2], batch * (m * k + k * n), like).reshape((batch, m * k + k * n))
+    held = _hold(ints, batch * m * n * k)
+    failed = False
+    try:
+        _qr_forward(a, out)
+    except Exception:
+        failed = True
+    release_blas_threads_at(ints[_SET], held)
+    _set_flag(operands[1], failed)
+
+
+@njit(cache=True, nogil=True)
+def _qr_driver(operands, ints, floats, like):
+    """The compiled executor's driver of ``_qr``'s VJP: ``ints`` as
+    ``_qr_forward_driver``'s; operands the gradient, the packed factors, the matrices and
+    the target."""
+    batch, m, n = ints[0], ints[1], ints[2]
+    k = min(m, n)
+    width = m * k + k * n
+    g = array_at(operands[0], batch * width, like).reshape((batch, width))
+    packed = array_at(operands[1], batch * width, like).reshape((batch, width))
+    a = array_at(operands[2], batch * m * n, like).reshape((batch, m, n))
+    grad = array_at(operands[3], batch * m * n, like).reshape((batch, m, n))
+    held = _hold(ints, batch * m * n * k)
+    _qr_vjp(ints[_ROUTINES:], g, packed, a, grad)
+    release_blas_threads_at(ints[_SET], held)
+
+
+def _qr_ints(a):
+    m, n = a.shape[-2:]
+    return _driver_ints(a.dtype, a.size // (m * n), m, n)
+
+
 class Qr(LinalgOp):
     """``_qr(a)``: the reduced QR decomposition of ``a (..., m, n)``, ``Q`` then ``R`` raveled
     along the last axis. Differentiable where ``R``'s leading square block is invertible."""
@@ -131,6 +180,12 @@ class Qr(LinalgOp):
                    _stacked(out, out.shape[-1:]))
         return out
 
+    def forward_spec(self, arrays, attrs, output):
+        (a,) = arrays
+        if not a.size:
+            return None
+        return _failing_spec(_qr_forward_driver, _qr_ints(a))
+
     vjp_kernel = staticmethod(_qr_vjp)
     vjp_twin = staticmethod(_qr_vjp_numpy)
 
@@ -143,6 +198,12 @@ class Qr(LinalgOp):
         _blas_call(_work(a.shape), kernel, _lapack.routines(a.dtype), g, rows,
                    _stacked(a, (m, n)), target)
         done()
+
+    def exec_spec(self, k, node):
+        a, packed = node.saved_inputs[0], node.saved_output
+        if a.dtype != node.dtype or not a.size:
+            return None
+        return ExecSpec(_qr_driver, (packed, a), _qr_ints(a), ())
 
     def rule(self, k, grad_output, inputs, output, attrs):
         (a,) = inputs

@@ -9,22 +9,29 @@ from numba import njit
 
 from . import _lapack
 from . import _lapack_numpy as _twin
+from ._blas import release_blas_threads_at
 from ._linalg_common import (
+    _SET,
     LinalgOp,
     _accumulating,
     _blas_call,
     _check_matrix,
     _divide_or_zero,
+    _driver_ints,
     _expand,
+    _failing_spec,
     _float_arrays,
+    _hold,
     _mT,
     _operands,
+    _set_flag,
     _stacked,
     _work,
 )
+from ._pointers import array_at
 from .linalg import _shape_of, _size, numba_dot
 from .linalg_complex import complex_svd
-from .registry import call, public
+from .registry import ExecSpec, call, public
 
 SVDResult = collections.namedtuple("SVDResult", ["U", "S", "Vh"])
 
@@ -120,6 +127,37 @@ def _svd_vjp_numpy(g, packed, grad, m, n):
         _twin.add_scaled(grad[i], np.float64(1.0), total)
 
 
+@njit(cache=True, nogil=True)
+def _svd_forward_driver(operands, ints, floats, like):
+    """``_svd``'s forward in a compiled program (``forward_spec``): ``ints`` is ``[batch, m,
+    n, width, full]`` then ``_driver_ints``' tail; operands the matrices, the flag (set where
+    numba's SVD raises: an inf or nan, or no convergence) and the packed factors."""
+    batch, m, n, width = ints[0], ints[1], ints[2], ints[3]
+    a = array_at(operands[0], batch * m * n, like).reshape((batch, m, n))
+    out = array_at(operands[2], batch * width, like).reshape((batch, width))
+    held = _hold(ints, batch * m * n * min(m, n))
+    failed = False
+    try:
+        _svd_forward(a, out, ints[4] != 0)
+    except Exception:
+        failed = True
+    release_blas_threads_at(ints[_SET], held)
+    _set_flag(operands[1], failed)
+
+
+@njit(cache=True, nogil=True)
+def _svd_driver(operands, ints, floats, like):
+    """The compiled executor's driver of ``_svd``'s VJP: ``ints`` as
+    ``_svd_forward_driver``'s; operands the gradient, the packed factors and the target."""
+    batch, m, n, width = ints[0], ints[1], ints[2], ints[3]
+    g = array_at(operands[0], batch * width, like).reshape((batch, width))
+    packed = array_at(operands[1], batch * width, like).reshape((batch, width))
+    grad = array_at(operands[2], batch * m * n, like).reshape((batch, m, n))
+    held = _hold(ints, batch * m * n * min(m, n))
+    _svd_vjp(g, packed, grad, m, n)
+    release_blas_threads_at(ints[_SET], held)
+
+
 class Svd(LinalgOp):
     """``_svd(a, full_matrices=False)``: ``U``, ``S`` and ``Vh`` of ``a (..., m, n)`` raveled
     one after another along the last axis. Differentiable where the factors are unique (the
@@ -143,6 +181,17 @@ class Svd(LinalgOp):
                    attrs["full_matrices"])
         return out
 
+    def _ints(self, packed, attrs):
+        m, n = attrs["matrix"]
+        width = packed.shape[-1]
+        return _driver_ints(packed.dtype, packed.size // width, m, n, width,
+                            attrs["full_matrices"])
+
+    def forward_spec(self, arrays, attrs, output):
+        if not arrays[0].size:
+            return None
+        return _failing_spec(_svd_forward_driver, self._ints(output, attrs))
+
     vjp_kernel = staticmethod(_svd_vjp)
     vjp_twin = staticmethod(_svd_vjp_numpy)
 
@@ -154,6 +203,13 @@ class Svd(LinalgOp):
         target, done = _accumulating(grad_input, (rows.shape[0], m, n), packed.dtype)
         _blas_call(_work(target.shape), kernel, g, rows, target, m, n)
         done()
+
+    def exec_spec(self, k, node):
+        packed = node.saved_output
+        if (packed.dtype != node.dtype or not packed.size
+                or node.attrs["full_matrices"]):  # (no gradient: ``svd`` raises first)
+            return None
+        return ExecSpec(_svd_driver, (packed,), self._ints(packed, node.attrs), ())
 
     def rule(self, k, grad_output, inputs, output, attrs):
         m, n = attrs["matrix"]

@@ -505,6 +505,12 @@ class Op:
         dtype. ``ints`` (ints, or an int64 array) and ``floats`` (floats, or a float64 array)
         are its attributes. Replayed on other arrays of the same shapes and dtypes, the
         driver must give the bits ``forward`` gives.
+
+        A forward that can fail where eager raises (a singular matrix, LAPACK not
+        converging) returns ``(driver, ints, floats, True)``: its driver's operands then
+        have a one-byte flag between the inputs and the output, which it sets to 1 where it
+        failed and to 0 otherwise. A replay whose flag is 1 keeps nothing of the call and
+        records fn again, eagerly, which raises eager's error.
         """
         return None
 

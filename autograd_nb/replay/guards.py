@@ -11,7 +11,9 @@ the result's; ``ints[0]`` the comparison). The recorder (:meth:`.tracer.Trace.co
 and, where fn asks for the truth of a traced value, a copy of that byte into a flag of its
 own (or a comparison with zero), and notes the outcome it saw. After a replay's table has
 run, :class:`Path` reads the flags from the call's arena and compares them with the
-outcomes recorded (:mod:`.function` decides what a different outcome means).
+outcomes recorded (:mod:`.function` decides what a different outcome means). An op whose
+forward driver can fail where eager raises (a singular ``solve``) writes such a flag itself,
+a guard whose outcome recorded is 0 (:meth:`.tracer.Trace._failure_flag`).
 """
 
 import numpy as np

@@ -310,11 +310,27 @@ class Trace:
         if not output.flags.c_contiguous:
             self.refuse(f"{op.name}: a non-contiguous result")
             return
+        if len(spec) > 3:  # (a driver that may fail: its flag after the inputs)
+            spec = spec[:3]
+            operands = [*operands, self._failure_flag()]
         arena = self.arena_buffers
         buffer = Buffer(output, "arena", len(arena))  # (in ``arena_buffers`` only)
         by_id.setdefault(id(output), (buffer, 0))
         arena.append(buffer)
         self.events.append(Event(op, operands, buffer, spec, output.dtype))
+
+    def _failure_flag(self):
+        """The location of a new one-byte flag that an op's driver sets where it fails (a
+        singular matrix, where eager raises: ``Op.forward_spec``), a guard whose outcome
+        recorded is 0: a replay where it is 1 keeps nothing, and fn is recorded again,
+        eagerly, raising eager's error (:mod:`.guards`). Recorded with ``strict=True`` too:
+        no value reaches fn's Python."""
+        flag = np.zeros(1, dtype=np.bool_)
+        buffer = Buffer(flag, "arena", len(self.arena_buffers))
+        self.arena_buffers.append(buffer)
+        self.by_id[id(flag)] = (buffer, 0)
+        self.guards.append(guards_module.Guard(Tensor._make(flag), False, *_caller()))
+        return buffer, 0
 
     def _alias(self, op, operands, arrays, attrs, output):
         """Whether ``output`` is read where it lies in its input's buffer, a result's, from

@@ -239,13 +239,16 @@ def test_every_linalg_op_is_checked():
     checked = {case.name for case in CASES}
     linalg = {name for name in family_ops()
               if type(REGISTRY[name]).__module__.startswith("autograd_nb.ops.linalg")}
-    assert linalg - checked - set(ELSEWHERE) == {"_lu"}  # (its rule: the next test)
+    # (their rules: the next test)
+    assert linalg - checked - set(ELSEWHERE) == {"_lu", "_slogdet_sign"}
 
 
 def test_lu_factors_carry_no_tangent():
     a = conditioned(rng_for(0), (3, 3))
     lu = call("_lu", a)
     assert RULES["_lu"]([call("astype", a, dtype=a.dtype)], [a], lu, {}) is None
+    sign = call("_slogdet_sign", lu)
+    assert RULES["_slogdet_sign"]([None], [lu], sign, {}) is None
 
 
 BATCHED_CASES = real_cases((2,)) + complex_cases((2,))

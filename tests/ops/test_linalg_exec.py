@@ -1,5 +1,5 @@
 """The compiled executor's drivers of ``anb.linalg`` (``_lu_solve``, ``_slogdet``, ``_det``,
-``_cholesky``; ops/linalg_lu.py, linalg_det.py and linalg_cholesky.py) against the Python
+``_cholesky``, ``_eigh``, ``_svd``, ``_qr``, ``_pinv``; ops/linalg_*.py) against the Python
 walk over the same kernels (``config.COMPILED_BACKWARD = False``): the same bits, batched and
 not, float32 and float64, from LU's factors and from Cholesky's (symmetric positive-definite
 matrices), one backward and ``is_grads_batched``; and the kernels of ``_lapack`` behind them,
@@ -59,6 +59,18 @@ CASES = {
     "cholesky": (lambda a: anb.linalg.cholesky(a), lambda batch, n: [spd(batch, n)]),
     "cholesky-upper": (lambda a: anb.linalg.cholesky(a, upper=True),
                        lambda batch, n: [spd(batch, n)]),
+    "eigh": (lambda a: anb.linalg.eigh(a)[0] + anb.linalg.eigh(a)[1][..., 0, :],
+             lambda batch, n: [spd(batch, n)]),
+    "svd": (lambda a: anb.linalg.svd(a, full_matrices=False)[1]
+            + anb.linalg.svd(a, full_matrices=False)[2][..., 0, :],
+            lambda batch, n: [RNG.standard_normal(batch + (n + 2, n))]),
+    "qr": (lambda a: anb.linalg.qr(a)[1], lambda batch, n: [RNG.standard_normal(batch + (n, n))]),
+    "qr-tall": (lambda a: anb.linalg.qr(a)[0],
+                lambda batch, n: [RNG.standard_normal(batch + (n + 2, n))]),
+    "qr-wide": (lambda a: anb.linalg.qr(a)[1],
+                lambda batch, n: [RNG.standard_normal(batch + (n, n + 2))]),
+    "pinv": (lambda a: anb.linalg.pinv(a),
+             lambda batch, n: [RNG.standard_normal(batch + (n + 2, n))]),
 }
 
 
@@ -114,7 +126,7 @@ def test_compiled_backward_gives_the_walks_bits(monkeypatch, executions, name, n
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("name", ["solve", "solve-spd", "slogdet", "slogdet-spd", "det",
-                                  "cholesky"])
+                                  "cholesky", "eigh", "svd", "qr", "pinv"])
 @pytest.mark.compiled_only
 def test_grads_batched_give_the_walks_bits(monkeypatch, executions, name, dtype):
     function, make = CASES[name]

@@ -137,6 +137,12 @@ def _lu_jvp(tangents, primals, output, attrs):
     return None
 
 
+@jvp_rule("_slogdet_sign")
+def _slogdet_sign_jvp(tangents, primals, output, attrs):
+    # Piecewise constant (and read from the factors, which carry no tangent).
+    return None
+
+
 @jvp_rule("_lu_solve")
 def _lu_solve_jvp(tangents, primals, output, attrs):
     da, _, db = tangents
