@@ -385,12 +385,62 @@ def _made(trace, body, carry, xs, x_slices, n, reverse, grad):
     made.reverse = reverse
     made.standins = standins
     made.ys_shapes = [t.shape for t in outputs[n_carry:]]
-    made.layout = _Layout(made, carry, xs)
     made.edges = _edges(made, carry, xs, grad)
-    made.backward = _lower_backward(made, carry, xs) if made.edges else None
-    made.layout.n_consts = len(body_program.consts)
-    made.forward_ints = made.layout.forward_ints(made.backward is not None)
+    lowered = _lower_backward(made) if made.edges else None
+    kept = _keep_per_trip(made, set() if lowered is None else lowered[0].reads,
+                          None if lowered is None else lowered[1])
+    made.layout = _Layout(made, carry, xs, kept)
+    made.backward = None if lowered is None else _describe(made, *lowered, xs)
+    made.forward_ints = made.layout.forward_ints()
     return made
+
+
+def _keep_per_trip(made, reads, backward_table):
+    """Split the body's arena in two objects: the values its backward reads, packed, one
+    copy per trip (object 0), and the others, one copy for all trips (the object after the
+    constants); the tables' values moved there. The per-trip bytes."""
+    program, sub = made.program, made.sub
+    places = sorted({(program.arena_offsets[index], sub.arena_buffers[index].array.nbytes)
+                     for kind, index in reads if kind == "arena"})
+    starts, ends, moved = [], [], []
+    at = 0
+    for start, n_bytes in places:
+        if starts and start < ends[-1]:  # (one place named twice, or overlapping)
+            ends[-1] = max(ends[-1], start + n_bytes)
+            continue
+        starts.append(start)
+        ends.append(start + n_bytes)
+        moved.append(at)
+        at = _round(at + n_bytes)
+    shared = program.const_base + len(program.consts)
+    starts_array, ends_array = np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64)
+    moved_array = np.array(moved, dtype=np.int64)
+
+    def move(values, all_kept):
+        arena = np.flatnonzero(values[:, machine.OBJECT] == 0)
+        offsets = values[arena, machine.OFFSET]
+        place = np.searchsorted(starts_array, offsets, side="right") - 1
+        inside = place >= 0
+        inside[inside] = offsets[inside] < ends_array[place[inside]]
+        if all_kept and not inside.all():
+            raise _Refused  # (a value the body's forward does not keep)
+        values[arena[inside], machine.OFFSET] = (moved_array[place[inside]]
+                                                 + offsets[inside] - starts_array[place[inside]])
+        values[arena[~inside], machine.OBJECT] = shared
+
+    move(machine.sections(program.forward_table).values, False)
+    if backward_table is not None:
+        move(machine.sections(backward_table).values, True)
+    made.relocate = lambda offset: _relocated(offset, starts, ends, moved)
+    return at
+
+
+def _relocated(offset, starts, ends, moved):
+    """``(per trip, offset)`` of the arena's byte ``offset`` after ``_keep_per_trip``."""
+    for start, end, at in zip(starts, ends, moved):
+        if start <= offset < end:
+            return True, at + offset - start
+    return False, offset
 
 
 def _same(a, b):
@@ -413,9 +463,10 @@ def _same(a, b):
 
 class _Layout:
     """Where the loop's values lie in its buffer (bytes): the outputs (the last carry, the
-    ``ys``), then each carry's stack of ``n + 1``, then the body's arena per trip."""
+    ``ys``), then each carry's stack of ``n + 1``, the body's arena values that no backward
+    reads (one copy), and those it reads, one copy per trip (``_keep_per_trip``)."""
 
-    def __init__(self, made, carry, xs):
+    def __init__(self, made, carry, xs, kept_bytes):
         program, n = made.program, made.n
         itemsize = made.dtype.itemsize
         self.carry_bytes = [t._data.nbytes for t in carry]
@@ -435,16 +486,18 @@ class _Layout:
         for b in self.carry_bytes:
             self.stacks.append(at)
             at += _round((n + 1) * b)
+        self.shared = at
+        at += _round(program.arena_bytes)
         self.arena = at
-        self.arena_bytes = _round(program.arena_bytes)
-        self.total = at + n * self.arena_bytes
+        self.arena_bytes = kept_bytes
+        self.total = at + n * kept_bytes
         self.x_bytes = [x._data[0].nbytes for x in xs]
-        self.outputs_at = [o[1] for o in program.outputs]
+        self.outputs_at = [made.relocate(o[1]) for o in program.outputs]
         self.n_carry = made.n_carry
         self.n = n
         self.reverse = made.reverse
-        self.n_inputs = program.n_inputs
         self.n_externals = len(program.externals)
+        self.n_consts = len(program.consts)
 
     def x_start_step(self, j):
         b = self.x_bytes[j]
@@ -454,7 +507,14 @@ class _Layout:
         b = self.y_bytes[m]
         return (self.ys[m] + (self.n - 1) * b, -b) if self.reverse else (self.ys[m], b)
 
-    def forward_ints(self, keep):
+    def output(self, k):
+        """``(start, step)`` in the loop's buffer of the body's output ``k``."""
+        per_trip, offset = self.outputs_at[k]
+        if per_trip:
+            return self.arena + offset, self.arena_bytes
+        return self.shared + offset, 0
+
+    def forward_ints(self):
         """The forward driver's ints (``forward_driver``): operands ``0`` the body's table,
         ``1`` its floats, then the carry, ``xs``, the outside tensors, the constants, and
         the loop's buffer last."""
@@ -463,8 +523,7 @@ class _Layout:
         external_op = x_op + n_x
         const_op = external_op + self.n_externals
         out = const_op + self.n_consts
-        arena_step = self.arena_bytes if keep else 0
-        objects = [(_OPERAND, out, self.arena, arena_step)]
+        objects = [(_OPERAND, out, self.arena, self.arena_bytes)]
         for k in range(n_carry):
             objects.append((_OPERAND, out, self.stacks[k], self.carry_bytes[k]))
         for j in range(n_x):
@@ -473,16 +532,16 @@ class _Layout:
             objects.append((_OPERAND, external_op + e, 0, 0))
         for c in range(self.n_consts):
             objects.append((_OPERAND, const_op + c, 0, 0))
+        objects.append((_OPERAND, out, self.shared, 0))
         ints = [self.n, len(objects)]
         for d in objects:
             ints.extend((*d, -1, 0, 0, 0))
         before = [(carry_op + k, 0, 0, out, self.stacks[k], 0, b)
                   for k, b in enumerate(self.carry_bytes)]
-        each = [(out, self.arena + self.outputs_at[k], arena_step, out,
-                 self.stacks[k] + b, b, b) for k, b in enumerate(self.carry_bytes)]
+        each = [(out, *self.output(k), out, self.stacks[k] + b, b, b)
+                for k, b in enumerate(self.carry_bytes)]
         for m, b in enumerate(self.y_bytes):
-            each.append((out, self.arena + self.outputs_at[n_carry + m], arena_step, out,
-                         *self.y_start_step(m), b))
+            each.append((out, *self.output(n_carry + m), out, *self.y_start_step(m), b))
         after = [(out, self.stacks[k] + self.n * b, 0, out, self.final[k], 0, b)
                  for k, b in enumerate(self.carry_bytes)]
         for copies in (before, each, after):
@@ -573,13 +632,13 @@ class _BodyPlaces(executor.Places):
         return program.location(buffer, offset)
 
 
-def _lower_backward(made, carry, xs):
+def _lower_backward(made):
     """The body's backward, from all its outputs at once, lowered per trip (see the module
     docstring): a :class:`_Backward`."""
     program, sub = made.program, made.sub
     dtype = made.dtype
     standins = made.standins
-    n_carry = len(carry)
+    n_carry = made.n_carry
     roots = [(m, t) for m, t in enumerate(made.outputs) if t._node is not None]
     targets = []  # (edge of the body's graph, kind, index)
     for k, s in enumerate(standins[:n_carry]):
@@ -609,10 +668,10 @@ def _lower_backward(made, carry, xs):
     if not {r for r in places.reads if r[0] == "arena"} <= kept:
         raise _Refused  # (a value the body's forward does not keep)
     table, floats = places.builder.tables()
-    return _describe(made, places, table, floats, roots, targets, carry, xs)
+    return places, table, floats, roots, targets
 
 
-def _describe(made, places, table, floats, roots, targets, carry, xs):
+def _describe(made, places, table, floats, roots, targets, xs):
     """Number the backward's own objects after the body's and describe every object for
     ``backward_driver``: operand names are resolved per spec (``_Backward.spec``)."""
     program, layout = made.program, made.layout
@@ -635,6 +694,7 @@ def _describe(made, places, table, floats, roots, targets, carry, xs):
         objects.append((_OPERAND, external_op + e, 0, 0, None, 0))
     for c in range(len(program.consts)):
         objects.append((_OPERAND, const_op + c, 0, 0, None, 0))
+    objects.append((_OPERAND, buffer_op, layout.shared, 0, None, 0))
     first_own = len(objects)
     scratch = _round(places.body_scratch)
     by_target = {id(edge): (kind, index) for edge, kind, index in targets}
