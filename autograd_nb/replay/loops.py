@@ -673,77 +673,90 @@ def _lower_backward(made):
 
 def _describe(made, places, table, floats, roots, targets, xs):
     """Number the backward's own objects after the body's and describe every object for
-    ``backward_driver``: operand names are resolved per spec (``_Backward.spec``)."""
+    ``backward_driver`` (targets are resolved per spec: ``_Backward.spec``)."""
     program, layout = made.program, made.layout
-    n_carry = made.n_carry
-    itemsize = made.dtype.itemsize
-    # The saved arrays of the node: the loop's buffer, xs, the outside tensors (operands
-    # 3, 4, ... of the driver: 0 the gradient, 1 the table, 2 its floats).
-    buffer_op, x_op = 3, 4
-    external_op = x_op + len(xs)
     n_saved = 1 + len(xs) + len(program.externals)
-    const_op = 3 + n_saved
-    arena_step = layout.arena_bytes
-    edge_number = {(kind, index): k for k, (kind, index, _) in enumerate(made.edges)}
-    objects = [(_OPERAND, buffer_op, layout.arena, arena_step, None, 0)]
-    for k in range(n_carry):
+    if 3 + n_saved + len(program.consts) + len(made.edges) > _MAX_OPERANDS:
+        raise _Refused
+    objects = _body_objects(made, len(xs))
+    first_own = len(objects)
+    # The scratch: the backward's own arena, two gradients per carry (this trip's and the
+    # next's), a gradient per slice of xs.
+    scratch = _round(places.body_scratch)
+    carry_at = np.cumsum([scratch] + [2 * _round(b) for b in layout.carry_bytes]).tolist()
+    x_at = np.cumsum([carry_at[-1]] + [_round(b) for b in layout.x_bytes]).tolist()
+    own = _OwnObjects(made, roots, targets, carry_at, x_at)
+    for description in places.extra:
+        objects.append(own.describe(description, len(objects)))
+    values = machine.sections(table).values
+    numbered = values[:, machine.OBJECT] < 0
+    values[numbered, machine.OBJECT] = first_own - 1 - values[numbered, machine.OBJECT]
+    clears = [t._data.nbytes for _, _, t in made.edges]
+    return _Backward(table, floats, list(program.consts), made.dtype, made.n, x_at[-1],
+                     objects, clears, own.adds, n_saved)
+
+
+def _body_objects(made, n_x):
+    """The body's forward objects as the VJP driver sees them: its operands ``3`` the
+    loop's buffer, then ``xs``, the outside tensors and the constants (``0`` is the
+    gradient, ``1`` and ``2`` the table and its floats)."""
+    program, layout = made.program, made.layout
+    buffer_op, x_op = 3, 4
+    external_op = x_op + n_x
+    const_op = external_op + len(program.externals)
+    objects = [(_OPERAND, buffer_op, layout.arena, layout.arena_bytes, None, 0)]
+    for k in range(made.n_carry):
         objects.append((_OPERAND, buffer_op, layout.stacks[k], layout.carry_bytes[k], None, 0))
-    for j in range(len(xs)):
+    for j in range(n_x):
         objects.append((_OPERAND, x_op + j, *layout.x_start_step(j), None, 0))
     for e in range(len(program.externals)):
         objects.append((_OPERAND, external_op + e, 0, 0, None, 0))
     for c in range(len(program.consts)):
         objects.append((_OPERAND, const_op + c, 0, 0, None, 0))
     objects.append((_OPERAND, buffer_op, layout.shared, 0, None, 0))
-    first_own = len(objects)
-    scratch = _round(places.body_scratch)
-    by_target = {id(edge): (kind, index) for edge, kind, index in targets}
-    clears = [0] * len(made.edges)
-    for k, (kind, index, t) in enumerate(made.edges):
-        clears[k] = t._data.nbytes
-    adds = []
-    for description in places.extra:
+    return objects
+
+
+class _OwnObjects:
+    """The descriptions of the backward's own objects (:class:`_BodyPlaces`' ``extra``),
+    and the slices' gradients to add into ``xs``'s after each trip (``adds``)."""
+
+    def __init__(self, made, roots, targets, carry_at, x_at):
+        self.made = made
+        self.roots = roots
+        self.by_target = {id(edge): (kind, index) for edge, kind, index in targets}
+        self.edge_number = {(kind, index): k for k, (kind, index, _) in enumerate(made.edges)}
+        self.carry_at = carry_at
+        self.x_at = x_at
+        self.adds = []
+
+    def describe(self, description, number):
+        layout = self.made.layout
         what = description[0]
         if what == "scratch":
-            objects.append((_SCRATCH, 0, 0, 0, None, 0))
-        elif what == "seed":
-            m = roots[description[1]][0]
-            if m < n_carry:  # the gradient of the carry out: the next trip's carry in
-                b = layout.carry_bytes[m]
-                at = scratch + 2 * sum(_round(x) for x in layout.carry_bytes[:m])
-                objects.append((_PINGPONG_NEXT, 0, at, _round(b),
-                                (_LAST, None, 0, layout.final[m]), 0))
-            else:
-                objects.append((_OPERAND, 0, *layout.y_start_step(m - n_carry), None, 0))
-        else:
-            kind, index = by_target[description[1]]
-            if kind == "carry":  # this trip's carry in: the init's target on the first
-                b = layout.carry_bytes[index]
-                at = scratch + 2 * sum(_round(x) for x in layout.carry_bytes[:index])
-                number = edge_number.get(("carry", index))
-                objects.append((_PINGPONG, 0, at, _round(b),
-                                (_FIRST, number, -1, 0), b))
-            elif kind == "x":  # this trip's slice: its own slot, then added into xs's
-                b = layout.x_bytes[index]
-                at = scratch + 2 * sum(_round(x) for x in layout.carry_bytes) + sum(
-                    _round(x) for x in layout.x_bytes[:index])
-                objects.append((_SCRATCH, 0, at, 0, None, b))
-                number = edge_number.get(("x", index))
-                if number is not None:
-                    start, step = layout.x_start_step(index)
-                    adds.append((len(objects) - 1, number, start, step, b // itemsize))
-            else:
-                objects.append(("target", edge_number[("external", index)], 0, 0, None,
-                                program.externals[index]._data.nbytes))
-    scratch_bytes = (scratch + 2 * sum(_round(x) for x in layout.carry_bytes)
-                     + sum(_round(x) for x in layout.x_bytes))
-    values = machine.sections(table).values
-    own = values[:, machine.OBJECT] < 0
-    values[own, machine.OBJECT] = first_own - 1 - values[own, machine.OBJECT]
-    if 3 + n_saved + len(program.consts) + len(made.edges) > _MAX_OPERANDS:
-        raise _Refused
-    return _Backward(table, floats, list(program.consts), made.dtype, made.n, scratch_bytes,
-                     objects, clears, adds, n_saved)
+            return (_SCRATCH, 0, 0, 0, None, 0)
+        if what == "seed":
+            m = self.roots[description[1]][0]
+            if m >= self.made.n_carry:  # a y's gradient: its slice of the loop's gradient
+                return (_OPERAND, 0, *layout.y_start_step(m - self.made.n_carry), None, 0)
+            # The carry out's: the next trip's carry in's, the loop's gradient on the last.
+            return (_PINGPONG_NEXT, 0, self.carry_at[m], _round(layout.carry_bytes[m]),
+                    (_LAST, None, 0, layout.final[m]), 0)
+        kind, index = self.by_target[description[1]]
+        number_of = self.edge_number.get((kind, index))
+        if kind == "carry":  # this trip's carry in: the init's target on the first trip
+            b = layout.carry_bytes[index]
+            return (_PINGPONG, 0, self.carry_at[index], _round(b), (_FIRST, number_of, -1, 0),
+                    b)
+        if kind == "x":  # this trip's slice: its own slot, then added into xs's gradient
+            b = layout.x_bytes[index]
+            if number_of is not None:
+                start, step = layout.x_start_step(index)
+                self.adds.append((number, number_of, start, step,
+                                  b // self.made.dtype.itemsize))
+            return (_SCRATCH, 0, self.x_at[index], 0, None, b)
+        return ("target", number_of, 0, 0, None,
+                self.made.program.externals[index]._data.nbytes)
 
 
 def _emit(trace, made, carry, xs):
