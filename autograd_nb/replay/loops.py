@@ -141,7 +141,6 @@ def backward_driver(operands, ints, floats, like):
     table = _pointers.array_at(operands[1], machine.table_size(table), table)
     body_floats = _pointers.float_view(operands[2])
     scratch_array = np.zeros(max(scratch_bytes, 1), dtype=np.uint8)
-    scratch = scratch_array.ctypes.data
     n_clear = ints[at]
     for c in range(n_clear):
         d = at + 1 + 2 * c
@@ -150,6 +149,9 @@ def backward_driver(operands, ints, floats, like):
     n_add = ints[at]
     add_at = at + 1
     for i in range(n - 1, -1, -1):
+        # (its address read here, every trip: an array numba sees unused after a line is
+        # freed there, and the next allocation would take its memory)
+        scratch = scratch_array.ctypes.data
         bases = _bases(ints, objects_at, n_objects, operands, scratch, i, n)
         for o in range(n_objects):  # (the gradients of this trip's carry and slices)
             d = objects_at + o * 8
@@ -221,7 +223,7 @@ class Loop(Op):
         g = np.ascontiguousarray(grad_output, dtype=dtype).reshape(-1)
         targets = [np.ascontiguousarray(t) for t in grad_inputs]
         arrays = [g, parts.table, parts.floats, *saved.inputs, *parts.consts, *targets]
-        _, ints, _, _ = parts.spec(None, ks, (False,) * len(ks))
+        ints = parts.spec(None, ks, (False,) * len(ks)).ints
         operands = np.array([a.ctypes.data for a in arrays], dtype=np.int64)
         entry = _pointers.entry_address(backward_driver, dtype)
         _pointers._call_once(entry, operands, np.array(ints + (0,), dtype=np.int64),

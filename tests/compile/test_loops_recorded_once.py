@@ -202,3 +202,40 @@ def test_a_carry_changing_dtype_raises_inside_compile_too():
     compiled = anb.compile(lambda h: anb.scan(lambda c, x: (c > 0, c), h, length=2))
     with pytest.raises(TypeError, match="float64.*bool"):
         compiled(anb.tensor([1.0, 2.0]))
+
+
+@pytest.mark.parametrize("compiled_backward", [True, False])
+def test_a_recorded_loop_in_a_signature_that_then_runs_eagerly(compiled_backward, monkeypatch):
+    """A value read after the loop makes the signature eager: the recording call's result
+    holds the loop's node, whose VJP (the compiled executor's row, or the Python walk's
+    call) gives eager's gradients."""
+    monkeypatch.setattr(anb.config, "COMPILED_BACKWARD", compiled_backward)
+    h0, xs, w, m = _data(3, 4)
+    body = _body([0, 1], w, m)
+
+    def loss(h0, xs):
+        (h, total), ys = anb.scan(body, (h0, anb.tensor(0.0)), xs)
+        out = (h * h).sum() + total + ys.sum()
+        return out * 2.0 if float(out) > 0 else out
+
+    expected = loss(h0, xs)
+    wrt = [h0, xs, w, m]
+    with pytest.warns(anb.CompileWarning, match="reached Python"):
+        out = anb.compile(loss)(h0, xs)
+    assert _has_loop_node(out)
+    _same([out], [expected])
+    _same(anb.grad(out, wrt, retain_graph=True), anb.grad(expected, wrt, retain_graph=True))
+    _same(anb.grad(out, [w]), anb.grad(expected, [w]))  # (one input: its VJP alone)
+
+
+def _has_loop_node(tensor):
+    stack, seen = [tensor._node], set()
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen or not hasattr(node, "edges"):
+            continue
+        seen.add(id(node))
+        if isinstance(node.op, loops.Loop):
+            return True
+        stack.extend(node.edges)
+    return False
