@@ -3,7 +3,9 @@
 
 They run eagerly: the body runs once per step and its ops are recorded as any others, so
 backward walks the steps in reverse (``while_loop`` included: its trip count is known once
-the forward has run). Inside ``anb.compile`` a loop unrolls into the recorded program.
+the forward has run). Inside ``anb.compile`` a ``scan`` or ``fori_loop`` body is recorded once
+(:mod:`autograd_nb.replay.loops`) where it can be, and the loop unrolls into the recorded
+program where it cannot (``while_loop`` always does, a guard per step).
 ``scan(..., checkpoint=...)`` keeps fewer steps' values and recomputes the rest in backward
 (:func:`autograd_nb.checkpoint` around segments of steps).
 
