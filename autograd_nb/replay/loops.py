@@ -66,9 +66,21 @@ def _round(n_bytes):
 
 
 @njit(cache=True, nogil=True)
-def _bases(ints, at, n_objects, operands, scratch, i, n):
-    """The address of each object of a driver's description at trip ``i``."""
-    bases = np.empty(n_objects, dtype=np.int64)
+def _trip_pointers(table, ints, at, n_objects, operands, scratch, i, n, bases, pointers):
+    """Fill ``bases`` and ``pointers`` (the address of each object of a driver's
+    description, and of each value of ``table``) for trip ``i``: arrays made once per run,
+    not per trip (``machine.value_pointers`` makes its own)."""
+    _bases(ints, at, n_objects, operands, scratch, i, n, bases)
+    values_at = machine.HEADER + table[0] * machine.ROW
+    for v in range(table[1]):
+        place = values_at + v * machine.VALUE
+        pointers[v] = bases[table[place + machine.OBJECT]] + table[place + machine.OFFSET]
+
+
+@njit(cache=True, nogil=True)
+def _bases(ints, at, n_objects, operands, scratch, i, n, bases):
+    """The address of each object of a driver's description at trip ``i``, into
+    ``bases``."""
     for o in range(n_objects):
         d = at + o * 8
         kind, operand, start, step = ints[d], ints[d + 1], ints[d + 2], ints[d + 3]
@@ -83,7 +95,6 @@ def _bases(ints, at, n_objects, operands, scratch, i, n):
             bases[o] = scratch + start + (i % 2) * step
         else:
             bases[o] = scratch + start + ((i + 1) % 2) * step
-    return bases
 
 
 @njit(cache=True, nogil=True)
@@ -113,9 +124,11 @@ def forward_driver(operands, ints, floats, like):
     n_each = ints[at]
     each_at = at + 1
     at += 1 + 7 * n_each
+    bases = np.empty(n_objects, dtype=np.int64)
+    pointers = np.empty(table[1], dtype=np.int64)
     for i in range(n):
-        bases = _bases(ints, objects_at, n_objects, operands, 0, i, n)
-        machine.walk(table, machine.value_pointers(table, bases), body_floats)
+        _trip_pointers(table, ints, objects_at, n_objects, operands, 0, i, n, bases, pointers)
+        machine.walk(table, pointers, body_floats)
         for c in range(n_each):
             d = each_at + 7 * c
             _copy(operands[ints[d]] + ints[d + 1] + i * ints[d + 2],
@@ -148,18 +161,21 @@ def backward_driver(operands, ints, floats, like):
     at += 1 + 2 * n_clear
     n_add = ints[at]
     add_at = at + 1
+    bases = np.empty(n_objects, dtype=np.int64)
+    pointers = np.empty(table[1], dtype=np.int64)
     for i in range(n - 1, -1, -1):
         # (its address read here, every trip: an array numba sees unused after a line is
         # freed there, and the next allocation would take its memory)
         scratch = scratch_array.ctypes.data
-        bases = _bases(ints, objects_at, n_objects, operands, scratch, i, n)
+        _trip_pointers(table, ints, objects_at, n_objects, operands, scratch, i, n, bases,
+                       pointers)
         for o in range(n_objects):  # (the gradients of this trip's carry and slices)
             d = objects_at + o * 8
             clear = ints[d + 7]
             if clear and not (ints[d + 4] >= 0 and ((ints[d + 6] == 1 and i == n - 1)
                                                     or (ints[d + 6] == 2 and i == 0))):
                 _pointers.array_at(bases[o], clear, _BYTES)[:] = 0
-        machine.walk(table, machine.value_pointers(table, bases), body_floats)
+        machine.walk(table, pointers, body_floats)
         for c in range(n_add):
             d = add_at + 5 * c
             count = ints[d + 4]
