@@ -98,9 +98,20 @@ def _bases(ints, at, n_objects, operands, scratch, i, n, bases):
 
 
 @njit(cache=True, nogil=True)
-def _copy(source, target, n_bytes):
-    _pointers.array_at(target, n_bytes, _BYTES)[:] = _pointers.array_at(source, n_bytes,
-                                                                          _BYTES)
+def _copy(source, target, n_bytes, like):
+    """``n_bytes`` (a multiple of ``like``'s itemsize) from ``source`` to ``target``, a loop
+    over elements: a slice assignment of bytes ran byte by byte, about 1 µs per KiB."""
+    n = n_bytes // like.itemsize
+    from_array = _pointers.array_at(source, n, like)
+    to_array = _pointers.array_at(target, n, like)
+    for j in range(n):
+        to_array[j] = from_array[j]
+
+
+@njit(cache=True, nogil=True)
+def _clear(address, n_bytes, like):
+    """``n_bytes`` (a multiple of ``like``'s itemsize) at ``address`` set to zero."""
+    _pointers.array_at(address, n_bytes // like.itemsize, like)[:] = 0
 
 
 @njit(cache=True, nogil=True)
@@ -119,7 +130,7 @@ def forward_driver(operands, ints, floats, like):
     for c in range(n_before):
         d = at + 1 + 7 * c
         _copy(operands[ints[d]] + ints[d + 1], operands[ints[d + 3]] + ints[d + 4],
-              ints[d + 6])
+              ints[d + 6], like)
     at += 1 + 7 * n_before
     n_each = ints[at]
     each_at = at + 1
@@ -132,12 +143,12 @@ def forward_driver(operands, ints, floats, like):
         for c in range(n_each):
             d = each_at + 7 * c
             _copy(operands[ints[d]] + ints[d + 1] + i * ints[d + 2],
-                  operands[ints[d + 3]] + ints[d + 4] + i * ints[d + 5], ints[d + 6])
+                  operands[ints[d + 3]] + ints[d + 4] + i * ints[d + 5], ints[d + 6], like)
     n_after = ints[at]
     for c in range(n_after):
         d = at + 1 + 7 * c
         _copy(operands[ints[d]] + ints[d + 1], operands[ints[d + 3]] + ints[d + 4],
-              ints[d + 6])
+              ints[d + 6], like)
 
 
 @njit(cache=True, nogil=True)
@@ -157,7 +168,7 @@ def backward_driver(operands, ints, floats, like):
     n_clear = ints[at]
     for c in range(n_clear):
         d = at + 1 + 2 * c
-        _pointers.array_at(operands[ints[d]], ints[d + 1], _BYTES)[:] = 0
+        _clear(operands[ints[d]], ints[d + 1], like)
     at += 1 + 2 * n_clear
     n_add = ints[at]
     add_at = at + 1
@@ -174,7 +185,7 @@ def backward_driver(operands, ints, floats, like):
             clear = ints[d + 7]
             if clear and not (ints[d + 4] >= 0 and ((ints[d + 6] == 1 and i == n - 1)
                                                     or (ints[d + 6] == 2 and i == 0))):
-                _pointers.array_at(bases[o], clear, _BYTES)[:] = 0
+                _clear(bases[o], clear, like)
         machine.walk(table, pointers, body_floats)
         for c in range(n_add):
             d = add_at + 5 * c
