@@ -416,6 +416,7 @@ def _made(trace, body, carry, xs, x_slices, n, reverse, grad):
     made.ys_shapes = [t.shape for t in outputs[n_carry:]]
     made.edges = _edges(made, carry, xs, grad)
     lowered = _lower_backward(made) if made.edges else None
+    _carry_in_place(made, None if lowered is None else lowered[1])
     kept = _keep_per_trip(made, set() if lowered is None else lowered[0].reads,
                           None if lowered is None else lowered[1])
     made.layout = _Layout(made, carry, xs, kept)
@@ -424,13 +425,33 @@ def _made(trace, body, carry, xs, x_slices, n, reverse, grad):
     return made
 
 
+def _carry_in_place(made, backward_table):
+    """Let the body write each carry out where the next trip reads its carry in (the next
+    slot of the carry's stack): the values of the carry out's place in the body's arena
+    moved there, in both tables, so that no trip copies its carry."""
+    program = made.program
+    tables = [program.forward_table] + ([] if backward_table is None else [backward_table])
+    for k in range(made.n_carry):
+        start = program.outputs[k][1]
+        n_bytes = made.outputs[k]._data.nbytes
+        for table in tables:
+            values = machine.sections(table).values
+            offsets = values[:, machine.OFFSET]
+            inside = (values[:, machine.OBJECT] == 0) & (offsets >= start) & (
+                offsets < start + n_bytes)
+            values[inside, machine.OFFSET] = offsets[inside] - start + n_bytes
+            values[inside, machine.OBJECT] = 1 + k
+
+
 def _keep_per_trip(made, reads, backward_table):
     """Split the body's arena in two objects: the values its backward reads, packed, one
     copy per trip (object 0), and the others, one copy for all trips (the object after the
     constants); the tables' values moved there. The per-trip bytes."""
     program, sub = made.program, made.sub
+    carries = {program.outputs[k][1] for k in range(made.n_carry)}  # (``_carry_in_place``)
     places = sorted({(program.arena_offsets[index], sub.arena_buffers[index].array.nbytes)
-                     for kind, index in reads if kind == "arena"})
+                     for kind, index in reads if kind == "arena"
+                     and program.arena_offsets[index] not in carries})
     starts, ends, moved = [], [], []
     at = 0
     for start, n_bytes in places:
@@ -567,8 +588,7 @@ class _Layout:
             ints.extend((*d, -1, 0, 0, 0))
         before = [(carry_op + k, 0, 0, out, self.stacks[k], 0, b)
                   for k, b in enumerate(self.carry_bytes)]
-        each = [(out, *self.output(k), out, self.stacks[k] + b, b, b)
-                for k, b in enumerate(self.carry_bytes)]
+        each = []  # (the carry out is written in its place: ``_carry_in_place``)
         for m, b in enumerate(self.y_bytes):
             each.append((out, *self.output(n_carry + m), out, *self.y_start_step(m), b))
         after = [(out, self.stacks[k] + self.n * b, 0, out, self.final[k], 0, b)
