@@ -11,11 +11,12 @@ backward table once per trip in reverse, both on the machine's loop
 (:func:`autograd_nb.engine.machine.walk`): no table grows with the trip count.
 
 The values of trip ``i`` are the body's values at a per-trip stride: each carry in a stack of
-``n + 1`` carries (trip ``i`` reads carry ``i``, its carry out is copied to carry ``i + 1``),
-each ``x`` a slice of ``xs``, each ``y`` a slice of the stacked ``ys``, the body's arena one
-per trip (kept for the backward: ``scan``'s ``checkpoint=None``; one for all trips where no
-gradient is taken). The tensors the body reads from outside (closures) are the same at every
-trip; their gradients add up across trips in the target, in eager's order.
+``n + 1`` carries (trip ``i`` reads carry ``i`` and writes its carry out as carry ``i + 1``),
+each ``x`` a slice of ``xs``, each ``y`` a slice of the stacked ``ys`` (copied there), the
+values of the body's arena that its backward reads one copy per trip (kept for the backward:
+``scan``'s ``checkpoint=None``), the others one copy for all trips. The tensors the body
+reads from outside (closures) are the same at every trip; their gradients add up across
+trips in the target, in eager's order.
 
 The loop's op has one result, ``outputs``: the last carry, then the ``ys``, one after the
 other; the carry and ``ys`` handed back are views of it (basic indexing and reshapes, which a

@@ -239,3 +239,22 @@ def _has_loop_node(tensor):
             return True
         stack.extend(node.edges)
     return False
+
+
+def test_a_scan_inside_a_scan_body_is_recorded_once_too():
+    h0, xs, w, m = _data(5, 5)
+    xss = anb.tensor(np.random.default_rng(5).normal(size=(4, 5, D)), requires_grad=True)
+
+    def inner(c, x):
+        return anb.tanh(c @ m + x), c * x
+
+    def outer(c, xs):
+        c2, ys = anb.scan(inner, c, xs)
+        return c2 * w, ys.sum()
+
+    def loss(h0, xss):
+        c, ys = anb.scan(outer, h0, xss)
+        return (c * c).sum() + ys.sum()
+
+    program = _program(_check(loss, (h0, xss), [h0, xss, w, m]))
+    assert _loops_in(program) == 1  # (the inner loop is a row of the outer body's table)
