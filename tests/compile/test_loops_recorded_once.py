@@ -258,3 +258,21 @@ def test_a_scan_inside_a_scan_body_is_recorded_once_too():
 
     program = _program(_check(loss, (h0, xss), [h0, xss, w, m]))
     assert _loops_in(program) == 1  # (the inner loop is a row of the outer body's table)
+
+
+def test_pytree_xs_and_ys_of_two_shapes_reversed():
+    rng = np.random.default_rng(1)
+    w = anb.tensor(rng.normal(size=D), requires_grad=True)
+
+    def body(c, x):
+        a = anb.tanh(c["h"] * w + x["u"]) - x["v"]
+        return {"h": a}, (a * 2.0, anb.sin(a).sum())
+
+    def loss(h0, u, v):
+        c, (y1, y2) = anb.scan(body, {"h": h0}, {"u": u, "v": v}, reverse=True)
+        return (c["h"] * c["h"]).sum() + (y1 * y1).sum() + y2.sum()
+
+    h0 = anb.tensor(rng.normal(size=D), requires_grad=True)
+    u = anb.tensor(rng.normal(size=(6, D)), requires_grad=True)
+    v = anb.tensor(rng.normal(size=(6, D)))
+    assert _loops_in(_program(_check(loss, (h0, u, v), [h0, u, w]))) == 1
