@@ -3,7 +3,9 @@
 
 They run eagerly: the body runs once per step and its ops are recorded as any others, so
 backward walks the steps in reverse (``while_loop`` included: its trip count is known once
-the forward has run). Inside ``anb.compile`` a loop unrolls into the recorded program.
+the forward has run). Inside ``anb.compile`` a ``scan`` or ``fori_loop`` body is recorded once
+(:mod:`autograd_nb.replay.loops`) where it can be, and the loop unrolls into the recorded
+program where it cannot (``while_loop`` always does, a guard per step).
 ``scan(..., checkpoint=...)`` keeps fewer steps' values and recomputes the rest in backward
 (:func:`autograd_nb.checkpoint` around segments of steps).
 
@@ -16,7 +18,8 @@ import numpy as np
 
 from .. import tape
 from ..ops.registry import FUNCTIONS
-from ..tensor import Tensor, as_tensor, zeros
+from ..replay import loops as _recorded
+from ..tensor import Tensor, active_trace, as_tensor, zeros
 from . import _tree
 from .checkpoint import checkpoint as _checkpoint
 
@@ -147,6 +150,10 @@ class _Scan:
             )
         return out_leaves, [_as_leaf(v) for v in y_leaves]
 
+    def body(self, carry, x_leaves):
+        """One step on lists of leaves, ``(carry, ys)`` (a loop recorded once calls it)."""
+        return self._one(list(carry), _tree.unflatten(self.x_structure, x_leaves))
+
     def _stack(self, ys, length):
         if not ys:
             return []
@@ -265,7 +272,13 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, checkpoint=None
     if n == 0:
         return _empty_scan(loop, carry, x_leaves)
     carry, xs_leaves = tuple(carry), tuple(x_leaves)
-    if checkpoint is None:
+    trace = active_trace() if checkpoint is None else None
+    recorded = None
+    if trace is not None:  # (inside anb.compile: the body recorded once, where it can be)
+        recorded = _recorded.record(trace, loop.body, carry, xs_leaves, n, loop.reverse)
+    if recorded is not None:
+        carry, ys = recorded
+    elif checkpoint is None:
         carry, ys = loop.segment(carry, xs_leaves, n)
     elif checkpoint == "binomial":
         carry, ys = loop.bisect(carry, xs_leaves, n)
@@ -339,6 +352,16 @@ def fori_loop(lower, upper, body_fun, init_val):
     """
     lower, upper = _index(lower, "lower"), _index(upper, "upper")
     leaves, structure = _carry_leaves(init_val)
+    trace = active_trace()
+    if trace is not None and upper > lower:  # (inside anb.compile, where it can be)
+
+        def body_at(i):
+            return lambda carry, _: (_step("fori_loop body", body_fun, structure, carry, i), ())
+
+        recorded = _recorded.record(trace, body_at(lower), leaves, (), upper - lower, False,
+                                    twin=body_at(lower + 1))
+        if recorded is not None:
+            return _tree.unflatten(structure, recorded[0])
     for i in range(lower, upper):
         leaves = _step("fori_loop body", body_fun, structure, leaves, i)
     return _tree.unflatten(structure, leaves)
