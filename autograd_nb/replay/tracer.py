@@ -40,6 +40,7 @@ import numpy as np
 from .. import config, engine, tape
 from ..engine import executor, machine
 from ..ops import _pointers
+from ..ops.registry import REGISTRY
 from ..tensor import Tensor
 from . import guards as guards_module
 
@@ -56,6 +57,9 @@ class _Local(threading.local):
 _local = _Local()
 _install_lock = threading.Lock()
 _active = [0]  # traces active in any thread (the recorder stays installed while positive)
+
+#: The op of a cast row (an operand promoted to another dtype inside an op: ``_cast``).
+_ASTYPE = REGISTRY["astype"]
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -241,9 +245,32 @@ class Trace:
                 found = self.find(array)
                 if found is not None:
                     return found
+            found = self._cast(tensor, array)
+            if found is not None:
+                return found
             self.refuse("an operand converted from a tensor (a dtype cast or a copy)")
             return None
         return self.const(array if saved else array.copy()), 0
+
+    def _cast(self, tensor, array):
+        """Where ``array``, ``tensor``'s values cast to another dtype by an op's ``prepare``
+        (float32 and float64 operands promoted), lives: a buffer of its own, made by a cast
+        row (``astype``'s forward driver) at this point of the program; None where it is not
+        such a cast, or the driver has no case for the two dtypes."""
+        data = tensor._data
+        source = self.find(data) if type(data) is np.ndarray else None
+        if (source is None or data.dtype == array.dtype or data.shape != array.shape
+                or not data.flags.c_contiguous):
+            return None
+        cast = _ASTYPE.forward_spec([data], {"dtype": array.dtype}, array)
+        if cast is None or not np.array_equal(data.astype(array.dtype), array,
+                                              equal_nan=array.dtype.kind in "fc"):
+            return None
+        buffer = Buffer(array, "arena", len(self.arena_buffers))
+        self.arena_buffers.append(buffer)
+        self.by_id[id(array)] = (buffer, 0)
+        self.events.append(Event(_ASTYPE, [source], buffer, cast, array.dtype))
+        return buffer, 0
 
     def refuse(self, why):
         if self.unsupported is None:
