@@ -2,8 +2,9 @@
 outputs are ordinary Tensors with a backward of one compiled call.
 
 Objects of a call, in order: the arena (every intermediate value, at fixed byte offsets), the
-buffers of fn's tensor arguments, of the tensors fn reached from outside (closures, globals,
-tensors it made), and the constants. The forward table, a table of
+buffers of fn's tensor arguments, of the tensors fn reached from outside (closures, globals),
+and the constants. (A tensor fn made from constants, ``anb.zeros``, is an arena value that a
+copy from a constant fills: ``Trace._met``.) The forward table, a table of
 :mod:`autograd_nb.engine.machine`, reads and writes them as its values, ``(object, offset)``.
 Each output's backward is the eager planner's schedule lowered into the call's places
 (:func:`autograd_nb.engine.executor.lower` with :class:`_CallPlaces`), a table of the same

@@ -5,7 +5,8 @@ seam of :mod:`autograd_nb.tensor`, its ``recorder`` slot (``tensor.set_recorder`
 is patched). With a recorder there, the eager fast paths take the general one, and
 ``tensor.apply`` tells this thread's trace each op it ran at the top level (:meth:`Trace.ran`:
 its inputs, its attributes and where its result lives), as the in-place updates tell theirs
-(:meth:`Trace.mark`, :meth:`Trace.wrote`, :meth:`Trace.copied`), the Tensor methods that turn
+(:meth:`Trace.mark`, :meth:`Trace.wrote`, :meth:`Trace.copied`), ``detach`` its source
+(:meth:`Trace.detached`), the Tensor methods that turn
 values into Python (``item``, ``numpy``, ``float()``, ...) and NumPy's functions without a
 gradient call :meth:`Trace.read_value`, a comparison operator calls :meth:`Trace.compared`
 and ``bool()`` :meth:`Trace.truth` (a branch: a guard, :mod:`.guards`, where it can be),
@@ -241,7 +242,7 @@ class Trace:
             return found
         if tensor is not None:
             if type(tensor._data) is np.ndarray and self.find(tensor._data) is None:
-                self.external(tensor)
+                self._met(tensor)
                 found = self.find(array)
                 if found is not None:
                     return found
@@ -251,6 +252,23 @@ class Trace:
             self.refuse("an operand converted from a tensor (a dtype cast or a copy)")
             return None
         return self.const(array if saved else array.copy()), 0
+
+    def _met(self, tensor):
+        """Register ``tensor``, met for the first time as an operand: a tensor fn made from
+        constants (``anb.zeros``: a state buffer it may then write in place) is a buffer of
+        each call's own, its first values copied in from a constant here in the program (a
+        replay must not see the values an earlier call wrote into it); a tensor from outside
+        fn is an outside tensor of the program, read afresh at each call."""
+        data = tensor._data
+        if id(tensor) not in self.created or not data.flags.c_contiguous:
+            self.external(tensor)
+            return
+        initial = self.const(data.copy())
+        buffer = Buffer(data, "arena", len(self.arena_buffers))
+        self.arena_buffers.append(buffer)
+        self.by_id[id(data)] = (buffer, 0)
+        self.events.append(Event(None, [(initial, 0), (buffer, 0)], None, data.nbytes,
+                                 data.dtype))
 
     def _cast(self, tensor, array):
         """Where ``array``, ``tensor``'s values cast to another dtype by an op's ``prepare``
@@ -288,6 +306,15 @@ class Trace:
     def made(self, tensor):
         """A Tensor was made (``Tensor._make``) while this thread records."""
         self.created.add(id(tensor))
+
+    def detached(self, tensor):
+        """``tensor.detach()``: a view of its buffer. One from outside fn becomes an outside
+        tensor of the program, so that a replay hands out a view of its buffer then, as fn
+        does (not a copy of its values now)."""
+        data = tensor._data
+        if (type(data) is np.ndarray and id(tensor) not in self.created
+                and self.find(data) is None):
+            self.external(tensor)
 
     def mark(self):
         """Where the program is, before an in-place update (for :meth:`wrote`)."""
@@ -421,7 +448,7 @@ class Trace:
                 self.refuse("a tensor on a GPU")
                 return None
             if self.find(tensor._data) is None:
-                self.external(tensor)
+                self._met(tensor)
         saved = node.saved_inputs if node is not None else None
         own = saved is not None and k < len(saved) and saved[k] is array
         return self.located(array, tensor, own)
