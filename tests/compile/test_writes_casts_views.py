@@ -203,8 +203,13 @@ def test_a_gradient_across_dtypes_still_runs_eagerly():
     b = anb.tensor(np.ones(3), requires_grad=True)
     with pytest.warns(CompileWarning, match="several dtypes"):
         anb.compile(fn)(a, b)
+    def round_trip(b):
+        return anb.sum(anb.sin(b.astype(np.float32)).astype(np.float64))
+
     with pytest.warns(CompileWarning, match="several dtypes"):
         anb.compile(cast_out)(b)
+    with pytest.warns(CompileWarning, match="gradients of float32 and float64"):
+        anb.compile(round_trip)(b)
 
 
 # -- outputs that are views of arguments ------------------------------------------------------
@@ -249,3 +254,20 @@ def test_a_buffer_made_inside_fn_starts_from_its_first_values_at_every_call():
     first = compiled(anb.tensor(1.0))[1]
     second = compiled(anb.tensor(2.0))[1]
     assert first.tolist() == [0.0, 1.0, 2.0] and second.tolist() == [0.0, 2.0, 4.0]
+
+
+def test_an_indexed_output_of_an_argument_has_the_eager_gradient():
+    def fn(x):
+        return x[1:], x[::-2] * 2.0
+
+    compiled = anb.compile(fn)
+    rng = np.random.default_rng(4)
+    for call in range(3):
+        data = rng.uniform(-1, 1, 5)
+        results = []
+        for f in (fn, compiled):
+            x = anb.tensor(data, requires_grad=True)
+            tail, flipped = f(x)
+            seeds = (anb.tensor(np.arange(4.0) + call), anb.tensor(np.ones(3)))
+            results.append(_bits([tail, flipped, *anb.grad((tail, flipped), x, seeds)]))
+        assert results[0] == results[1]
