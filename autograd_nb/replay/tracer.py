@@ -149,6 +149,9 @@ class Trace:
         self.value_dependent = None  # (what, file, line) of the first value read
         self.inputs = inputs
         self.writes = []  # the target Buffer of each in-place write (``record_copy``)
+        # The buffer of each tensor fn made from constants (``_met``) -> (the copy filling it,
+        # the constant it is filled from).
+        self.made_buffers = {}
         self.created = set()  # ids of the tensors made while recording (``made``)
         self.depth = 0  # (how deep in an op's own ``run``: not recorded there)
         # Branches on traced values become guards (:mod:`.guards`) where ``guarding``;
@@ -216,13 +219,16 @@ class Trace:
     def adopt_outputs(self, outputs):
         """Make each output tensor that fn neither received, computed, nor made (a closure's
         or global's tensor handed back as it is) an outside tensor of the program, so that a
-        replay returns that very tensor, as fn does, and not a copy of its values then."""
+        replay returns that very tensor, as fn does, and not a copy of its values then; and
+        settle the buffers of the tensors fn made (``_settle``)."""
         for leaf in outputs:
             if (not isinstance(leaf, Tensor) or id(leaf) in self.created
                     or id(leaf) in self.external_index or type(leaf._data) is not np.ndarray
                     or any(t is leaf for t in self.inputs) or self.find(leaf._data) is not None):
                 continue
             self.external(leaf)
+        if self.made_buffers:
+            self._settle(outputs)
 
     def const(self, array):
         self.consts.append(array)
@@ -267,8 +273,32 @@ class Trace:
         buffer = Buffer(data, "arena", len(self.arena_buffers))
         self.arena_buffers.append(buffer)
         self.by_id[id(data)] = (buffer, 0)
-        self.events.append(Event(None, [(initial, 0), (buffer, 0)], None, data.nbytes,
-                                 data.dtype))
+        copy = Event(None, [(initial, 0), (buffer, 0)], None, data.nbytes, data.dtype)
+        self.events.append(copy)
+        self.made_buffers[buffer] = (copy, initial)
+
+    def _settle(self, outputs):
+        """Each buffer of a tensor fn made from constants (``_met``) that fn neither wrote in
+        place nor handed out becomes the constant itself: no copy per call (a replay reads
+        the values it was made with, as the copy would give)."""
+        written = set(self.writes)
+        for leaf in outputs:
+            if isinstance(leaf, Tensor) and type(leaf._data) is np.ndarray:
+                found = self.find(leaf._data)
+                if found is not None:
+                    written.add(found[0])
+        frozen = {buffer: initial for buffer, (_, initial) in self.made_buffers.items()
+                  if buffer not in written}
+        if not frozen:
+            return
+        copies = {id(self.made_buffers[buffer][0]) for buffer in frozen}
+        self.events = [event for event in self.events if id(event) not in copies]
+        self.arena_buffers = [b for b in self.arena_buffers if b not in frozen]
+        for index, buffer in enumerate(self.arena_buffers):
+            buffer.index = index
+        for buffer, initial in frozen.items():
+            buffer.kind, buffer.index = "const", initial.index
+            self.buffers.append(buffer)  # (found by address as the buffers met are)
 
     def _cast(self, tensor, array):
         """Where ``array``, ``tensor``'s values cast to another dtype by an op's ``prepare``

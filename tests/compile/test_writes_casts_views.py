@@ -16,7 +16,9 @@ from hypothesis import strategies as st
 
 import autograd_nb as anb
 from autograd_nb import config, tiering
-from autograd_nb.replay import CompileWarning
+from autograd_nb.engine import machine
+from autograd_nb.ops import _pointers
+from autograd_nb.replay import CompileWarning, interpreter
 
 
 @pytest.fixture(autouse=True)
@@ -271,3 +273,27 @@ def test_an_indexed_output_of_an_argument_has_the_eager_gradient():
             seeds = (anb.tensor(np.arange(4.0) + call), anb.tensor(np.ones(3)))
             results.append(_bits([tail, flipped, *anb.grad((tail, flipped), x, seeds)]))
         assert results[0] == results[1]
+
+
+def _copy_rows(compiled):
+    """The copy rows of the forward table of the compiled function's one program."""
+    program = next(iter(compiled._programs.values())).program
+    table = machine.sections(program.forward_table)
+    copy = _pointers.entry_address(interpreter.copy_driver, np.dtype(np.float64))
+    return sum(1 for entry in table.rows[:, machine.ENTRY].tolist()
+               if entry != machine.ZERO and table.entries[entry] == copy)
+
+
+def test_a_constant_made_inside_fn_and_only_read_is_not_copied_at_each_call():
+    def read_only(x):
+        c = anb.full(x.shape, 0.5)
+        return x * c + c
+
+    def written(x):
+        c = anb.full(x.shape, 0.5)
+        c += x
+        return c * c
+
+    counts = [_copy_rows(_check(fn, lambda call: [np.arange(4.0) * call], wrt=[]))
+              for fn in (read_only, written)]
+    assert counts[0] == 0 and counts[1] >= 1  # (the written one: filled at each call)
