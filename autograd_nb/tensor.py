@@ -606,6 +606,10 @@ class Tensor:
         >>> x
         tensor([5., 1.], requires_grad=True)
         """
+        if recorder is not None:
+            trace = active_trace()
+            if trace is not None:
+                trace.detached(self)
         return Tensor._make(self._data, version=self._version)
 
     def requires_grad_(self, flag=True):

@@ -159,6 +159,12 @@ class OdeGuarded(_WorkloadSuite):
     params, param_names = _params_of(workload)
 
 
+class StateBuffer(_WorkloadSuite):
+    __doc__ = WORKLOADS["state_buffer"].description
+    workload = "state_buffer"
+    params, param_names = _params_of(workload)
+
+
 class Chain1000x16(_WithCollector, _WorkloadSuite):
     __doc__ = WORKLOADS["chain_1000x16"].description
     workload = "chain_1000x16"

@@ -1166,6 +1166,95 @@ def _(autograd, **_):
     return step
 
 
+# -- state_buffer: a time-stepping loop writing each step into a trajectory buffer -----------
+
+BUFFER_CELLS, BUFFER_STEPS, BUFFER_DT = 32, 50, 0.1
+
+state_buffer = Workload(
+    "state_buffer",
+    "a 1-D reaction-diffusion rod of 32 cells, 50 explicit steps each written into a "
+    "trajectory buffer (`u[i + 1] = ...`, a setitem with its gradient); gradient of the sum of "
+    "squares of the trajectory w.r.t. the initial state and the diffusivity",
+    params={},
+    compare=[{}],
+)
+
+
+def _buffer_data():
+    return seeded((BUFFER_CELLS,), seed=45, scale=0.5), np.full(BUFFER_CELLS, 0.8)
+
+
+def _buffer_step(ns, u, k, edge):
+    """One explicit step: diffusion with fixed ends (``edge``: a zero of one cell), a cubic
+    reaction."""
+    laplacian = ns.concatenate([edge, u[2:] - 2.0 * u[1:-1] + u[:-2], edge])
+    return u + BUFFER_DT * (k * laplacian - u * u * u)
+
+
+@state_buffer.eager_and_compiled
+def _(anb, trace, **_):
+    start, diffusivity = _buffer_data()
+    u0 = anb.tensor(start, requires_grad=True)
+    k = anb.tensor(diffusivity, requires_grad=True)
+    edge = anb.zeros(1)
+
+    def rollout(u0, k):
+        u = anb.zeros((BUFFER_STEPS + 1, BUFFER_CELLS))
+        u[0] = u0
+        for i in range(BUFFER_STEPS):
+            u[i + 1] = _buffer_step(anb, u[i], k, edge)
+        return anb.sum(u * u)
+
+    rollout = trace(rollout)
+
+    def step():
+        return [g.numpy() for g in anb.grad(rollout(u0, k), (u0, k))]
+
+    return step
+
+
+@state_buffer.variant("torch")
+def _(torch, **_):
+    start, diffusivity = _buffer_data()
+    u0 = torch.tensor(start, requires_grad=True)
+    k = torch.tensor(diffusivity, requires_grad=True)
+    edge = torch.zeros(1, dtype=torch.float64)
+
+    def step():
+        u = torch.zeros((BUFFER_STEPS + 1, BUFFER_CELLS), dtype=torch.float64)
+        u[0] = u0
+        for i in range(BUFFER_STEPS):
+            # (a clone: torch's ``u[i]`` is a view, which the next row's write would change
+            # under the values its graph saved; autograd_nb's basic index copies)
+            u[i + 1] = _buffer_step(torch, u[i].clone(), k, edge)
+        return [g.numpy() for g in torch.autograd.grad(torch.sum(u * u), (u0, k))]
+
+    return step
+
+
+@state_buffer.variant("jax")
+def _(jax, **_):
+    import jax.numpy as jnp
+
+    start, diffusivity = _buffer_data()
+    edge = jnp.zeros(1)
+
+    def rollout(u0, k):
+        u = jnp.zeros((BUFFER_STEPS + 1, BUFFER_CELLS)).at[0].set(u0)
+        u = jax.lax.fori_loop(
+            0, BUFFER_STEPS,
+            lambda i, u: u.at[i + 1].set(_buffer_step(jnp, u[i], k, edge)), u)
+        return jnp.sum(u * u)
+
+    grad = jax.jit(jax.grad(rollout, argnums=(0, 1)))
+    u0, k = jnp.asarray(start), jnp.asarray(diffusivity)
+
+    def step():
+        return [np.asarray(g) for g in jax.block_until_ready(grad(u0, k))]
+
+    return step
+
+
 # -- issue 2's workloads: a long chain on a few numbers, and a matmul ---------------------------
 
 #: The long chain cycles through these five ops; ``add_input`` adds the chain's input back in,

@@ -30,7 +30,7 @@ own rows of every gradient slot, calls a driver once per row, or once per block 
 gives a driver for many rows (``Op.exec_rows_spec``: ``_bmm`` stacks the rows into one GEMM).
 
 When a node's op has no driver (``Op.exec_spec`` returns None: custom Functions,
-``setitem``, reductions over non-adjacent axes), the dtypes are mixed, the arrays are on a
+reductions over non-adjacent axes), the dtypes are mixed, the arrays are on a
 GPU, or NumPy's array struct is not the one the machine reads, :func:`run` returns None
 before anything ran, and the Python walk runs the plan instead.
 """

@@ -20,6 +20,7 @@ import numpy as np
 from numba import njit
 
 from . import _broadcast, _numpy_vjp, _strided
+from ._pointers import array_at
 from .registry import ExecSpec, Op, call, cuda_twin
 
 
@@ -466,6 +467,53 @@ def _copy_except(values, index, target):
         target[i] += values[i]
 
 
+_INDEX = np.empty(0, dtype=np.int64)
+
+
+@njit(cache=True, nogil=True)
+def copy_except_driver(operands, ints, floats, like):
+    """The compiled executor's driver of ``setitem``'s VJP for the written tensor:
+    :func:`_copy_except` of the ``ints[0]`` gradient elements, skipping the ``ints[1]``
+    sorted positions at ``operands[1]`` (int64), into the target."""
+    n, m = ints[0], ints[1]
+    _copy_except(array_at(operands[0], n, like), array_at(operands[1], m, _INDEX),
+                 array_at(operands[2], n, like))
+
+
+@njit(cache=True, nogil=True)
+def value_add_driver(operands, ints, floats, like):
+    """The compiled executor's driver of ``setitem``'s VJP for the value: per selected
+    element ``i`` in C order, ``target[value[i]] += g[picked[i]]`` (``+= 0`` where
+    ``picked[i]`` is -1, a value a repeated position overwrote), as ``SetItem.vjp`` adds the
+    gathered gradient through the value's broadcast. ``ints``: ``[count, size, value_size]``;
+    ``operands[1]`` the ``count`` picks then the ``count`` value positions (int64)."""
+    count, size, value_size = ints[0], ints[1], ints[2]
+    grad = array_at(operands[0], size, like)
+    maps = array_at(operands[1], 2 * count, _INDEX)
+    target = array_at(operands[2], value_size, like)
+    for i in range(count):
+        at = maps[i]
+        if at >= 0:
+            target[maps[count + i]] += grad[at]
+        else:
+            target[maps[count + i]] += 0.0
+
+
+def _value_maps(selection, value_shape):
+    """``value_add_driver``'s maps: the flat position of each selected element (C order; -1
+    where a later write to its position wins) and of the value element written there."""
+    picked = selection.flat_map().copy()
+    last = selection.last_writes()
+    if last is not None:
+        picked[~last] = -1
+    shape = selection.input_shape
+    selected = np.empty(shape, dtype=np.bool_)[selection.index].shape
+    value_shape, _ = _value_layout(value_shape, selected)
+    values = np.arange(int(np.prod(value_shape, dtype=np.int64)), dtype=np.int64)
+    sources = np.broadcast_to(values.reshape(value_shape), selected).reshape(-1)
+    return np.concatenate((picked, sources)).astype(np.int64)
+
+
 def _value_layout(value_shape, target_shape):
     """The value's shape without the leading ones NumPy drops when assigning, and the
     element strides that broadcast it over the selected region."""
@@ -537,6 +585,19 @@ class SetItem(Op):
         targets, sources = _assignment(selection, v.shape)
         ints = np.concatenate(([x.size, v.size, targets.size], targets, sources))
         return _strided.assign_offsets_driver, ints.astype(np.int64), ()
+
+    def exec_spec(self, k, node):
+        # The same additions as ``vjp``, in the same order, through flat maps worked out
+        # once from the index (constants of a table, as ``getitem``'s advanced map).
+        selection = node.attrs["selection"]
+        size = int(np.prod(selection.input_shape, dtype=np.int64))
+        if k == 0:
+            positions = selection.unique_positions().astype(np.int64)
+            return ExecSpec(copy_except_driver, (positions,), (size, positions.size), ())
+        value_shape = node.attrs["value_shape"]
+        maps = _value_maps(selection, value_shape)
+        value_size = int(np.prod(value_shape, dtype=np.int64))
+        return ExecSpec(value_add_driver, (maps,), (maps.size // 2, size, value_size), ())
 
     def vjp(self, k, grad_output, saved, attrs, grad_input):
         selection = attrs["selection"]

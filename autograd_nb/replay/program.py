@@ -2,8 +2,9 @@
 outputs are ordinary Tensors with a backward of one compiled call.
 
 Objects of a call, in order: the arena (every intermediate value, at fixed byte offsets), the
-buffers of fn's tensor arguments, of the tensors fn reached from outside (closures, globals,
-tensors it made), and the constants. The forward table, a table of
+buffers of fn's tensor arguments, of the tensors fn reached from outside (closures, globals),
+and the constants. (A tensor fn made from constants, ``anb.zeros``, is an arena value that a
+copy from a constant fills: ``Trace._met``.) The forward table, a table of
 :mod:`autograd_nb.engine.machine`, reads and writes them as its values, ``(object, offset)``.
 Each output's backward is the eager planner's schedule lowered into the call's places
 (:func:`autograd_nb.engine.executor.lower` with :class:`_CallPlaces`), a table of the same
@@ -470,6 +471,11 @@ class Program:
             return ("fresh", data.copy(), leaf._requires_grad)
         buffer, offset = found
         self._output_buffers.append(buffer)
+        if buffer.kind in ("input", "external") and leaf._node is None:
+            # A view of an argument or outside tensor (``x.detach()``): a replay hands out a
+            # view of that tensor's buffer with its version counter, as eager's shares them.
+            return ("view", buffer.kind, buffer.index, offset, data.shape, data.strides,
+                    leaf._requires_grad)
         if buffer.kind != "arena" or not data.flags.c_contiguous:
             raise Unsupported("an output that is a view of an argument")
         return ("arena", self.arena_offsets[buffer.index] + offset, data.shape, data.dtype,
@@ -732,6 +738,10 @@ class Program:
             elif kind == "same":
                 results.append(results[out[1]])
                 boxes.append(None)
+            elif kind == "view":
+                results.append(_view_of(leaves[out[2]] if out[1] == "input"
+                                        else externals[out[2]], *out[3:]))
+                boxes.append(None)
             else:
                 results.append(Tensor._make(out[1].copy(), requires_grad=out[2]))
                 boxes.append(None)
@@ -834,6 +844,16 @@ class Program:
             _remember_join(joined, grads)
             roots += [joined, *grads]
             return joined
+
+
+def _view_of(source, offset, shape, strides, requires_grad):
+    """A Tensor on ``source``'s buffer at ``offset`` with ``shape`` and ``strides``, sharing
+    its version counter: its buffer itself where that is the whole of it (eager's
+    ``detach()``)."""
+    data = source._data
+    if offset or data.shape != shape or data.strides != strides:
+        data = np.ndarray(shape, data.dtype, data, offset, strides)
+    return Tensor._make(data, requires_grad=requires_grad, version=source._version)
 
 
 def _positions(targets, edges):

@@ -5,7 +5,8 @@ seam of :mod:`autograd_nb.tensor`, its ``recorder`` slot (``tensor.set_recorder`
 is patched). With a recorder there, the eager fast paths take the general one, and
 ``tensor.apply`` tells this thread's trace each op it ran at the top level (:meth:`Trace.ran`:
 its inputs, its attributes and where its result lives), as the in-place updates tell theirs
-(:meth:`Trace.mark`, :meth:`Trace.wrote`, :meth:`Trace.copied`), the Tensor methods that turn
+(:meth:`Trace.mark`, :meth:`Trace.wrote`, :meth:`Trace.copied`), ``detach`` its source
+(:meth:`Trace.detached`), the Tensor methods that turn
 values into Python (``item``, ``numpy``, ``float()``, ...) and NumPy's functions without a
 gradient call :meth:`Trace.read_value`, a comparison operator calls :meth:`Trace.compared`
 and ``bool()`` :meth:`Trace.truth` (a branch: a guard, :mod:`.guards`, where it can be),
@@ -40,6 +41,7 @@ import numpy as np
 from .. import config, engine, tape
 from ..engine import executor, machine
 from ..ops import _pointers
+from ..ops.registry import REGISTRY
 from ..tensor import Tensor
 from . import guards as guards_module
 
@@ -56,6 +58,9 @@ class _Local(threading.local):
 _local = _Local()
 _install_lock = threading.Lock()
 _active = [0]  # traces active in any thread (the recorder stays installed while positive)
+
+#: The op of a cast row (an operand promoted to another dtype inside an op: ``_cast``).
+_ASTYPE = REGISTRY["astype"]
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -144,6 +149,9 @@ class Trace:
         self.value_dependent = None  # (what, file, line) of the first value read
         self.inputs = inputs
         self.writes = []  # the target Buffer of each in-place write (``record_copy``)
+        # The buffer of each tensor fn made from constants (``_met``) -> (the copy filling it,
+        # the constant it is filled from).
+        self.made_buffers = {}
         self.created = set()  # ids of the tensors made while recording (``made``)
         self.depth = 0  # (how deep in an op's own ``run``: not recorded there)
         # Branches on traced values become guards (:mod:`.guards`) where ``guarding``;
@@ -211,13 +219,16 @@ class Trace:
     def adopt_outputs(self, outputs):
         """Make each output tensor that fn neither received, computed, nor made (a closure's
         or global's tensor handed back as it is) an outside tensor of the program, so that a
-        replay returns that very tensor, as fn does, and not a copy of its values then."""
+        replay returns that very tensor, as fn does, and not a copy of its values then; and
+        settle the buffers of the tensors fn made (``_settle``)."""
         for leaf in outputs:
             if (not isinstance(leaf, Tensor) or id(leaf) in self.created
                     or id(leaf) in self.external_index or type(leaf._data) is not np.ndarray
                     or any(t is leaf for t in self.inputs) or self.find(leaf._data) is not None):
                 continue
             self.external(leaf)
+        if self.made_buffers:
+            self._settle(outputs)
 
     def const(self, array):
         self.consts.append(array)
@@ -237,13 +248,77 @@ class Trace:
             return found
         if tensor is not None:
             if type(tensor._data) is np.ndarray and self.find(tensor._data) is None:
-                self.external(tensor)
+                self._met(tensor)
                 found = self.find(array)
                 if found is not None:
                     return found
+            found = self._cast(tensor, array)
+            if found is not None:
+                return found
             self.refuse("an operand converted from a tensor (a dtype cast or a copy)")
             return None
         return self.const(array if saved else array.copy()), 0
+
+    def _met(self, tensor):
+        """Register ``tensor``, met for the first time as an operand: a tensor fn made from
+        constants (``anb.zeros``: a state buffer it may then write in place) is a buffer of
+        each call's own, its first values copied in from a constant here in the program (a
+        replay must not see the values an earlier call wrote into it); a tensor from outside
+        fn is an outside tensor of the program, read afresh at each call."""
+        data = tensor._data
+        if id(tensor) not in self.created or not data.flags.c_contiguous:
+            self.external(tensor)
+            return
+        initial = self.const(data.copy())
+        buffer = Buffer(data, "arena", len(self.arena_buffers))
+        self.arena_buffers.append(buffer)
+        self.by_id[id(data)] = (buffer, 0)
+        copy = Event(None, [(initial, 0), (buffer, 0)], None, data.nbytes, data.dtype)
+        self.events.append(copy)
+        self.made_buffers[buffer] = (copy, initial)
+
+    def _settle(self, outputs):
+        """Each buffer of a tensor fn made from constants (``_met``) that fn neither wrote in
+        place nor handed out becomes the constant itself: no copy per call (a replay reads
+        the values it was made with, as the copy would give)."""
+        written = set(self.writes)
+        for leaf in outputs:
+            if isinstance(leaf, Tensor) and type(leaf._data) is np.ndarray:
+                found = self.find(leaf._data)
+                if found is not None:
+                    written.add(found[0])
+        frozen = {buffer: initial for buffer, (_, initial) in self.made_buffers.items()
+                  if buffer not in written}
+        if not frozen:
+            return
+        copies = {id(self.made_buffers[buffer][0]) for buffer in frozen}
+        self.events = [event for event in self.events if id(event) not in copies]
+        self.arena_buffers = [b for b in self.arena_buffers if b not in frozen]
+        for index, buffer in enumerate(self.arena_buffers):
+            buffer.index = index
+        for buffer, initial in frozen.items():
+            buffer.kind, buffer.index = "const", initial.index
+            self.buffers.append(buffer)  # (found by address as the buffers met are)
+
+    def _cast(self, tensor, array):
+        """Where ``array``, ``tensor``'s values cast to another dtype by an op's ``prepare``
+        (float32 and float64 operands promoted), lives: a buffer of its own, made by a cast
+        row (``astype``'s forward driver) at this point of the program; None where it is not
+        such a cast, or the driver has no case for the two dtypes."""
+        data = tensor._data
+        source = self.find(data) if type(data) is np.ndarray else None
+        if (source is None or data.dtype == array.dtype or data.shape != array.shape
+                or not data.flags.c_contiguous):
+            return None
+        cast = _ASTYPE.forward_spec([data], {"dtype": array.dtype}, array)
+        if cast is None or not np.array_equal(data.astype(array.dtype), array,
+                                              equal_nan=array.dtype.kind in "fc"):
+            return None
+        buffer = Buffer(array, "arena", len(self.arena_buffers))
+        self.arena_buffers.append(buffer)
+        self.by_id[id(array)] = (buffer, 0)
+        self.events.append(Event(_ASTYPE, [source], buffer, cast, array.dtype))
+        return buffer, 0
 
     def refuse(self, why):
         if self.unsupported is None:
@@ -261,6 +336,15 @@ class Trace:
     def made(self, tensor):
         """A Tensor was made (``Tensor._make``) while this thread records."""
         self.created.add(id(tensor))
+
+    def detached(self, tensor):
+        """``tensor.detach()``: a view of its buffer. One from outside fn becomes an outside
+        tensor of the program, so that a replay hands out a view of its buffer then, as fn
+        does (not a copy of its values now)."""
+        data = tensor._data
+        if (type(data) is np.ndarray and id(tensor) not in self.created
+                and self.find(data) is None):
+            self.external(tensor)
 
     def mark(self):
         """Where the program is, before an in-place update (for :meth:`wrote`)."""
@@ -410,7 +494,7 @@ class Trace:
                 self.refuse("a tensor on a GPU")
                 return None
             if self.find(tensor._data) is None:
-                self.external(tensor)
+                self._met(tensor)
         saved = node.saved_inputs if node is not None else None
         own = saved is not None and k < len(saved) and saved[k] is array
         return self.located(array, tensor, own)
