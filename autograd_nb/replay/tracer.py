@@ -40,6 +40,7 @@ import numpy as np
 from .. import config, engine, tape
 from ..engine import executor, machine
 from ..ops import _pointers
+from ..ops.registry import defines
 from ..tensor import Tensor
 from . import guards as guards_module
 
@@ -295,7 +296,7 @@ class Trace:
             operands = self._operands(tensors, arrays, node)
             if operands is None:
                 return
-        if op.has_input_block and self._alias(op, operands, arrays, attrs, output):
+        if defines(op, "input_block") and self._alias(op, operands, arrays, attrs, output):
             return
         # (A result owning its memory, or a view of a temporary of the op's, is new.)
         if output.base is not None and self.find(output, scan=False) is not None:
