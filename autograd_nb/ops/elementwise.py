@@ -183,7 +183,7 @@ _REAL_PARTS = {np.dtype(np.complex128): np.dtype(np.float64),
 
 def _cast_to_complex(prepared, value):
     """Whether ``prepare`` made ``prepared`` of the real array ``value`` by casting it to the
-    complex dtype of its precision alone: then ``run`` may hand the compiled complex kernels
+    complex dtype of its precision alone: then ``_run`` may hand the compiled complex kernels
     ``value`` as it is (``_complex_flat``), and save it so."""
     return (type(value) is np.ndarray and _REAL_PARTS.get(prepared.dtype) == value.dtype
             and value.shape == prepared.shape and value.flags.c_contiguous)
@@ -354,7 +354,7 @@ class ElementwiseOp(Op):
         self._attrs_cache = {}
         self._exec_cache = {}
         self._joint_modules = {}  # ks -> the joint VJP's kernels (``joint_kernels``)
-        # What ``run`` needs per (shapes, strides, dtypes): kernel, result shape and dtype, attrs.
+        # What ``_run`` needs per (shapes, strides, dtypes): kernel, result shape and dtype, attrs.
         self._run_cache = {}
         own = type(self)
         self._runs_cached = (
@@ -653,7 +653,7 @@ class ElementwiseOp(Op):
         return self._first_run(_pair_key(values) if not attrs else None, values, attrs)
 
     def run_pair(self, a, b, out=None):
-        """``run`` of a binary op without attributes, when its cache knows the arguments'
+        """``_run`` of a binary op without attributes, when its cache knows the arguments'
         layout; else None. ``a`` and ``b``: NumPy arrays, or one of them a Python float or
         int (``2.0 * x``, ``x - 1``), which becomes a 0-d array of the computation dtype, as
         ``prepare`` makes it (the key, the scalar's type and the array's layout, determines
@@ -696,7 +696,7 @@ class ElementwiseOp(Op):
         return (a, b), attrs, out
 
     def _first_run(self, key, values, attrs):
-        """``prepare`` and ``forward``; remembered for ``run`` when the key determines all that
+        """``prepare`` and ``forward``; remembered for ``_run`` when the key determines all that
         ``prepare`` did: it took the arrays as they are, and made any Python scalar a 0-d array
         of their dtype."""
         arrays, attrs = self.prepare(values, attrs)
@@ -720,7 +720,7 @@ class ElementwiseOp(Op):
         return arrays, attrs, out
 
     def _run_kernel(self, arrays, attrs):
-        """The forward kernel that ``run`` may call for these prepared arrays, and its
+        """The forward kernel that ``_run`` may call for these prepared arrays, and its
         strides where it is the strided one; None where there is none to remember."""
         if arrays[-1].dtype.kind == "c":  # (the compiled complex case, flat only)
             kernels = self._complex_flat(arrays, attrs)

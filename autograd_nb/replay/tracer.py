@@ -146,7 +146,7 @@ class Trace:
         self.inputs = inputs
         self.writes = []  # the target Buffer of each in-place write (``record_copy``)
         self.created = set()  # ids of the tensors made while recording (``made``)
-        self.depth = 0  # (how deep in an op's own ``run``: not recorded there)
+        self.depth = 0  # (how deep in an op's own ``_run``: not recorded there)
         # Branches on traced values become guards (:mod:`.guards`) where ``guarding``;
         # else (``compile(strict=True)``) they are values read, as ``float(t)`` is.
         self.guarding = guards
