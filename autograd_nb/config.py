@@ -74,7 +74,7 @@ FUSE_BACKWARD = True
 #: The same on CUDA: a chain is one generated kernel (False: one launch per VJP).
 CUDA_FUSE_BACKWARD = True
 #: Run the VJPs of a node's inputs that are one tensor (``outer(x, x)``) as one joint VJP
-#: where the op has one (``Op.joint_vjp``): one pass over the gradient instead of one per
+#: where the op has one (``VJPStrategy.joint``): one pass over the gradient instead of one per
 #: input (False: one VJP per input; tests compare the two).
 JOINT_VJPS = True
 #: Replay runs of elementwise ops in ``anb.compile``'s forward as one instruction each

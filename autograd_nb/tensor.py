@@ -63,7 +63,7 @@ _cuda_used = False
 #: The recording seam: None, or the recorder that :func:`set_recorder` installed (while
 #: ``anb.compile`` records a program on some thread: ``autograd_nb.replay.tracer``). Its
 #: ``trace`` attribute is per thread: that thread's recording, or None. A recording is told
-#: what runs at the top level (not inside an op's own ``run``; ``depth`` counts those):
+#: what runs at the top level (not inside an op's own ``_run``; ``depth`` counts those):
 #: ``ran`` (an op, by :func:`apply`), ``made`` (a Tensor), ``mark`` and ``wrote`` (an
 #: in-place update, around it), ``copied`` (a buffer copied for an in-place op's VJP),
 #: ``read_value`` (values handed to Python), ``compared`` (a comparison operator ran),
@@ -86,7 +86,7 @@ _detour = False
 
 #: Tier 0's seam (:mod:`autograd_nb.tiering`): the ops whose CPU calls it serves now, and the
 #: function that serves them, ``_tier0_run(op, run, values, attrs)`` (``run``: the op's own
-#: ``run`` or ``run_with_constants``, which it calls once the call's kernels are cached).
+#: ``_run`` or ``_run_with_constants``, which it calls once the call's kernels are cached).
 #: Changed only through :func:`set_tier0`. The fast paths read ``_tiered`` (one global, as
 #: ``_detour``) and ask for membership only while some op is in tier 0.
 _tier0_ops = set()
@@ -980,7 +980,7 @@ def apply(op, args, attrs):
 
     This is the eager forward's hot path. One CPU Tensor (a unary op, a reduction, an index)
     takes a short path; otherwise one pass over the arguments unwraps them and collects the
-    graph edges and version boxes. Then the op's ``run`` (``prepare`` and ``forward``, cached
+    graph edges and version boxes. Then the op's ``_run`` (``prepare`` and ``forward``, cached
     per layout), and only when an input requires grad (checked first: it is cheaper than
     asking the grad mode) and grad mode is on, a tape record.
 
@@ -991,9 +991,9 @@ def apply(op, args, attrs):
         a = args[0]
         if type(a) is Tensor:
             if _tiered and op in _tier0_ops:
-                arrays, attrs, output = _tier0_run(op, op.run, [a._data], attrs)
+                arrays, attrs, output = _tier0_run(op, op._run, [a._data], attrs)
             else:
-                arrays, attrs, output = op.run([a._data], attrs)
+                arrays, attrs, output = op._run([a._data], attrs)
             # Tensor._make, inlined: this runs once per op.
             result = _new_object(Tensor)
             result._data = output
@@ -1051,15 +1051,15 @@ def _apply_operands(op, args, attrs):  # noqa: C901 (the general hot path, kept 
                                               requires_grad, boxes)
     elif only_tensors:
         if _tiered and op in _tier0_ops:
-            arrays, attrs, output = _tier0_run(op, op.run, values, attrs)
+            arrays, attrs, output = _tier0_run(op, op._run, values, attrs)
         else:
-            arrays, attrs, output = op.run(values, attrs)
+            arrays, attrs, output = op._run(values, attrs)
     else:
         _constants(values, requires_grad, boxes)
         if _tiered and op in _tier0_ops:
-            arrays, attrs, output = _tier0_run(op, op.run_with_constants, values, attrs)
+            arrays, attrs, output = _tier0_run(op, op._run_with_constants, values, attrs)
         else:
-            arrays, attrs, output = op.run_with_constants(values, attrs)
+            arrays, attrs, output = op._run_with_constants(values, attrs)
     result = _new_object(Tensor)
     result._data = output
     result._node = None
@@ -1083,7 +1083,7 @@ def _apply_operands(op, args, attrs):  # noqa: C901 (the general hot path, kept 
 
 def _run_recorded(trace, op, values, attrs, only_tensors, recording, boxes):
     """``(arrays, attrs, output)`` of ``op`` on ``values`` for a recording ``trace``, as
-    ``_apply_operands`` runs it, one level down (what the op's ``run`` applies is not
+    ``_apply_operands`` runs it, one level down (what the op's ``_run`` applies is not
     recorded)."""
     trace.depth += 1
     try:
@@ -1091,17 +1091,17 @@ def _run_recorded(trace, op, values, attrs, only_tensors, recording, boxes):
             _constants(values, recording, boxes)
             return _run_with_constants(op, values, attrs)
         if _tiered and op in _tier0_ops:
-            return _tier0_run(op, op.run, values, attrs)
-        return op.run(values, attrs)
+            return _tier0_run(op, op._run, values, attrs)
+        return op._run(values, attrs)
     finally:
         trace.depth -= 1
 
 
 def _run_with_constants(op, values, attrs):
-    """``op.run_with_constants``, or tier 0's run of it (see :func:`set_tier0`)."""
+    """``op._run_with_constants``, or tier 0's run of it (see :func:`set_tier0`)."""
     if _tiered and op in _tier0_ops:
-        return _tier0_run(op, op.run_with_constants, values, attrs)
-    return op.run_with_constants(values, attrs)
+        return _tier0_run(op, op._run_with_constants, values, attrs)
+    return op._run_with_constants(values, attrs)
 
 
 def _run_on_device(op, args, values, attrs, recording, boxes):

@@ -40,7 +40,7 @@ which dimensions are 1); the keys a worker compiled are listed in ``tiered-ready
 cache generation's folder, so later processes run them compiled from the start. Tier 0 goes
 through the op call path's seam, :func:`autograd_nb.tensor.set_tier0` (as ``anb.compile``'s
 recorder goes through ``tensor.recorder``): ``apply`` hands a call of an op in tier 0 to
-:func:`_run` with the op's own ``run``; after ``config.TIER0_LEAVE_AFTER`` calls in a row on
+:func:`_run` with the op's own ``_run``; after ``config.TIER0_LEAVE_AFTER`` calls in a row on
 cached kernels the op leaves it. The fast paths read one global flag, set while any op is in
 tier 0, and only then ask whether this op is.
 

@@ -6,6 +6,7 @@ import numpy as np
 
 from .. import config, tape, tiering
 from ..ops._blas import hold_blas_threads, release_blas_threads
+from ..ops.registry import defines
 from . import backward, executor, machine, plan_cache
 from .backward import Plan, make_plan
 
@@ -98,7 +99,7 @@ def _tier0_batched(plan, seeds, targets, all_leaves, retain_graph, batch):
 def plan_and_run(root_edges, seeds, targets, all_leaves, retain_graph, create_graph,
                  allow_unused=True, batch=None):
     """Plan and run a backward, from a cached template where the graph's structure repeats,
-    or by the output's op alone where it knows the whole graph (``Op.backward_alone``: a
+    or by the output's op alone where it knows the whole graph (``VJPStrategy.backward_alone``: a
     replayed call's output whose gradient ends at the call's leaves).
 
     ``targets`` is the list of target edges. Returns ``(results, leaves, plan)``: the
@@ -142,13 +143,17 @@ def plan_and_run(root_edges, seeds, targets, all_leaves, retain_graph, create_gr
 
 def _backward_alone(root_edges, seeds, targets, all_leaves, retain_graph):
     """The backward of one output whose op knows its whole graph (a replayed call's output,
-    ``Op.backward_alone``), run without planning; None where it must be planned."""
+    ``VJPStrategy.backward_alone``), run without planning; None where it must be planned."""
     if len(root_edges) != 1:
         return None
     root = root_edges[0]
-    if type(root) is not tape.Node or not root.op.runs_backward_alone:
+    if type(root) is not tape.Node:
         return None
-    return root.op.backward_alone(root, seeds[0][1], targets, all_leaves, retain_graph)
+    op = root.op
+    strategy = op.vjp_strategy
+    if not defines(strategy, "backward_alone"):
+        return None
+    return strategy.backward_alone(op, root, seeds[0][1], targets, all_leaves, retain_graph)
 
 
 UNUSED_INPUT = (

@@ -64,7 +64,7 @@ def make_plan(root_edges, target_edges, all_leaves, stop=None):
     node is its result, and the plan does not walk on into the node's inputs (a replayed
     call's output that another output's gradient goes through, :mod:`autograd_nb.replay`).
     """
-    nodes, reachable = _reach_until(root_edges, stop) if stop else _reach(root_edges)
+    nodes, reachable = reach(root_edges, stop) if stop else _reach(root_edges)
     targets = {id(e) for e in target_edges}
     nodes.sort(key=_by_seq)
     needed = _needed(nodes, targets, all_leaves)
@@ -91,7 +91,7 @@ def _check_implemented(node, needed, targets, all_leaves):
         else:
             wanted = all_leaves or id(edge) in targets
         if wanted:
-            raise node.op.not_implemented_error(k)
+            raise node.op._not_implemented_error(k)
 
 
 def _reach(root_edges):
@@ -117,9 +117,11 @@ def _reach(root_edges):
     return nodes, reachable
 
 
-def _reach_until(root_edges, stop):
-    """:func:`_reach`, not walking into the nodes whose ``id`` is in ``stop`` (they are met,
-    not returned)."""
+def reach(root_edges, stop=()):
+    """The nodes reachable from ``root_edges`` (Nodes or leaf Tensors), not walking into the
+    nodes whose ``id`` is in ``stop`` (they are met, not returned), and the ``id`` of every
+    node and leaf met: the first step of :func:`make_plan`, for planners of their own
+    (:mod:`autograd_nb.replay` cuts a replayed call's graph with it)."""
     Node = tape.Node
     nodes = []
     reachable = set()
@@ -154,8 +156,9 @@ def _needed(nodes, targets, all_leaves):
 _by_seq = operator.attrgetter("seq")
 
 
-def _unpack_inputs(node):
-    """The saved inputs as Tensors connected to the graph (for differentiable rules)."""
+def unpack_inputs(node):
+    """The saved inputs of ``node`` as Tensors connected to the graph, and its saved output
+    (or None): the arguments of its op's differentiable ``rule``."""
     tensors = []
     for k, array in enumerate(node.saved_inputs):
         if array is None:
@@ -363,13 +366,15 @@ def _joint_vjp(node, grad, saved, buffer, lead, twins):
     if np.may_share_memory(grad, buffer):
         grad = grad.copy()
     op, attrs = node.op, node.attrs
-    joint = (op.vjp_joint_numpy if twins and op.has_vjp_joint_numpy(ks, saved, attrs)
-             else op.vjp_joint)
+    strategy = op.vjp_strategy
+    joint = (strategy.vjp_joint_numpy
+             if twins and strategy.has_vjp_joint_numpy(op, ks, saved, attrs)
+             else strategy.vjp_joint)
     if not lead:
-        joint(ks, grad, saved, attrs, buffer)
+        joint(op, ks, grad, saved, attrs, buffer)
         return
     for row in range(lead[0]):
-        joint(ks, grad[row, ...], saved, attrs, buffer[row, ...])  # (a view, a 0-d row too)
+        joint(op, ks, grad[row, ...], saved, attrs, buffer[row, ...])  # (a view, a 0-d row too)
 
 
 def _fresh(buffers, slot, node, grad, lead, slots):
@@ -383,7 +388,7 @@ def _fresh(buffers, slot, node, grad, lead, slots):
 
 def _split_vjp(node, grad, saved, targets, lead, twins):
     """Accumulate the VJPs of all of ``node``'s inputs, distinct tensors, into their buffers
-    ``targets`` in one joint VJP (a JOINT step with a target each, ``Op.split_vjp``): the
+    ``targets`` in one joint VJP (a JOINT step with a target each, ``VJPStrategy.split``): the
     op's kernel, or with ``twins`` its NumPy twin; in a batch once per row, as
     :func:`_joint_vjp`."""
     if grad.shape[len(lead):] != node.shape:  # (a buffer passed on by an identity)
@@ -391,12 +396,12 @@ def _split_vjp(node, grad, saved, targets, lead, twins):
     if any(np.may_share_memory(grad, target) for target in targets):
         grad = grad.copy()
     op, attrs = node.op, node.attrs
-    split = op.vjp_split_numpy if twins else op.vjp_split
+    split = op.vjp_strategy.vjp_split_numpy if twins else op.vjp_strategy.vjp_split
     if not lead:
-        split(grad, saved, attrs, targets)
+        split(op, grad, saved, attrs, targets)
         return
     for row in range(lead[0]):
-        split(grad[row, ...], saved, attrs, [target[row, ...] for target in targets])
+        split(op, grad[row, ...], saved, attrs, [target[row, ...] for target in targets])
 
 
 def _twin_vjp(node, k, grad, saved, buffer, batch):
@@ -443,7 +448,7 @@ def _walk_rule_steps(steps, buffers, retain_graph):
     inputs = output = None
     for (origin, k, source, target), first in _by_origin(steps, buffers, retain_graph):
         if first and origin is not None:
-            inputs, output = _unpack_inputs(origin)
+            inputs, output = unpack_inputs(origin)
         grad = buffers[source]
         if k == schedule.SEED_STEP:
             contribution = grad

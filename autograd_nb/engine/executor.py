@@ -42,7 +42,7 @@ import numpy as np
 from .. import config
 from ..ops import _pointers, _strided
 from ..ops._blas import hold_blas_threads, release_blas_threads
-from ..ops.registry import ExecSpec
+from ..ops.registry import ExecSpec, defines
 from . import fusion, machine, schedule
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -249,7 +249,7 @@ class Lowering:
             return self.batched_spec(origin, k, target)
         self.written.add(target)
         op = origin.op
-        if op.sets_first_writes:
+        if defines(op, "exec_set_spec"):
             spec = op.exec_set_spec(k, origin)
             if spec is not None:
                 return spec, 0
@@ -257,9 +257,9 @@ class Lowering:
         return op.exec_spec(k, origin), 0
 
     def joint_spec(self, node, target):
-        """``(spec, mode)`` of ``node``'s JOINT step (``Op.exec_joint_spec``; of distinct
-        tensors, a tuple of targets, ``Op.exec_split_spec``): writing each target whole where
-        it is the first to write it; in a batch, its adding driver once
+        """``(spec, mode)`` of ``node``'s JOINT step (``VJPStrategy.exec_joint_spec``; of
+        distinct tensors, a tuple of targets, ``VJPStrategy.exec_split_spec``): writing each
+        target whole where it is the first to write it; in a batch, its adding driver once
         per row (``machine.PER_ROW``) after the block's ZERO row where it is the first, which
         gives each row the bits of the same step outside a batch (the set driver's sums start
         at ``+0.0``, as adding into zeros does)."""
@@ -271,10 +271,12 @@ class Lowering:
         else:
             overwrites, mode = tuple(t not in self.written for t in targets), 0
             self.written.update(targets)
+        op = node.op
         if type(target) is tuple:
-            spec = node.op.exec_split_spec(node, overwrites)
+            spec = op.vjp_strategy.exec_split_spec(op, node, overwrites)
         else:
-            spec = node.op.exec_joint_spec(schedule.joint_inputs(node), node, overwrites[0])
+            spec = op.vjp_strategy.exec_joint_spec(op, schedule.joint_inputs(node), node,
+                                                   overwrites[0])
         if spec is None:
             raise Unsupported(f"{node.op.name}'s joint gradient, which has no compiled driver")
         return spec, mode

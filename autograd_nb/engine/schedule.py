@@ -23,17 +23,18 @@ met, a node that retains its gradient); ``SEED`` for a caller's grad_output that
 A *step* (:class:`Step`) accumulates into its ``target`` slot: the VJP of ``origin``'s input
 ``k`` of the gradient in slot ``source``; a fused chain (``k == GROUP``, ``origin`` a
 :class:`autograd_nb.engine.fusion.Group`); the joint VJP of ``origin``'s inputs that are one
-tensor (``k == JOINT``: the inputs :func:`joint_inputs` names, ``Op.joint_vjp``), or of all
-its inputs, distinct tensors, each into its own gradient (``k == JOINT`` with ``target`` a
-tuple of slots, one per input: ``Op.split_vjp``, ``outer(x, y)``); a
-grad_output (``k == SEED``: ``source`` is its SEED slot); or it clears a reused slot
-(``k == RESET``, ``origin`` None). Every step that writes a slot follows the step that made it,
-so an interpreter may create a buffer at its first write.
+tensor (``k == JOINT``: the inputs :func:`joint_inputs` names, the op's
+``VJPStrategy.joint``), or of all its inputs, distinct tensors, each into its own gradient
+(``k == JOINT`` with ``target`` a tuple of slots, one per input: ``VJPStrategy.split``,
+``outer(x, y)``); a grad_output (``k == SEED``: ``source`` is its SEED slot); or it clears a
+reused slot (``k == RESET``, ``origin`` None). Every step that writes a slot follows the step
+that made it, so an interpreter may create a buffer at its first write.
 """
 
 from typing import NamedTuple
 
 from .. import config, tape
+from ..ops.registry import defines
 
 #: Slot kinds.
 ARENA, RESULT, SEED = range(3)
@@ -116,11 +117,12 @@ def schedule(plan, seeds, targets, all_leaves, groups=None, pass_through=True, j
     ``seeds`` are ``(edge, grad_output)`` pairs (only the edges are read), ``targets`` the
     ``id`` of the edges asked for, ``groups`` the fused chains by ``id`` of their member nodes
     (:func:`autograd_nb.engine.fusion.groups`), and ``pass_through`` whether an identity VJP
-    (``Op.identity_vjp``) may hand its ARENA slot on to the input, with no step: at most one
-    input per node, one with no slot yet, not asked for nor retaining, of the node's dtype.
-    With ``joint`` (and ``config.JOINT_VJPS``), a node's inputs that are one tensor run as one
-    JOINT step where the op says so (``Op.joint_vjp``), and so do all its inputs where they
-    are distinct tensors that each receive a gradient (``Op.split_vjp``: a target each).
+    (the op's ``VJPStrategy.identity``) may hand its ARENA slot on to the input, with no step:
+    at most one input per node, one with no slot yet, not asked for nor retaining, of the
+    node's dtype. With ``joint`` (and ``config.JOINT_VJPS``), a node's inputs that are one
+    tensor run as one JOINT step where the op says so (``VJPStrategy.joint``), and so do all
+    its inputs where they are distinct tensors that each receive a gradient
+    (``VJPStrategy.split``: a target each).
     """
     planner = _Planner(plan, targets, all_leaves, pass_through,
                        joint and config.JOINT_VJPS)
@@ -198,11 +200,13 @@ class _Planner:
         steps = out.steps
         needed = self.plan.needed
         Node = _Node
+        strategy = node.op.vjp_strategy
         passable = (self.pass_through and out.slots[slot].kind == ARENA
-                    and node.op.has_identity_vjp)
-        joined = self.joined(node) if self.joint and node.op.has_joint_vjp else _NONE_JOINED
-        if joined is _NONE_JOINED and self.joint and node.op.has_split_vjp and self.split(
-                node, slot):
+                    and defines(strategy, "identity"))
+        joint = self.joint
+        joined = self.joined(node) if joint and defines(strategy, "joint") else _NONE_JOINED
+        if (joined is _NONE_JOINED and joint and defines(strategy, "split")
+                and self.split(node, slot)):
             return
         k = -1
         for edge in node.edges:
@@ -234,13 +238,13 @@ class _Planner:
         """The step kind of each input of ``node`` that one JOINT step covers: JOINT for the
         first, None (no step) for the others."""
         ks = joint_inputs(node)
-        if ks is None or not node.op.joint_vjp(ks, node):
+        if ks is None or not node.op.vjp_strategy.joint(node.op, ks, node):
             return _NONE_JOINED
         return dict.fromkeys(ks[1:], None) | {ks[0]: JOINT}
 
     def split(self, node, slot):
         """One JOINT step with a target per input where ``node``'s inputs are distinct tensors
-        that each receive a gradient and the op says so (``Op.split_vjp``); whether it was
+        that each receive a gradient and the op says so (``VJPStrategy.split``); whether it was
         made."""
         edges = node.edges
         if len({id(edge) for edge in edges}) != len(edges):
@@ -252,7 +256,7 @@ class _Planner:
                       else self.all_leaves or id(edge) in self.targets)
             if not needed:
                 return False
-        if not node.op.split_vjp(node):
+        if not node.op.vjp_strategy.split(node.op, node):
             return False
         out = self.out
         targets = []
@@ -270,7 +274,8 @@ class _Planner:
         yet)."""
         return (
             id(edge) not in self.targets
-            and not edge.retained and edge.dtype == node.dtype and node.op.identity_vjp(k, node)
+            and not edge.retained and edge.dtype == node.dtype
+            and node.op.vjp_strategy.identity(node.op, k, node)
         )
 
     def release(self, node, slot):

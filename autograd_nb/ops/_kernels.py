@@ -114,7 +114,7 @@ def elementwise_source(inputs, params, forward, vjps, kinds=None):
 
 
 def joint_source(inputs, params, vjps, ks, kinds=None):
-    """Source of the joint VJP of inputs ``ks`` of one elementwise op (``Op.joint_vjp``:
+    """Source of the joint VJP of inputs ``ks`` of one elementwise op (``VJPStrategy.joint``:
     inputs that are one tensor), flat layout: ``vjp_joint(g.., x_used.., [y], target,
     params)`` and ``vjp_joint_set`` (writing the target: the first write), with their
     drivers ``vjp_joint_exec`` and ``vjp_joint_set_exec``; ``x_used`` the inputs that any of

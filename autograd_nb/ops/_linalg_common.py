@@ -254,14 +254,14 @@ class LinalgOp(Op):
         """Add VJP ``k`` of ``grad_output`` into ``grad_input`` with ``kernel``."""
         raise NotImplementedError
 
-    def run(self, arrays, attrs):
+    def _run(self, arrays, attrs):
         key = run_key(attrs)
         if key is not None:
             key = (key, *[(a.shape, a.strides, a.dtype) for a in arrays])
             found = self._run_cache.get(key)
             if found is not None:
                 return arrays, found, self.forward(arrays, found)
-        return self.run_and_remember(key, arrays, attrs)
+        return self._run_and_remember(key, arrays, attrs)
 
 
 # -- helpers of the rules and composites ------------------------------------------------------

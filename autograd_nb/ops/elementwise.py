@@ -21,7 +21,7 @@ from .. import config
 from . import _broadcast, _fastmath_numpy, _kernels, _libm_numpy, _numpy_vjp, _scalar, registry
 from ._parallel import use_threads
 from ._pointers import array_at
-from .registry import ExecSpec, Op, call, cuda_twin, public
+from .registry import ExecSpec, Op, VJPStrategy, call, cuda_twin, public
 
 _NO_PARAMS = np.empty(0, dtype=np.float64)
 
@@ -183,7 +183,7 @@ _REAL_PARTS = {np.dtype(np.complex128): np.dtype(np.float64),
 
 def _cast_to_complex(prepared, value):
     """Whether ``prepare`` made ``prepared`` of the real array ``value`` by casting it to the
-    complex dtype of its precision alone: then ``run`` may hand the compiled complex kernels
+    complex dtype of its precision alone: then ``_run`` may hand the compiled complex kernels
     ``value`` as it is (``_complex_flat``), and save it so."""
     return (type(value) is np.ndarray and _REAL_PARTS.get(prepared.dtype) == value.dtype
             and value.shape == prepared.shape and value.flags.c_contiguous)
@@ -216,6 +216,42 @@ def _complex_tensor_namespace():
         "imag": lambda x: registry.FUNCTIONS["imag"](x),
         "sgn": _sgn,
     }
+
+
+class ElementwiseVJPs(VJPStrategy):
+    """An elementwise op's VJPs that need no kernel of their own: a derivative formula
+    ``g`` into an input of the result's shape is the identity, and the VJPs of inputs that
+    are one tensor (``x * x``, ``x + x``) run in one loop over the gradient
+    (``_kernels.joint_source``), in the flat layout: the bits of one kernel per input, with
+    one pass over memory instead of one per input."""
+
+    def identity(self, op, k, node):
+        return op.vjp_formulas.get(k) == "g" and node.edges[k].shape == node.shape
+
+    def joint(self, op, ks, node):
+        return (node.attrs["flat"] and node.dtype.kind == "f"
+                and all(k in op.vjp_formulas for k in ks)
+                and all(a is None or a.dtype.kind != "c" for a in node.saved_inputs))
+
+    def vjp_joint(self, op, ks, grad_output, saved, attrs, grad_input):
+        operands, reads_g = op._joint_operands(ks, saved, saved.output)
+        args = [grad_output.reshape(-1)] if reads_g else []
+        args += [a.reshape(-1) for a in operands]
+        op.joint_kernels(ks).vjp_joint(*args, grad_input.reshape(-1), attrs["params"])
+
+    def has_vjp_joint_numpy(self, op, ks, saved, attrs):
+        return all(op.has_vjp_numpy(k, saved, attrs) for k in ks)
+
+    def vjp_joint_numpy(self, op, ks, grad_output, saved, attrs, grad_input):
+        # (each twin adds its VJP as its kernel does: in ``ks``' order, the joint kernel's)
+        for k in ks:
+            op.vjp_numpy(k, grad_output, saved, attrs, grad_input)
+
+    def exec_joint_spec(self, op, ks, node, overwrite):
+        operands, _ = op._joint_operands(ks, node.saved_inputs, node.saved_output)
+        module = op.joint_kernels(ks)
+        driver = module.vjp_joint_set_exec if overwrite else module.vjp_joint_exec
+        return ExecSpec(driver, operands, (_size(node.shape),), node.attrs["params"])
 
 
 @cuda_twin("elementwise", "Elementwise")
@@ -258,6 +294,7 @@ class ElementwiseOp(Op):
 
     family = "elementwise"
     quick_vjp_kernels = True
+    vjp_strategy = ElementwiseVJPs()
     #: Input positions that take no gradient, their edges cut when recorded (``where``'s
     #: boolean condition: its derivative is 0 wherever it has one).
     non_differentiable = ()
@@ -317,7 +354,7 @@ class ElementwiseOp(Op):
         self._attrs_cache = {}
         self._exec_cache = {}
         self._joint_modules = {}  # ks -> the joint VJP's kernels (``joint_kernels``)
-        # What ``run`` needs per (shapes, strides, dtypes): kernel, result shape and dtype, attrs.
+        # What ``_run`` needs per (shapes, strides, dtypes): kernel, result shape and dtype, attrs.
         self._run_cache = {}
         own = type(self)
         self._runs_cached = (
@@ -325,7 +362,7 @@ class ElementwiseOp(Op):
         )
         super().__init__()
 
-    def not_implemented_error(self, k):
+    def _not_implemented_error(self, k):
         return registry.DerivativeNotImplemented(
             f"the derivative for '{self.input_names[k]}' is not implemented: {self.name} has "
             f"no derivative formula for its input '{self.input_names[k]}'; pass it as a "
@@ -460,8 +497,6 @@ class ElementwiseOp(Op):
         if dtype.kind in "iu" and self.integer_check is not None:
             self.integer_check(arrays)
 
-    has_identity_vjp = True
-
     def vjp_reads(self, k):
         """What VJP ``k``'s formula reads: ``(input positions, reads g, reads y)`` (the
         operands of its kernels and drivers, in that order; fused loops gather them)."""
@@ -477,10 +512,6 @@ class ElementwiseOp(Op):
     def complex_vjp_reads(self, k):
         """:meth:`vjp_reads` of the complex case's VJP ``k``."""
         return self._complex_vjp_args[k]
-
-    def identity_vjp(self, k, node):
-        # (a derivative formula ``g`` into an input of the result's shape)
-        return self.vjp_formulas.get(k) == "g" and node.edges[k].shape == node.shape
 
     def forward_numpy(self, arrays, attrs):
         # The formula over the arrays (floats only: integer arithmetic and its errors stay
@@ -590,7 +621,7 @@ class ElementwiseOp(Op):
             self.kernels.forward_strided(*args, out.ravel(), collapsed, attrs["params"])
         return out
 
-    def run(self, arrays, attrs):
+    def _run(self, arrays, attrs):
         # The eager hot path: one dict hit, np.empty and the kernel call. The key holds the
         # strides, not the contiguity flag (cheaper to read, and it determines it).
         count = len(arrays)
@@ -614,7 +645,7 @@ class ElementwiseOp(Op):
             key = None
         return self._first_run(key, arrays, attrs)
 
-    def run_with_constants(self, values, attrs):
+    def _run_with_constants(self, values, attrs):
         if len(values) == 2 and not attrs:
             done = self.run_pair(values[0], values[1])
             if done is not None:
@@ -622,7 +653,7 @@ class ElementwiseOp(Op):
         return self._first_run(_pair_key(values) if not attrs else None, values, attrs)
 
     def run_pair(self, a, b, out=None):
-        """``run`` of a binary op without attributes, when its cache knows the arguments'
+        """``_run`` of a binary op without attributes, when its cache knows the arguments'
         layout; else None. ``a`` and ``b``: NumPy arrays, or one of them a Python float or
         int (``2.0 * x``, ``x - 1``), which becomes a 0-d array of the computation dtype, as
         ``prepare`` makes it (the key, the scalar's type and the array's layout, determines
@@ -665,7 +696,7 @@ class ElementwiseOp(Op):
         return (a, b), attrs, out
 
     def _first_run(self, key, values, attrs):
-        """``prepare`` and ``forward``; remembered for ``run`` when the key determines all that
+        """``prepare`` and ``forward``; remembered for ``_run`` when the key determines all that
         ``prepare`` did: it took the arrays as they are, and made any Python scalar a 0-d array
         of their dtype."""
         arrays, attrs = self.prepare(values, attrs)
@@ -689,7 +720,7 @@ class ElementwiseOp(Op):
         return arrays, attrs, out
 
     def _run_kernel(self, arrays, attrs):
-        """The forward kernel that ``run`` may call for these prepared arrays, and its
+        """The forward kernel that ``_run`` may call for these prepared arrays, and its
         strides where it is the strided one; None where there is none to remember."""
         if arrays[-1].dtype.kind == "c":  # (the compiled complex case, flat only)
             kernels = self._complex_flat(arrays, attrs)
@@ -836,21 +867,9 @@ class ElementwiseOp(Op):
             found = self._exec_cache[key] = self._exec_ints(k, shape, shapes)
         return ExecSpec(found[2 if overwrite else 0], operands, found[1], attrs["params"])
 
-    sets_first_writes = True
-
     def exec_set_spec(self, k, node):
         # The flat layout only (every input of the output's shape: ``_exec_ints``' third).
         return self.exec_spec(k, node, True) if node.attrs["flat"] else None
-
-    # The VJPs of inputs that are one tensor (``x * x``, ``x + x``) in one loop over the
-    # gradient (``_kernels.joint_source``), in the flat layout: the bits of one kernel per
-    # input, with one pass over memory instead of one per input.
-    has_joint_vjp = True
-
-    def joint_vjp(self, ks, node):
-        return (node.attrs["flat"] and node.dtype.kind == "f"
-                and all(k in self.vjp_formulas for k in ks)
-                and all(a is None or a.dtype.kind != "c" for a in node.saved_inputs))
 
     def joint_kernels(self, ks):
         """The generated module of the joint VJP of inputs ``ks`` (on first use)."""
@@ -870,26 +889,6 @@ class ElementwiseOp(Op):
         if any(r[2] for r in reads):
             operands.append(output)
         return operands, any(r[1] for r in reads)
-
-    def vjp_joint(self, ks, grad_output, saved, attrs, grad_input):
-        operands, reads_g = self._joint_operands(ks, saved, saved.output)
-        args = [grad_output.reshape(-1)] if reads_g else []
-        args += [a.reshape(-1) for a in operands]
-        self.joint_kernels(ks).vjp_joint(*args, grad_input.reshape(-1), attrs["params"])
-
-    def has_vjp_joint_numpy(self, ks, saved, attrs):
-        return all(self.has_vjp_numpy(k, saved, attrs) for k in ks)
-
-    def vjp_joint_numpy(self, ks, grad_output, saved, attrs, grad_input):
-        # (each twin adds its VJP as its kernel does: in ``ks``' order, the joint kernel's)
-        for k in ks:
-            self.vjp_numpy(k, grad_output, saved, attrs, grad_input)
-
-    def exec_joint_spec(self, ks, node, overwrite):
-        operands, _ = self._joint_operands(ks, node.saved_inputs, node.saved_output)
-        module = self.joint_kernels(ks)
-        driver = module.vjp_joint_set_exec if overwrite else module.vjp_joint_exec
-        return ExecSpec(driver, operands, (_size(node.shape),), node.attrs["params"])
 
     def _exec_ints(self, k, shape, shapes):
         """The driver of VJP ``k``, its ``ints`` (see ``_kernels._emit_exec``) and, where every

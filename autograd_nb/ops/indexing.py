@@ -340,7 +340,7 @@ class GetItem(Op):
 
     forward_numpy = forward  # NumPy already (tier 0 records it)
 
-    def run(self, arrays, attrs):
+    def _run(self, arrays, attrs):
         key = None
         if len(arrays) == 1 and len(attrs) == 1:
             index = attrs.get("index")
@@ -353,9 +353,7 @@ class GetItem(Op):
                 if found is not None:
                     # Selection.gather of a basic index (it always copies).
                     return arrays, found, x[found["index"]].copy()
-        return self.run_and_remember(key, arrays, attrs)
-
-    has_input_block = True
+        return self._run_and_remember(key, arrays, attrs)
 
     def input_block(self, attrs):
         return attrs["selection"].block_offset()

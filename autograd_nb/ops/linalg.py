@@ -38,7 +38,17 @@ from ._blas import (
 from ._gemm import own_fits, own_gemm_add
 from ._parallel import parallel_allowed, threads_started
 from ._pointers import array_at
-from .registry import FUNCTIONS, ExecSpec, Op, call, call_view, cuda_twin, public, remember
+from .registry import (
+    FUNCTIONS,
+    ExecSpec,
+    Op,
+    VJPStrategy,
+    call,
+    call_view,
+    cuda_twin,
+    public,
+    remember,
+)
 
 # Matrix-vector products (``W @ x``: one batch entry, one column) of
 # ``config.MATVEC_SPLIT_MIN`` up to ``config.MATVEC_SPLIT_MAX`` multiply-adds run as blocks of
@@ -666,7 +676,7 @@ def _joint_entries(g, a, b, out, overwrite):
 
 @njit(cache=True, nogil=True)
 def _joint_driver(operands, ints, floats, like):
-    """The compiled executor's driver of ``_bmm``'s joint VJP (``BatchedMatmul.joint_vjp``):
+    """The compiled executor's driver of ``_bmm``'s joint VJP (``RankOneVJPs.joint``):
     ``ints`` is ``[batch, n, overwrite]``; operands the gradient, both factors and the
     target."""
     batch, n, overwrite = ints[0], ints[1], ints[2]
@@ -688,7 +698,7 @@ def _pair_entries(g, a, b, out_a, out_b, overwrite_a, overwrite_b):
 
 @njit(cache=True, nogil=True)
 def _pair_driver(operands, ints, floats, like):
-    """The driver of ``_bmm``'s split VJP (``BatchedMatmul.split_vjp``: ``outer(x, y)``):
+    """The driver of ``_bmm``'s split VJP (``RankOneVJPs.split``: ``outer(x, y)``):
     ``ints`` is ``[batch, m, n, overwrite_a, overwrite_b]``; operands the gradient, both
     factors and both targets."""
     batch, m, n = ints[0], ints[1], ints[2]
@@ -712,6 +722,93 @@ def _dot_joint_driver(operands, ints, floats, like):
     _rank_one.joint_scale_add(g, x, out, overwrite != 0)
 
 
+class RankOneVJPs(VJPStrategy):
+    """``_bmm``'s VJPs of a rank-one product or a dot product in one pass over the gradient
+    (``_rank_one``). Joint, of one tensor with itself: a rank-one product (``outer(x, x)``:
+    a column (n, 1) times a row (1, n)) or a dot product (``einsum("ij,ij->", x, x)``: a row
+    (1, K) times a column (K, 1)). Split, of two tensors (``outer(x, y)``), each into its own
+    gradient (``_rank_one.pair_add``)."""
+
+    @staticmethod
+    def _joint_kind(a, b):
+        if a.shape[2] == 1 and a.shape[1] == b.shape[2]:
+            return "outer"
+        if a.shape[1] == 1 and b.shape[2] == 1:
+            return "dot"
+        return None
+
+    def joint(self, op, ks, node):
+        a, b = node.saved_inputs
+        return (ks == (0, 1) and a.dtype == b.dtype == node.dtype and a.dtype.kind == "f"
+                and a.size > 0 and self._joint_kind(a, b) is not None)
+
+    def vjp_joint(self, op, ks, grad_output, saved, attrs, grad_input):
+        self._joint(_joint_entries, _rank_one.joint_scale_add, grad_output, saved, grad_input)
+
+    def vjp_joint_numpy(self, op, ks, grad_output, saved, attrs, grad_input):
+        def entries(g, a, b, out, overwrite):
+            for i in range(g.shape[0]):
+                _rank_one.joint_add_numpy(g[i], a[i, :, 0], b[i, 0], out[i], overwrite)
+
+        self._joint(entries, _rank_one.joint_scale_add_numpy, grad_output, saved, grad_input)
+
+    def _joint(self, outer_entries, dot, grad_output, saved, grad_input):
+        a, b = saved[0], saved[1]
+        batch = a.shape[0]
+        g = np.ascontiguousarray(grad_output, dtype=a.dtype)
+        if self._joint_kind(a, b) == "outer":
+            n = a.shape[1]
+            target, copied = _target_view(grad_input, (batch, n), a.dtype)
+            outer_entries(g.reshape((batch, n, n)), a, b, target, False)
+        else:
+            n = a.shape[2]
+            target, copied = _target_view(grad_input, (batch, n), a.dtype)
+            dot(g.reshape(batch), a.reshape((batch, n)), target, False)
+        if copied:
+            grad_input += target.reshape(grad_input.shape)
+
+    def exec_joint_spec(self, op, ks, node, overwrite):
+        a, b = node.saved_inputs
+        if self._joint_kind(a, b) == "outer":
+            return ExecSpec(_joint_driver, (a, b), (a.shape[0], a.shape[1], int(overwrite)),
+                            ())
+        return ExecSpec(_dot_joint_driver, (a, b), (a.shape[0], a.shape[2], int(overwrite)),
+                        ())
+
+    def split(self, op, node):
+        a, b = node.saved_inputs
+        return (a.dtype == b.dtype == node.dtype and a.dtype.kind == "f" and a.size > 0
+                and b.size > 0 and a.shape[2] == 1)
+
+    def vjp_split(self, op, grad_output, saved, attrs, grad_inputs):
+        self._split(_pair_entries, grad_output, saved, grad_inputs)
+
+    def vjp_split_numpy(self, op, grad_output, saved, attrs, grad_inputs):
+        def entries(g, a, b, out_a, out_b, overwrite_a, overwrite_b):
+            for i in range(g.shape[0]):
+                _rank_one.pair_add_numpy(g[i], a[i, :, 0], b[i, 0], out_a[i], out_b[i],
+                                         overwrite_a, overwrite_b)
+
+        self._split(entries, grad_output, saved, grad_inputs)
+
+    def _split(self, entries, grad_output, saved, grad_inputs):
+        a, b = saved[0], saved[1]
+        batch, m, n = a.shape[0], a.shape[1], b.shape[2]
+        g = np.ascontiguousarray(grad_output, dtype=a.dtype).reshape((batch, m, n))
+        target_a, copied_a = _target_view(grad_inputs[0], (batch, m), a.dtype)
+        target_b, copied_b = _target_view(grad_inputs[1], (batch, n), a.dtype)
+        entries(g, a, b, target_a, target_b, False, False)
+        for grad_input, target, copied in ((grad_inputs[0], target_a, copied_a),
+                                           (grad_inputs[1], target_b, copied_b)):
+            if copied:
+                grad_input += target.reshape(grad_input.shape)
+
+    def exec_split_spec(self, op, node, overwrites):
+        a, b = node.saved_inputs
+        ints = (a.shape[0], a.shape[1], b.shape[2]) + tuple(int(o) for o in overwrites)
+        return ExecSpec(_pair_driver, (a, b), ints, ())
+
+
 @cuda_twin("linalg", "BatchedMatmul")
 class BatchedMatmul(Op):
     """``_bmm(a, b)``: ``a (batch, m, k) @ b (batch, k, n)``, the primitive of this family.
@@ -728,6 +825,7 @@ class BatchedMatmul(Op):
     n_inputs = 2
     saves = (0, 1)
     method = False
+    vjp_strategy = RankOneVJPs()
 
     def __init__(self):
         # The attrs per operand layouts and views: a program repeats its products, and a hit
@@ -735,7 +833,7 @@ class BatchedMatmul(Op):
         self._run_cache = {}
         super().__init__()
 
-    def run(self, arrays, attrs):
+    def _run(self, arrays, attrs):
         key = None
         if len(arrays) == 2 and len(attrs) == ("views" in attrs):
             a, b = arrays
@@ -951,8 +1049,6 @@ class BatchedMatmul(Op):
         return ExecSpec(_bmm_driver, operands,
                         (k, batch, m, inner, n, blas, tiles, gemm_address(a.dtype), 0), ())
 
-    sets_first_writes = True
-
     def exec_set_spec(self, k, node):
         # (BLAS with beta 0: BLAS clears the target just before its product, in the cache)
         spec = self.exec_spec(k, node)
@@ -968,98 +1064,6 @@ class BatchedMatmul(Op):
         ints = list(spec[2])
         ints[6] = own_kernel(a.dtype)  # (0 where exec_spec chose loops for one row)
         return ExecSpec(_bmm_rows_driver, spec.saved, tuple(ints), ())
-
-    # Both VJPs of a product of one tensor with itself, in one pass over the gradient
-    # (``_rank_one``): a rank-one product (``outer(x, x)``: a column (n, 1) times a row
-    # (1, n)) or a dot product (``einsum("ij,ij->", x, x)``: a row (1, K) times a column
-    # (K, 1)).
-    has_joint_vjp = True
-
-    @staticmethod
-    def _joint_kind(a, b):
-        if a.shape[2] == 1 and a.shape[1] == b.shape[2]:
-            return "outer"
-        if a.shape[1] == 1 and b.shape[2] == 1:
-            return "dot"
-        return None
-
-    def joint_vjp(self, ks, node):
-        a, b = node.saved_inputs
-        return (ks == (0, 1) and a.dtype == b.dtype == node.dtype and a.dtype.kind == "f"
-                and a.size > 0 and self._joint_kind(a, b) is not None)
-
-    def vjp_joint(self, ks, grad_output, saved, attrs, grad_input):
-        self._joint(_joint_entries, _rank_one.joint_scale_add, grad_output, saved, grad_input)
-
-    def has_vjp_joint_numpy(self, ks, saved, attrs):
-        return True
-
-    def vjp_joint_numpy(self, ks, grad_output, saved, attrs, grad_input):
-        def entries(g, a, b, out, overwrite):
-            for i in range(g.shape[0]):
-                _rank_one.joint_add_numpy(g[i], a[i, :, 0], b[i, 0], out[i], overwrite)
-
-        self._joint(entries, _rank_one.joint_scale_add_numpy, grad_output, saved, grad_input)
-
-    def _joint(self, outer_entries, dot, grad_output, saved, grad_input):
-        a, b = saved[0], saved[1]
-        batch = a.shape[0]
-        g = np.ascontiguousarray(grad_output, dtype=a.dtype)
-        if self._joint_kind(a, b) == "outer":
-            n = a.shape[1]
-            target, copied = _target_view(grad_input, (batch, n), a.dtype)
-            outer_entries(g.reshape((batch, n, n)), a, b, target, False)
-        else:
-            n = a.shape[2]
-            target, copied = _target_view(grad_input, (batch, n), a.dtype)
-            dot(g.reshape(batch), a.reshape((batch, n)), target, False)
-        if copied:
-            grad_input += target.reshape(grad_input.shape)
-
-    def exec_joint_spec(self, ks, node, overwrite):
-        a, b = node.saved_inputs
-        if self._joint_kind(a, b) == "outer":
-            return ExecSpec(_joint_driver, (a, b), (a.shape[0], a.shape[1], int(overwrite)),
-                            ())
-        return ExecSpec(_dot_joint_driver, (a, b), (a.shape[0], a.shape[2], int(overwrite)),
-                        ())
-
-    # Both VJPs of a rank-one product of two tensors (``outer(x, y)``), each into its own
-    # gradient, in one pass over the gradient (``_rank_one.pair_add``).
-    has_split_vjp = True
-
-    def split_vjp(self, node):
-        a, b = node.saved_inputs
-        return (a.dtype == b.dtype == node.dtype and a.dtype.kind == "f" and a.size > 0
-                and b.size > 0 and a.shape[2] == 1)
-
-    def vjp_split(self, grad_output, saved, attrs, grad_inputs):
-        self._split(_pair_entries, grad_output, saved, grad_inputs)
-
-    def vjp_split_numpy(self, grad_output, saved, attrs, grad_inputs):
-        def entries(g, a, b, out_a, out_b, overwrite_a, overwrite_b):
-            for i in range(g.shape[0]):
-                _rank_one.pair_add_numpy(g[i], a[i, :, 0], b[i, 0], out_a[i], out_b[i],
-                                         overwrite_a, overwrite_b)
-
-        self._split(entries, grad_output, saved, grad_inputs)
-
-    def _split(self, entries, grad_output, saved, grad_inputs):
-        a, b = saved[0], saved[1]
-        batch, m, n = a.shape[0], a.shape[1], b.shape[2]
-        g = np.ascontiguousarray(grad_output, dtype=a.dtype).reshape((batch, m, n))
-        target_a, copied_a = _target_view(grad_inputs[0], (batch, m), a.dtype)
-        target_b, copied_b = _target_view(grad_inputs[1], (batch, n), a.dtype)
-        entries(g, a, b, target_a, target_b, False, False)
-        for grad_input, target, copied in ((grad_inputs[0], target_a, copied_a),
-                                           (grad_inputs[1], target_b, copied_b)):
-            if copied:
-                grad_input += target.reshape(grad_input.shape)
-
-    def exec_split_spec(self, node, overwrites):
-        a, b = node.saved_inputs
-        ints = (a.shape[0], a.shape[1], b.shape[2]) + tuple(int(o) for o in overwrites)
-        return ExecSpec(_pair_driver, (a, b), ints, ())
 
     def rule(self, k, grad_output, inputs, output, attrs):
         a, b = inputs

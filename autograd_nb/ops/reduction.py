@@ -122,7 +122,7 @@ class AxisOp(Op):
         extra = {k: v for k, v in attrs.items() if k not in ("axis", "keepdims")}
         return [x], dict(extra, axes=axes, keepdims=keepdims, layout=layout, shape=shape)
 
-    def run(self, arrays, attrs):
+    def _run(self, arrays, attrs):
         # Every prepare here is a function of the input's shape, strides and dtype and of the
         # attrs; when it took the input as it is, the next call with the same key skips it.
         key = run_key(attrs) if len(arrays) == 1 else None
@@ -132,7 +132,7 @@ class AxisOp(Op):
             found = self._run_cache.get(key)
             if found is not None:
                 return arrays, found, self.forward(arrays, found)
-        return self.run_and_remember(key, arrays, attrs)
+        return self._run_and_remember(key, arrays, attrs)
 
     def forward(self, arrays, attrs):
         layout = attrs["layout"]

@@ -136,7 +136,7 @@ def remember(cache, key, value):
 
 
 def run_key(attrs):
-    """``attrs`` as part of a key of an op's ``run`` cache, or None (no caching) when a value
+    """``attrs`` as part of a key of an op's ``_run`` cache, or None (no caching) when a value
     is not an int, a bool or None: values that compare equal may prepare differently
     (``axis=1.0`` is an error where ``axis=1`` is not). ``True`` keys as ``1``: the ops that
     use this read such attrs through ``int()`` and ``bool()``.
@@ -209,13 +209,206 @@ class DerivativeNotImplemented(NotImplementedError):
     (``Op.not_implemented``). A NotImplementedError, and so a RuntimeError, as torch's."""
 
 
+def defines(obj, hook):
+    """Whether the class of ``obj`` (an :class:`Op` or a :class:`VJPStrategy`) overrides its
+    base's optional method ``hook``: the derived flags that an op author never writes
+    (worked out once per class, when it is defined).
+
+    Examples
+    --------
+    >>> import autograd_nb  # registers every op
+    >>> from autograd_nb.ops.registry import REGISTRY, defines
+    >>> defines(REGISTRY["getitem"], "input_block"), defines(REGISTRY["sum"], "input_block")
+    (True, False)
+    >>> defines(REGISTRY["reshape"].vjp_strategy, "identity")
+    True
+    """
+    return hook in obj._defines
+
+
+def _defined(cls, base, hooks):
+    """The names among ``hooks`` whose attribute on ``cls`` is not ``base``'s."""
+    return frozenset(h for h in hooks if getattr(cls, h) is not getattr(base, h))
+
+
+class VJPStrategy:
+    """The other ways an op's VJPs may run than one VJP kernel per input, grouped: an op
+    names one in :attr:`Op.vjp_strategy`; this base (every op's default) says no to each.
+
+    A strategy is stateless and shared (every elementwise op has the one
+    ``ElementwiseVJPs``); each method receives the op first. A subclass overrides the
+    questions it may answer yes to, with what the engine then runs:
+
+    - **identity** (:meth:`identity`): VJP ``k`` is the node's gradient, reshaped; the
+      schedule hands the gradient buffer on to the input (``reshape``, ``x + y``).
+    - **joint** (:meth:`joint`, :meth:`vjp_joint`, :meth:`vjp_joint_numpy` with
+      :meth:`has_vjp_joint_numpy`, :meth:`exec_joint_spec`): inputs that are one tensor
+      (``x * x``, ``outer(x, x)``) receive the sum of their VJPs in one pass.
+    - **split** (:meth:`split`, :meth:`vjp_split`, :meth:`vjp_split_numpy`,
+      :meth:`exec_split_spec`): all inputs, distinct tensors, receive their VJPs in one pass
+      (``outer(x, y)``), a target each.
+    - **backward alone** (:meth:`backward_alone`): the op knows the whole graph behind its
+      node and runs its backward without a plan (a replayed call's output).
+
+    The engine asks a question only where the strategy's class overrides it
+    (:func:`defines`), so a strategy declares nothing besides its methods.
+    """
+
+    _HOOKS = ("identity", "joint", "split", "backward_alone", "vjp_joint_numpy")
+    _defines = frozenset()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._defines = _defined(cls, VJPStrategy, cls._HOOKS)
+
+    def identity(self, op, k, node):
+        """Whether VJP ``k`` of the recorded ``node`` is the identity: input ``k``'s gradient
+        is the node's gradient, reshaped (no arithmetic, no broadcast). The backward then
+        hands the node's gradient buffer on to that input instead of adding it into a new
+        one."""
+        return False
+
+    def joint(self, op, ks, node):
+        """Whether the VJPs of inputs ``ks`` (a tuple of two or more input indices) of the
+        recorded ``node``, all one tensor, run as one joint VJP that adds their sum into that
+        tensor's gradient: :meth:`vjp_joint` (its twin :meth:`vjp_joint_numpy`) and
+        :meth:`exec_joint_spec`. Say yes where one pass over the gradient then does what
+        one pass per input did (``outer(x, x)``)."""
+        return False
+
+    def vjp_joint(self, op, ks, grad_output, saved, attrs, grad_input):
+        """Accumulate the sum of VJPs ``ks`` of ``grad_output`` into ``grad_input`` (the
+        gradient of the one tensor they are), where :meth:`joint` said yes."""
+        raise NotImplementedError
+
+    def vjp_joint_numpy(self, op, ks, grad_output, saved, attrs, grad_input):
+        """:meth:`vjp_joint` in NumPy alone, bit for bit (tier 0's twin), where
+        :meth:`has_vjp_joint_numpy` says so."""
+        raise NotImplementedError
+
+    def has_vjp_joint_numpy(self, op, ks, saved, attrs):
+        """Whether :meth:`vjp_joint_numpy` follows :meth:`vjp_joint`'s kernel here; by
+        default, whether the strategy defines it."""
+        return "vjp_joint_numpy" in self._defines
+
+    def exec_joint_spec(self, op, ks, node, overwrite):
+        """:meth:`Op.exec_spec` of the joint VJP of inputs ``ks``: a driver that adds their
+        sum into the tensor's gradient buffer, or with ``overwrite`` writes it whole (the
+        bits of adding into zeros, as :meth:`Op.exec_set_spec`'s)."""
+        return None
+
+    def split(self, op, node):
+        """Whether the VJPs of all inputs of the recorded ``node``, distinct tensors that each
+        receive a gradient, run as one joint VJP that adds each into its own tensor's
+        gradient (a JOINT step with a target per input): :meth:`vjp_split` (its twin
+        :meth:`vjp_split_numpy`) and :meth:`exec_split_spec`."""
+        return False
+
+    def vjp_split(self, op, grad_output, saved, attrs, grad_inputs):
+        """Accumulate VJP ``k`` of ``grad_output`` into ``grad_inputs[k]``, for every input,
+        where :meth:`split` said yes."""
+        raise NotImplementedError
+
+    def vjp_split_numpy(self, op, grad_output, saved, attrs, grad_inputs):
+        """:meth:`vjp_split` in NumPy alone, bit for bit (tier 0's twin)."""
+        raise NotImplementedError
+
+    def exec_split_spec(self, op, node, overwrites):
+        """:meth:`Op.exec_spec` of the split VJP: a driver whose operands are the gradient,
+        the saved arrays and a target per input, adding into target ``k``, or writing it
+        whole where ``overwrites[k]`` (the bits of adding into zeros)."""
+        return None
+
+    def backward_alone(self, op, node, grad, targets, all_leaves, retain_graph):
+        """Run the whole backward of a graph whose only output is the recorded ``node``,
+        seeded with ``grad`` (an array or a number), without planning it, where the op
+        knows that graph (a replayed call's output knows its recorded backward table).
+        Returns ``(results, leaves)`` as a cached plan's run, or None where the engine
+        must plan it; it raises the engine's errors (a freed or changed saved buffer) before
+        anything runs. Only for ``create_graph=False``, no batch."""
+        return None
+
+
+#: The strategy of an op whose VJPs run one kernel per input only (:attr:`Op.vjp_strategy`).
+ONE_PER_INPUT = VJPStrategy()
+
+
+class _Identity(VJPStrategy):
+    def identity(self, op, k, node):
+        return True
+
+
+#: The strategy of an op whose every VJP is the identity (``reshape``: the same elements).
+IDENTITY = _Identity()
+
+#: Members of the protocol before :class:`VJPStrategy` grouped them (or the flags became
+#: derived): an op class that still defines one is told where it went, or, for a flag that
+#: agrees with what is now derived, the flag is dropped (a harmless leftover).
+_MOVED_TO_STRATEGY = {
+    "identity_vjp": "identity", "joint_vjp": "joint", "vjp_joint": "vjp_joint",
+    "vjp_joint_numpy": "vjp_joint_numpy", "has_vjp_joint_numpy": "has_vjp_joint_numpy",
+    "exec_joint_spec": "exec_joint_spec", "split_vjp": "split", "vjp_split": "vjp_split",
+    "vjp_split_numpy": "vjp_split_numpy", "exec_split_spec": "exec_split_spec",
+    "backward_alone": "backward_alone",
+}
+#: Engine entry points that became private (``Op``'s docstring).
+_RENAMED = {"run": "_run", "run_and_remember": "_run_and_remember",
+            "run_with_constants": "_run_with_constants",
+            "not_implemented_error": "_not_implemented_error"}
+_DERIVED_FLAGS = {
+    # flag: (on the op or its strategy, the hook whose override it said)
+    "has_identity_vjp": ("strategy", "identity"), "has_joint_vjp": ("strategy", "joint"),
+    "has_split_vjp": ("strategy", "split"), "runs_backward_alone": ("strategy", "backward_alone"),
+    "has_input_block": ("op", "input_block"), "sets_first_writes": ("op", "exec_set_spec"),
+    "has_vjp_numpy": ("op", "vjp_numpy"),
+}
+
+
+def _check_leftovers(cls):
+    """Refuse an op class written to the old protocol where the code would go unused, and
+    drop its derived flags where they agree with its overrides (see ``_MOVED_TO_STRATEGY``)."""
+    own = vars(cls)
+    for name, hook in _MOVED_TO_STRATEGY.items():
+        if name in own:
+            raise TypeError(
+                f"{cls.__name__}.{name}: an op's other ways to run its VJPs live on its "
+                f"vjp_strategy now (a registry.VJPStrategy subclass's {hook!r}; see "
+                "docs/adding-an-op.md)"
+            )
+    for name, new in _RENAMED.items():
+        if name in own:
+            raise TypeError(f"{cls.__name__}.{name}: the engine's entry point is {new!r} now")
+    for name, (where, hook) in _DERIVED_FLAGS.items():
+        flag = own.get(name)
+        if type(flag) is not bool:
+            continue  # (absent, or an op's own ``has_vjp_numpy`` method)
+        owner = cls.vjp_strategy if where == "strategy" else cls
+        if flag and hook not in owner._defines:
+            raise TypeError(
+                f"{cls.__name__}.{name} = True, but it does not define {hook!r} (the flag is "
+                "derived from that now: drop it)"
+            )
+        delattr(cls, name)
+
+
 class Op:
-    """Base class of every registered operator.
+    """Base class of every registered operator: what an op declares, and the hooks it fills.
+
+    An op declares its arguments (the attributes below), gives ``prepare``, ``forward``,
+    ``vjp`` and ``rule`` (required), and optionally a faster or second implementation of each:
+    ``forward_numpy`` and ``vjp_numpy`` (tier 0's NumPy twins), ``vjp_batched``, the compiled
+    executor's drivers (``exec_spec``, ``exec_set_spec``, ``exec_rows_spec``), a compiled
+    program's (``forward_spec``, ``input_block``), and a :class:`VJPStrategy` for VJPs that
+    run other than one kernel per input. Every optional hook has a default that falls back
+    to a required one; whether an op gives a hook is derived from its class
+    (:func:`defines`), never declared. ``docs/adding-an-op.md`` counts the pieces.
 
     Attributes
     ----------
     name : str
         The public (NumPy) name, also the Tensor method's name where ``method`` is true.
+    family : str
+        The op family (its module under ``autograd_nb/ops/``), for docs, tests, benchmarks.
     n_inputs : int or None
         Number of tensor inputs; None for ops taking a sequence (``concatenate``).
     differentiable : tuple of bool
@@ -223,8 +416,8 @@ class Op:
         a gradient flows to it, or it is one of ``not_implemented``.
     not_implemented : tuple of int
         Input positions whose derivative has no formula: they keep their graph edge, and a
-        backward that needs their gradient raises (:meth:`not_implemented_error`), as torch's
-        ``not_implemented``, never a silent zero.
+        backward that needs their gradient raises :class:`DerivativeNotImplemented`, as
+        torch's ``not_implemented``, never a silent zero.
     saves : tuple of int
         Input positions whose arrays the VJP needs.
     saves_output : bool
@@ -234,21 +427,43 @@ class Op:
     cuda_twin : CudaTwin or None
         Where its CUDA implementation lives (set by :func:`cuda_twin`); None: the op runs
         on the CPU only.
+    real_input_vjp : bool
+        The VJP kernels add just the real part of a complex contribution into a real input's
+        buffer (the FFTs): the engine need not give such an input a complex buffer to keep
+        the real part of.
+    quick_vjp_kernels : bool
+        Each VJP kernel is one small generated loop, quick to compile (elementwise ops):
+        tier 0's backward compiles one without a NumPy twin rather than walk the rules.
+    vjp_strategy : VJPStrategy
+        The other ways its VJPs may run (identity, joint, split, a backward alone); by
+        default none (``ONE_PER_INPUT``).
+
+    Entry points of the engine, not written by an op author: ``_run`` (``prepare`` then
+    ``forward``, which an op that runs often on small tensors overrides with a cache:
+    ``_run_and_remember``), ``_run_with_constants`` and ``_not_implemented_error``.
     """
 
     name = None
+    family = None
     n_inputs = 1
     differentiable = None
     not_implemented = ()
     saves = ()
     saves_output = False
     method = True
-    family = None
     cuda_twin = None
-    #: The VJP kernels add just the real part of a complex contribution into a real input's
-    #: buffer (the FFTs): the engine need not give such an input a complex buffer to keep the
-    #: real part of.
     real_input_vjp = False
+    quick_vjp_kernels = False
+    vjp_strategy = ONE_PER_INPUT
+
+    #: The optional hooks whose override :func:`defines` reports.
+    _HOOKS = ("input_block", "exec_set_spec", "vjp_numpy")
+    _defines = frozenset()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._defines = _defined(cls, Op, cls._HOOKS)
+        _check_leftovers(cls)
 
     def __init__(self):
         register(self)
@@ -269,9 +484,9 @@ class Op:
             k not in self.not_implemented
         )
 
-    def not_implemented_error(self, k):
+    def _not_implemented_error(self, k):
         """The error of a backward that needs the gradient of input ``k``, one of
-        ``not_implemented``."""
+        ``not_implemented`` (ops override it for a message naming the input)."""
         return DerivativeNotImplemented(
             f"the derivative for '{self.name}' input {k} is not implemented"
         )
@@ -287,6 +502,7 @@ class Op:
         raise NotImplementedError
 
     def forward(self, arrays, attrs):
+        """The result, in a freshly allocated C-contiguous array (see the module docstring)."""
         raise NotImplementedError
 
     def forward_numpy(self, arrays, attrs):
@@ -298,7 +514,7 @@ class Op:
         NumPy cannot follow the kernel. Ops that define it enter tier 0 at import."""
         return None
 
-    def run(self, arrays, attrs):
+    def _run(self, arrays, attrs):
         """``prepare`` then ``forward``, for arguments that are all NumPy arrays (the eager
         forward's common case: every argument a CPU Tensor). Returns ``(arrays, attrs,
         output)``, exactly what the two give.
@@ -310,8 +526,8 @@ class Op:
         arrays, attrs = self.prepare(arrays, attrs)
         return arrays, attrs, self.forward(arrays, attrs)
 
-    def run_and_remember(self, key, arrays, attrs):
-        """``run`` on a miss of the op's ``_run_cache``: ``prepare`` and ``forward``, and the
+    def _run_and_remember(self, key, arrays, attrs):
+        """``_run`` on a miss of the op's ``_run_cache``: ``prepare`` and ``forward``, and the
         attrs kept under ``key`` (unless None) when ``prepare`` took the arrays as they are
         (then the key, their layouts, determines them)."""
         prepared, attrs = self.prepare(arrays, attrs)
@@ -320,13 +536,15 @@ class Op:
             remember(self._run_cache, key, attrs)
         return prepared, attrs, output
 
-    def run_with_constants(self, values, attrs):
-        """``run`` for arguments not all NumPy arrays: some are Python scalars, or arrays made
-        from lists. ``prepare`` then ``forward``, unless the op caches this case too."""
+    def _run_with_constants(self, values, attrs):
+        """``_run`` for arguments not all NumPy arrays: some are Python scalars, or arrays
+        made from lists. ``prepare`` then ``forward``, unless the op caches this case too."""
         arrays, attrs = self.prepare(values, attrs)
         return arrays, attrs, self.forward(arrays, attrs)
 
     def vjp(self, k, grad_output, saved, attrs, grad_input):
+        """*Add* input ``k``'s VJP of ``grad_output`` into ``grad_input`` (see the module
+        docstring)."""
         raise NotImplementedError
 
     def vjp_numpy(self, k, grad_output, saved, attrs, grad_input):
@@ -342,7 +560,7 @@ class Op:
         layouts or dtypes only say which. Where one VJP of a backward has none, tier 0's
         backward compiles that VJP's kernel if it is quick (:attr:`quick_vjp_kernels`), and
         otherwise walks the differentiable rules instead."""
-        return type(self).vjp_numpy is not Op.vjp_numpy
+        return "vjp_numpy" in self._defines
 
     def vjp_numpy_rows(self, k, grad_outputs, saved, attrs, grad_inputs):
         """:meth:`vjp_numpy` for a block of batch rows (tier 0's batched backward): the bits
@@ -357,11 +575,9 @@ class Op:
         by default :meth:`has_vjp_numpy`."""
         return self.has_vjp_numpy(k, saved, attrs)
 
-    #: Whether each VJP kernel is one small generated loop, quick to compile (elementwise
-    #: ops): tier 0's backward compiles one without a NumPy twin rather than walk the rules.
-    quick_vjp_kernels = False
-
     def rule(self, k, grad_output, inputs, output, attrs):
+        """Input ``k``'s VJP written with autograd_nb ops on Tensors, for
+        ``create_graph=True`` (see the module docstring)."""
         raise NotImplementedError
 
     def vjp_batched(self, k, grad_outputs, saved, attrs, grad_inputs):
@@ -384,9 +600,6 @@ class Op:
         """
         return None
 
-    #: Whether ``exec_set_spec`` may give a driver (the executor asks only then).
-    sets_first_writes = False
-
     def exec_set_spec(self, k, node):
         """``exec_spec`` for the first write into input ``k``'s gradient buffer, or None (the
         default): then the executor clears the buffer and runs ``exec_spec``'s driver.
@@ -394,101 +607,18 @@ class Op:
         The driver *writes* the whole buffer instead of accumulating into it, reading nothing
         of it, and gives the bits ``exec_spec``'s driver gives when it adds into zeros
         (``-0.0`` included: it adds ``+0.0`` as that sum does). It saves the executor a pass
-        that clears the buffer and the driver one that reads it.
+        that clears the buffer and the driver one that reads it. The executor asks only an
+        op that defines it.
         """
         return None
-
-    #: Whether :meth:`joint_vjp` may say yes (the engine asks only then).
-    has_joint_vjp = False
-
-    def joint_vjp(self, ks, node):
-        """Whether the VJPs of inputs ``ks`` (a tuple of two or more input indices) of the
-        recorded ``node``, all one tensor, run as one joint VJP that adds their sum into that
-        tensor's gradient: :meth:`vjp_joint` (its twin :meth:`vjp_joint_numpy`) and
-        :meth:`exec_joint_spec`. Ops say yes where one pass over the gradient then does what
-        one pass per input did (``outer(x, x)``)."""
-        return False
-
-    def vjp_joint(self, ks, grad_output, saved, attrs, grad_input):
-        """Accumulate the sum of VJPs ``ks`` of ``grad_output`` into ``grad_input`` (the
-        gradient of the one tensor they are), where :meth:`joint_vjp` said yes."""
-        raise NotImplementedError
-
-    def vjp_joint_numpy(self, ks, grad_output, saved, attrs, grad_input):
-        """:meth:`vjp_joint` in NumPy alone, bit for bit (tier 0's twin), where
-        :meth:`has_vjp_joint_numpy` says so."""
-        raise NotImplementedError
-
-    def has_vjp_joint_numpy(self, ks, saved, attrs):
-        """Whether :meth:`vjp_joint_numpy` follows :meth:`vjp_joint`'s kernel here."""
-        return False
-
-    def exec_joint_spec(self, ks, node, overwrite):
-        """:meth:`exec_spec` of the joint VJP of inputs ``ks``: a driver that adds their sum
-        into the tensor's gradient buffer, or with ``overwrite`` writes it whole (the bits of
-        adding into zeros, as :meth:`exec_set_spec`'s)."""
-        return None
-
-    #: Whether :meth:`split_vjp` may say yes (the engine asks only then).
-    has_split_vjp = False
-
-    def split_vjp(self, node):
-        """Whether the VJPs of all inputs of the recorded ``node``, distinct tensors that each
-        receive a gradient, run as one joint VJP that adds each into its own tensor's
-        gradient (a JOINT step with a target per input): :meth:`vjp_split` (its twin
-        :meth:`vjp_split_numpy`) and :meth:`exec_split_spec`. Ops say yes where one pass over
-        the gradient then does what one pass per input did (``outer(x, y)``)."""
-        return False
-
-    def vjp_split(self, grad_output, saved, attrs, grad_inputs):
-        """Accumulate VJP ``k`` of ``grad_output`` into ``grad_inputs[k]``, for every input,
-        where :meth:`split_vjp` said yes."""
-        raise NotImplementedError
-
-    def vjp_split_numpy(self, grad_output, saved, attrs, grad_inputs):
-        """:meth:`vjp_split` in NumPy alone, bit for bit (tier 0's twin)."""
-        raise NotImplementedError
-
-    def exec_split_spec(self, node, overwrites):
-        """:meth:`exec_spec` of the split VJP: a driver whose operands are the gradient, the
-        saved arrays and a target per input, adding into target ``k``, or writing it whole
-        where ``overwrites[k]`` (the bits of adding into zeros)."""
-        return None
-
-    #: Whether some VJP of this op may be the identity (:meth:`identity_vjp`): the engine asks
-    #: only then.
-    has_identity_vjp = False
-
-    def identity_vjp(self, k, node):
-        """Whether VJP ``k`` of the recorded ``node`` is the identity: input ``k``'s gradient
-        is the node's gradient, reshaped (no arithmetic, no broadcast). The backward then
-        hands the node's gradient buffer on to that input instead of adding it into a new
-        one."""
-        return False
-
-    #: Whether :meth:`backward_alone` may run a backward from this op's node (the engine asks
-    #: only then).
-    runs_backward_alone = False
-
-    def backward_alone(self, node, grad, targets, all_leaves, retain_graph):
-        """Run the whole backward of a graph whose only output is the recorded ``node``,
-        seeded with ``grad`` (an array or a number), without planning it, where this op
-        knows that graph (a replayed call's output knows its recorded backward table).
-        Returns ``(results, leaves)`` as a cached plan's run, or None where the engine
-        must plan it; it raises the engine's errors (a freed or changed saved buffer) before
-        anything runs. Only for ``create_graph=False``, no batch."""
-        return None
-
-    #: Whether :meth:`input_block` may find the result in the input (the recorder asks only
-    #: then).
-    has_input_block = False
 
     def input_block(self, attrs):
         """The element offset at which this op's result lies in its input, or None (the
         default): where the result is the input's elements from that offset on, in C order,
         as one block (a basic index: ``x[k]``, ``x[2:5]``, ``x[1, :]`` of a C-contiguous
         ``x``). A compiled program (:func:`autograd_nb.compile`) then reads the result there
-        instead of copying it, while the input's buffer is not written."""
+        instead of copying it, while the input's buffer is not written. The recorder asks
+        only an op that defines it."""
         return None
 
     def forward_spec(self, arrays, attrs, output):

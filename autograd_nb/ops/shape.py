@@ -12,7 +12,7 @@ from numba import njit
 
 from . import _broadcast, _numpy_vjp, _strided, registry
 from ._pointers import array_at
-from .registry import ExecSpec, Op, call, cuda_twin, public, run_key
+from .registry import IDENTITY, ExecSpec, Op, call, cuda_twin, public, run_key
 
 
 class ShapeOp(Op):
@@ -82,10 +82,7 @@ class Reshape(ShapeOp):
     """
 
     name = "reshape"
-    has_identity_vjp = True
-
-    def identity_vjp(self, k, node):
-        return True
+    vjp_strategy = IDENTITY
 
     def __init__(self):
         # The attrs per (shape, strides, dtype, new shape) of C-contiguous inputs: programs
@@ -94,7 +91,7 @@ class Reshape(ShapeOp):
         self._run_cache = {}
         super().__init__()
 
-    def run(self, arrays, attrs):
+    def _run(self, arrays, attrs):
         key = None
         view = attrs.get("view", False)
         if len(arrays) == 1 and len(attrs) == 1 + ("view" in attrs) and view in (False, True):
@@ -106,7 +103,7 @@ class Reshape(ShapeOp):
                 if found is not None:
                     out = x.reshape(found["shape"])
                     return arrays, found, out if view is True else out.copy()
-        return self.run_and_remember(key, arrays, attrs)
+        return self._run_and_remember(key, arrays, attrs)
 
     def normalize(self, shape, attrs):
         new_shape = attrs["shape"]
@@ -486,7 +483,7 @@ class Join(Op):
         # shared, read-only, by the nodes of that layout).
         return arrays, cached
 
-    def run(self, arrays, attrs):
+    def _run(self, arrays, attrs):
         key = None
         if arrays and len(attrs) == 1:
             # The public functions pass ``axis`` alone; an int or None (not a bool or a NumPy
@@ -512,7 +509,7 @@ class Join(Op):
             found = self._run_cache.get(key)
             if found is not None:
                 return arrays, found, self.forward(arrays, found)
-        return self.run_and_remember(key, arrays, attrs)
+        return self._run_and_remember(key, arrays, attrs)
 
     def forward_numpy(self, arrays, attrs):
         outer = attrs["outer"]

@@ -176,7 +176,7 @@ for _name, _inputs, _forward, _vjps, _domain, _doc in _TABLE:
 # derivative along the series and continued fractions (see ``_scalar``). Their derivatives in
 # x are closed forms; in the shape parameters they have none: those inputs keep their graph
 # edge, and a backward that needs their gradient raises before it runs (the planner asks
-# ``not_implemented_error``), never gives a silent zero.
+# ``_not_implemented_error``), never gives a silent zero.
 
 _PI = "3.141592653589793"
 
@@ -195,9 +195,9 @@ class _HelperOp(SpecialOp):
     def make_function(self):
         return None
 
-    def not_implemented_error(self, k):
+    def _not_implemented_error(self, k):
         if self.derivative_of is None:
-            return super().not_implemented_error(k)
+            return super()._not_implemented_error(k)
         name = self.input_names[k]
         return DerivativeNotImplemented(
             f"the derivative of {self.derivative_of} in {name} is not implemented (a second "

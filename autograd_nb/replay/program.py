@@ -24,8 +24,9 @@ of the buffer too, and ``ReplayInputs``' edges to their nodes take them on (eage
 cache and the Python walk all run a replayed call as they run any graph, and
 ``create_graph=True`` re-runs fn eagerly to record differentiable gradients. A backward from
 one output whose gradient ends at the call's leaves (``grad(f(x), x)``, ``f(x).backward()``)
-needs no plan: ``ReplayOutput.backward_alone`` runs the output's table and hands the leaves
-their parts, the same two steps without the plan cache's match of the graph.
+needs no plan: ``ReplayOutput``'s VJP strategy (``backward_alone``) runs the output's table
+and hands the leaves their parts, the same two steps without the plan cache's match of the
+graph.
 """
 
 import contextlib
@@ -39,7 +40,7 @@ from .. import tape
 from ..engine import backward as backward_module
 from ..engine import executor, machine
 from ..ops import _pointers
-from ..ops.registry import DerivativeNotImplemented, ExecSpec, Op, call
+from ..ops.registry import DerivativeNotImplemented, ExecSpec, Op, VJPStrategy, call
 from ..tensor import Tensor
 from . import fusion, interpreter
 from .tree import flatten
@@ -98,8 +99,6 @@ class ReplayInputs(Op):
         return ExecSpec(interpreter.slice_accumulate_driver, (),
                         (self.offsets[k], self.sizes[k]), ())
 
-    sets_first_writes = True
-
     def exec_set_spec(self, k, node):
         return ExecSpec(interpreter.slice_copy_driver, (), (self.offsets[k], self.sizes[k]), ())
 
@@ -144,8 +143,6 @@ class ReplayOutput(Op):
         return ExecSpec(interpreter.backward_driver,
                         (node.saved_inputs[1], self.table, self.floats), self.ints, ())
 
-    sets_first_writes = True
-
     def exec_set_spec(self, k, node):
         return ExecSpec(interpreter.backward_set_driver,
                         (node.saved_inputs[1], self.table, self.floats), self.ints, ())
@@ -159,19 +156,27 @@ class ReplayOutput(Op):
         _pointers._call_once(entry, operands, np.array(self.ints + (0,), dtype=np.int64),
                              np.zeros(1))
 
-    @property
-    def runs_backward_alone(self):
-        return self.table is not None
+    def rule(self, k, grad_output, inputs, output, attrs):
+        record = inputs[2]._data[()]
+        # (the ``ReplayInputs`` node's edges: the call's tensors and the outputs cut here)
+        return self.program.eager_gradient(record, self.index, grad_output,
+                                           inputs[0]._node.edges)
 
-    def backward_alone(self, node, grad, targets, all_leaves, retain_graph):
-        """The backward of this output alone, when its gradient ends at the call's leaves:
-        the table run by the machine's loop into a fresh gradient buffer (as the
-        executor's row for this node runs it, :meth:`exec_set_spec`), each leaf's gradient
-        a copy of its part (as ``ReplayInputs``' row copies it): the same bits, without the
+
+class _RecordedBackward(VJPStrategy):
+    """A replayed output's backward run from its recorded table, without a plan."""
+
+    def backward_alone(self, op, node, grad, targets, all_leaves, retain_graph):
+        """The backward of a replayed output alone, when its gradient ends at the call's
+        leaves: the table run by the machine's loop into a fresh gradient buffer (as the
+        executor's row for this node runs it, ``ReplayOutput.exec_set_spec``), each leaf's
+        gradient a copy of its part (as ``ReplayInputs``' row copies it): the same bits, without the
         plan cache's graph match. None (the engine plans it) where the inputs' node has a
         node among its edges (the gradient goes on), a target is not one of its leaves, a
         leaf comes twice, a node retains its gradient, or the seed is not a host array or
-        number."""
+        number, or the output has no table (a stale one)."""
+        if op.table is None:
+            return None
         inputs_node = node.edges[0]
         edges = inputs_node.edges
         if node.retained or inputs_node.retained or type(grad) not in _HOST_SEEDS:
@@ -186,9 +191,9 @@ class ReplayOutput(Op):
         if wanted is None:
             return None  # (a target unused, or a node: the planner says which)
         node.check_saved()  # (the freed-graph and in-place errors, before anything runs)
-        dtype = self.program.dtype
+        dtype = op.program.dtype
         g = np.ascontiguousarray(grad, dtype=dtype).reshape(node.shape)
-        size = (self.ints[1] + self.ints[2]) // dtype.itemsize
+        size = (op.ints[1] + op.ints[2]) // dtype.itemsize
         # Cleared whole where the executor's row clears the inputs' part only: the table
         # writes each scratch slot whole, or clears it, before it reads it (the same bits).
         buffer = np.zeros(size, dtype=dtype)
@@ -198,7 +203,7 @@ class ReplayOutput(Op):
         objects[:n] = ids
         objects[n] = id(g)
         objects[n + 1] = id(buffer)
-        interpreter.run(self.table, objects, self.floats)
+        interpreter.run(op.table, objects, op.floats)
         inputs_op = inputs_node.op
         whole = len(edges) == 1 and inputs_op.sizes[0] == size
         results = {}
@@ -210,11 +215,8 @@ class ReplayOutput(Op):
             node.free()
         return results, {id(edge): edge for edge in edges}
 
-    def rule(self, k, grad_output, inputs, output, attrs):
-        record = inputs[2]._data[()]
-        # (the ``ReplayInputs`` node's edges: the call's tensors and the outputs cut here)
-        return self.program.eager_gradient(record, self.index, grad_output,
-                                           inputs[0]._node.edges)
+
+ReplayOutput.vjp_strategy = _RecordedBackward()
 
 
 class _CallPlaces(executor.Places):
@@ -534,7 +536,7 @@ class Program:
                 # so that a gradient of them meets the node and raises, not "unused".
                 op = ReplayOutput("replay_output", self, n, None, None, ())
                 op.stale = str(error).startswith("one of the variables needed")
-                _, reachable = backward_module._reach_until([root], cuts)
+                _, reachable = backward_module.reach([root], cuts)
                 mine = [k for k, edge in enumerate(all_edges) if id(edge) in reachable]
                 mine = [k for k in mine
                         if next(j for j in mine if all_edges[j] is all_edges[k]) == k]
@@ -906,7 +908,7 @@ def _cut_gradient(out, tensors, edges, grad_output, cuts, twin):
     if not isinstance(grad_output, Tensor):
         grad_output = Tensor._make(np.asarray(grad_output))
     root = out._node
-    inputs, output = backward_module._unpack_inputs(root)
+    inputs, output = backward_module.unpack_inputs(root)
     if output is not None and twin is not None:
         output = Tensor._make(root.saved_output, node=twin)
     seeds = {}
@@ -993,7 +995,7 @@ def _remember_join(joined, grads):
 
 
 _NO_ATTRS = {}
-_HOST_SEEDS = (np.ndarray, float, int)  # (``ReplayOutput.backward_alone``'s seeds)
+_HOST_SEEDS = (np.ndarray, float, int)  # (``_RecordedBackward.backward_alone``'s seeds)
 _STALE = {0: 1}  # (a version box one past the version a stale output's node expects)
 _GRADIENT = -1
 _BUFFER = -2

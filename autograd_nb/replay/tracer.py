@@ -41,7 +41,7 @@ import numpy as np
 from .. import config, engine, tape
 from ..engine import executor, machine
 from ..ops import _pointers
-from ..ops.registry import REGISTRY
+from ..ops.registry import REGISTRY, defines
 from ..tensor import Tensor
 from . import guards as guards_module
 
@@ -153,7 +153,7 @@ class Trace:
         # the constant it is filled from).
         self.made_buffers = {}
         self.created = set()  # ids of the tensors made while recording (``made``)
-        self.depth = 0  # (how deep in an op's own ``run``: not recorded there)
+        self.depth = 0  # (how deep in an op's own ``_run``: not recorded there)
         # Branches on traced values become guards (:mod:`.guards`) where ``guarding``;
         # else (``compile(strict=True)``) they are values read, as ``float(t)`` is.
         self.guarding = guards
@@ -379,7 +379,7 @@ class Trace:
             operands = self._operands(tensors, arrays, node)
             if operands is None:
                 return
-        if op.has_input_block and self._alias(op, operands, arrays, attrs, output):
+        if defines(op, "input_block") and self._alias(op, operands, arrays, attrs, output):
             return
         # (A result owning its memory, or a view of a temporary of the op's, is new.)
         if output.base is not None and self.find(output, scan=False) is not None:

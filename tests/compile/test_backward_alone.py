@@ -1,4 +1,4 @@
-"""A replayed output's backward run directly (``ReplayOutput.backward_alone``): the bits of the
+"""A replayed output's backward run directly (its ``VJPStrategy.backward_alone``): the bits of the
 planned backward, torch's errors, and the planner wherever the direct run declines."""
 
 import numpy as np
@@ -13,14 +13,15 @@ from autograd_nb.replay import program
 def direct_runs(monkeypatch):
     """The number of backwards the direct path ran (not declined), as a one-item list."""
     ran = [0]
-    alone = program.ReplayOutput.backward_alone
+    strategy = type(program.ReplayOutput.vjp_strategy)
+    alone = strategy.backward_alone
 
     def counted(self, *args):
         done = alone(self, *args)
         ran[0] += done is not None
         return done
 
-    monkeypatch.setattr(program.ReplayOutput, "backward_alone", counted)
+    monkeypatch.setattr(strategy, "backward_alone", counted)
     return ran
 
 

@@ -24,8 +24,8 @@ DTYPES = [np.float32, np.float64]
 def run(op, values, attrs):
     """The eager forward: ``(prepared arrays, attrs, output)``."""
     if all(type(v) is np.ndarray for v in values):
-        return op.run(values, attrs)
-    return op.run_with_constants(values, attrs)
+        return op._run(values, attrs)
+    return op._run_with_constants(values, attrs)
 
 
 def replay(spec, arrays, output):

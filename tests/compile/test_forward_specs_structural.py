@@ -85,9 +85,9 @@ def assert_replays(op, arrays, attrs, output, rng=None):
 
 
 def run(name, values, **attrs):
-    """The eager forward of op ``name`` (``op.run``), checked as ``assert_replays``."""
+    """The eager forward of op ``name`` (``op._run``), checked as ``assert_replays``."""
     op = REGISTRY[name]
-    arrays, attrs, output = op.run(values, attrs)
+    arrays, attrs, output = op._run(values, attrs)
     assert_replays(op, arrays, attrs, output)
     return output
 
@@ -103,7 +103,7 @@ class Checked:
     def __enter__(self):
         for name in OPS:
             op = REGISTRY[name]
-            for method in ("run", "run_with_constants"):
+            for method in ("_run", "_run_with_constants"):
                 setattr(op, method, self._checking(op, getattr(op, method)))
         return self
 
@@ -118,8 +118,8 @@ class Checked:
 
     def __exit__(self, *exc):
         for name in OPS:
-            vars(REGISTRY[name]).pop("run", None)
-            vars(REGISTRY[name]).pop("run_with_constants", None)
+            vars(REGISTRY[name]).pop("_run", None)
+            vars(REGISTRY[name]).pop("_run_with_constants", None)
 
 
 def tensor(shape, dtype, seed=0):
@@ -131,7 +131,7 @@ def tensor(shape, dtype, seed=0):
 #: A plain float64 case of every op of the families, as ``(values, attrs)``.
 X = np.arange(24.0).reshape(2, 3, 4)
 #: What ``_index_scatter`` takes as its attrs: those of the ``getitem`` it is the adjoint of.
-SOURCE = REGISTRY["getitem"].run([X], {"index": (1, Ellipsis)})[1]
+SOURCE = REGISTRY["getitem"]._run([X], {"index": (1, Ellipsis)})[1]
 PLAIN = {
     "_bmm": ([X, np.ones((2, 4, 5))], {}),
     "reshape": ([X], {"shape": (6, 4)}),
@@ -203,7 +203,7 @@ def test_matvec_driver_gives_the_bits_of_the_blocks(dtype):
     a, b = (new_values(np.empty(s, dtype), rng, "finite") for s in BMM_PATHS["matvec"])
     blocks = np.empty((1, 512, 1), dtype=dtype)
     linalg._matvec_blocks(a[0], b[0, :, 0], blocks[0, :, 0])
-    arrays, attrs, output = REGISTRY["_bmm"].run([a, b], {})
+    arrays, attrs, output = REGISTRY["_bmm"]._run([a, b], {})
     assert same_bits(output, blocks)
     assert same_bits(replay(REGISTRY["_bmm"].forward_spec(arrays, attrs, output), arrays,
                             output), blocks)
@@ -215,7 +215,7 @@ def test_bmm_own_kernel(dtype, monkeypatch):
     rng = np.random.default_rng(2)
     a = new_values(np.empty((2, 24, 40), dtype), rng, "finite")
     b = new_values(np.empty((2, 40, 72), dtype), rng, "finite")
-    arrays, attrs, output = REGISTRY["_bmm"].run([a, b], {})
+    arrays, attrs, output = REGISTRY["_bmm"]._run([a, b], {})
     assert REGISTRY["_bmm"].forward_spec(arrays, attrs, output)[1][5] != 0  # the own tiles
     assert_replays(REGISTRY["_bmm"], arrays, attrs, output)
 
@@ -368,7 +368,7 @@ def test_astype_without_driver(pair):
     assert "astype" in NO_DRIVER
     source, target = pair
     op = REGISTRY["astype"]
-    arrays, attrs, output = op.run([np.ones(3, dtype=source)], {"dtype": target})
+    arrays, attrs, output = op._run([np.ones(3, dtype=source)], {"dtype": target})
     assert op.forward_spec(arrays, attrs, output) is None
 
 
@@ -386,7 +386,7 @@ def test_basic_indices(dtype, shape, data):
     value_shapes = [selected.shape, selected.shape[-1:], (), (1,) + selected.shape]
     value = new_values(np.empty(data.draw(st.sampled_from(value_shapes)), dtype), rng, "any")
     run("setitem", [x, value], index=index)
-    source = REGISTRY["getitem"].run([x], {"index": index})[1]
+    source = REGISTRY["getitem"]._run([x], {"index": index})[1]
     run("_index_scatter", [new_values(selected, rng, "any")], source=source)
 
 
@@ -425,7 +425,7 @@ def test_advanced_indices(dtype, shape, data):
     value_shapes = [selected.shape, selected.shape[-1:], ()]
     value = new_values(np.empty(data.draw(st.sampled_from(value_shapes)), dtype), rng, "any")
     run("setitem", [x, value], index=index)
-    source = REGISTRY["getitem"].run([x], {"index": index})[1]
+    source = REGISTRY["getitem"]._run([x], {"index": index})[1]
     run("_index_scatter", [new_values(selected, rng, "any")], source=source)
 
 
@@ -437,7 +437,7 @@ def test_numpy_index_forms(index):
     x = new_values(np.empty((3, 4, 5)), rng, "any")
     selected = run("getitem", [x], index=index)
     run("setitem", [x, new_values(np.empty(selected.shape[-1:]), rng, "any")], index=index)
-    source = REGISTRY["getitem"].run([x], {"index": index})[1]
+    source = REGISTRY["getitem"]._run([x], {"index": index})[1]
     run("_index_scatter", [new_values(selected, rng, "any")], source=source)
 
 
@@ -450,7 +450,7 @@ def test_repeated_positions(dtype):
     index = (np.array([[1, 3, 1], [1, 0, 3]]), slice(None, None, -1))
     run("setitem", [x, new_values(np.empty((2, 3, 5), dtype), rng, "finite")], index=index)
     run("setitem", [x, new_values(np.empty((3, 1), dtype), rng, "finite")], index=index)
-    source = REGISTRY["getitem"].run([x], {"index": index})[1]
+    source = REGISTRY["getitem"]._run([x], {"index": index})[1]
     values = new_values(np.empty((2, 3, 5), dtype), rng, "finite") * 1e3
     run("_index_scatter", [values], source=source)
 

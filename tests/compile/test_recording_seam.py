@@ -41,7 +41,7 @@ def snapshot():
             "_view_dispatch": registry_module._view_dispatch,
         },
         "Tensor": dict(vars(anb.Tensor)),
-        # (an op's own entries that shadow a method of its class: ``run`` put on the
+        # (an op's own entries that shadow a method of its class: ``_run`` put on the
         # instance; what an op caches of its own, lazily, is not one)
         "ops": {name: {k: v for k, v in vars(op).items()
                        if callable(getattr(type(op), k, None))}
@@ -133,10 +133,10 @@ def test_other_threads_run_eagerly_while_one_records():
 
 
 def test_snapshot_sees_a_patch(monkeypatch):
-    # (the check itself: a recorder that swapped a name, a method or an op's ``run`` is seen)
+    # (the check itself: a recorder that swapped a name, a method or an op's ``_run`` is seen)
     before = snapshot()
     monkeypatch.setattr(tensor_module, "apply", lambda *a: None)
-    monkeypatch.setattr(REGISTRY["tanh"], "run", types.MethodType(lambda self, a, b: None,
+    monkeypatch.setattr(REGISTRY["tanh"], "_run", types.MethodType(lambda self, a, b: None,
                                                                     REGISTRY["tanh"]))
     now = snapshot()
     for part in ("tensor", "ops"):

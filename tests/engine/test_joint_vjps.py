@@ -1,6 +1,6 @@
-"""Joint VJPs (``Op.joint_vjp``, ``schedule.JOINT``): a node's inputs that are one tensor get
+"""Joint VJPs (``VJPStrategy.joint``, ``schedule.JOINT``): a node's inputs that are one tensor get
 their gradient in one pass over the node's gradient (``outer(x, x)``: ``ops/_rank_one.py``),
-and so do distinct tensors, each its own (``Op.split_vjp``: ``outer(x, y)``).
+and so do distinct tensors, each its own (``VJPStrategy.split``: ``outer(x, y)``).
 
 The joint kernel against its NumPy twin (bit for bit, hypothesis over shapes, zeros of both
 signs), and whole backwards with joint VJPs against the same backwards one VJP per input
@@ -222,13 +222,13 @@ def test_a_batched_backward_runs_the_joint_driver_per_row(monkeypatch):
 
     op = REGISTRY["_bmm"]
     asked = []
-    original = type(op).exec_joint_spec
+    original = type(op.vjp_strategy).exec_joint_spec
 
-    def counted(self, ks, node, overwrite):
+    def counted(self, op, ks, node, overwrite):
         asked.append((ks, overwrite))
-        return original(self, ks, node, overwrite)
+        return original(self, op, ks, node, overwrite)
 
-    monkeypatch.setattr(type(op), "exec_joint_spec", counted)
+    monkeypatch.setattr(type(op.vjp_strategy), "exec_joint_spec", counted)
     monkeypatch.setattr(config, "CACHED_PLANS", False)
     x = anb.tensor(np.arange(5.0), requires_grad=True)
     seeds = anb.tensor(np.ones((4, 5, 5)))
@@ -397,13 +397,13 @@ def test_the_executor_runs_the_pair_driver(monkeypatch, batched):
 
     op = REGISTRY["_bmm"]
     asked = []
-    original = type(op).exec_split_spec
+    original = type(op.vjp_strategy).exec_split_spec
 
-    def counted(self, node, overwrites):
+    def counted(self, op, node, overwrites):
         asked.append(overwrites)
-        return original(self, node, overwrites)
+        return original(self, op, node, overwrites)
 
-    monkeypatch.setattr(type(op), "exec_split_spec", counted)
+    monkeypatch.setattr(type(op.vjp_strategy), "exec_split_spec", counted)
     monkeypatch.setattr(config, "CACHED_PLANS", False)
     x = anb.tensor(np.arange(5.0), requires_grad=True)
     y = anb.tensor(np.arange(3.0), requires_grad=True)
@@ -516,13 +516,13 @@ def test_the_executor_runs_the_joint_driver(monkeypatch):
 
     op = REGISTRY["multiply"]
     asked = []
-    original = type(op).exec_joint_spec
+    original = type(op.vjp_strategy).exec_joint_spec
 
-    def counted(self, ks, node, overwrite):
+    def counted(self, op, ks, node, overwrite):
         asked.append((ks, overwrite))
-        return original(self, ks, node, overwrite)
+        return original(self, op, ks, node, overwrite)
 
-    monkeypatch.setattr(type(op), "exec_joint_spec", counted)
+    monkeypatch.setattr(type(op.vjp_strategy), "exec_joint_spec", counted)
     monkeypatch.setattr(config, "CACHED_PLANS", False)
     x = anb.tensor(np.linspace(-1, 1, 10), requires_grad=True)
     (g,) = anb.grad(anb.sum(x * x), x)

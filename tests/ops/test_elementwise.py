@@ -184,7 +184,7 @@ def test_scalar_operand_kernels_agree_with_the_strided_ones(name, scalar_side, m
         np.testing.assert_array_equal(a, b)
 
 
-# -- the cached eager path (``Op.run``) against prepare + forward --------------------------------
+# -- the cached eager path (``Op._run``) against prepare + forward --------------------------------
 
 
 def _same_attr(got, expected):
@@ -198,14 +198,14 @@ def _same_attr(got, expected):
 
 
 def assert_run_matches_general(op, arrays, attrs=None):
-    """``op.run`` gives what ``prepare`` + ``forward`` give: the same prepared arrays, attrs
+    """``op._run`` gives what ``prepare`` + ``forward`` give: the same prepared arrays, attrs
     and result bits, on the call that fills its cache and on the one that reads it. Returns
     the result."""
     attrs = attrs or {}
     prepared, expected_attrs = op.prepare(list(arrays), dict(attrs))
     expected = op.forward(prepared, expected_attrs)
     for _ in range(2):
-        got_arrays, got_attrs, got = op.run(list(arrays), dict(attrs))
+        got_arrays, got_attrs, got = op._run(list(arrays), dict(attrs))
         assert len(got_arrays) == len(prepared)
         for g, e in zip(got_arrays, prepared, strict=True):
             assert g.dtype == e.dtype and g.shape == e.shape and g.flags.c_contiguous
@@ -305,7 +305,7 @@ def test_eager_results_and_recorded_attrs_equal_the_general_paths():
 @pytest.mark.compiled_only
 def test_run_skips_prepare_once_cached(monkeypatch):
     op = REGISTRY["multiply"]
-    op.run([np.ones((2, 3)), np.ones(3)], {})
+    op._run([np.ones((2, 3)), np.ones(3)], {})
     monkeypatch.setattr(op, "prepare", lambda *args: pytest.fail("prepare ran again"))
-    _, _, out = op.run([np.full((2, 3), 2.0), np.arange(3.0)], {})
+    _, _, out = op._run([np.full((2, 3), 2.0), np.arange(3.0)], {})
     np.testing.assert_array_equal(out, np.full((2, 3), 2.0) * np.arange(3.0))

@@ -704,7 +704,7 @@ def test_batched_vjps_with_zero_d_rows():
     np.testing.assert_allclose(gx.numpy(), v[:, 1] * 2 * 2.0 * 1.5)
 
 
-# -- the cached eager path (``Op.run``) against prepare + forward --------------------------------
+# -- the cached eager path (``Op._run``) against prepare + forward --------------------------------
 
 
 @settings(max_examples=25, deadline=None)

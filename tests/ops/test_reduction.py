@@ -371,7 +371,7 @@ def test_infinities_and_nans_like_numpy(name, axis):
     np.testing.assert_allclose(got.numpy(), expected, rtol=1e-12, equal_nan=True)
 
 
-# -- the cached eager path (``Op.run``) against prepare + forward --------------------------------
+# -- the cached eager path (``Op._run``) against prepare + forward --------------------------------
 
 
 @pytest.mark.parametrize("name", OPS)

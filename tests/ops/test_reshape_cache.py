@@ -1,4 +1,4 @@
-"""Reshape's per-layout cache (``Reshape.run``): a hit gives what a miss gives, and reshapes
+"""Reshape's per-layout cache (``Reshape._run``): a hit gives what a miss gives, and reshapes
 that differ in the input's layout or the requested shape never share an entry."""
 
 import numpy as np

@@ -383,7 +383,7 @@ def test_batched_vjps_match_rows(function, input_shapes):
             np.testing.assert_allclose(got.numpy()[row], want.numpy(), rtol=1e-6)
 
 
-# -- the cached eager path (``Op.run``) against prepare + forward --------------------------------
+# -- the cached eager path (``Op._run``) against prepare + forward --------------------------------
 
 
 @fast

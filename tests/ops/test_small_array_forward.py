@@ -1,5 +1,5 @@
 """The cached eager forward for small arrays: a Python number beside a Tensor
-(``ElementwiseOp.run_with_constants``), broadcasting binary ops, the arithmetic operators'
+(``ElementwiseOp._run_with_constants``), broadcasting binary ops, the arithmetic operators'
 shortcut (``tensor._binary``), ``concatenate`` and slicing. A cache hit gives what a miss
 gives, and arguments that compare equal but prepare differently do not share an entry."""
 
@@ -44,7 +44,7 @@ def test_a_python_number_beside_an_array_runs_as_the_general_path(name, dtype, s
     for values in ([x, scalar], [scalar, x]):
         expected = general(op, values)
         for _ in range(3):  # the miss that fills the cache, then hits
-            assert_same_run(op.run_with_constants(list(values), {}), expected)
+            assert_same_run(op._run_with_constants(list(values), {}), expected)
 
 
 def test_number_types_and_array_dtypes_do_not_share_an_entry():
@@ -57,14 +57,14 @@ def test_number_types_and_array_dtypes_do_not_share_an_entry():
     for _ in range(2):
         for array, number in cases:
             expected = general(op, [array, number])
-            assert_same_run(op.run_with_constants([array, number], {}), expected)
+            assert_same_run(op._run_with_constants([array, number], {}), expected)
             reflected = general(op, [number, array])
-            assert_same_run(op.run_with_constants([number, array], {}), reflected)
+            assert_same_run(op._run_with_constants([number, array], {}), reflected)
     # ``int + 2.0`` computes in float64 and ``int + 2`` in int64: the first does not stand in
     # for the second.
-    assert op.run_with_constants([ints, 2.0], {})[2].dtype == np.float64
-    assert op.run_with_constants([ints, 2], {})[2].dtype == np.int64
-    assert op.run_with_constants([singles, 2.0], {})[2].dtype == np.float32
+    assert op._run_with_constants([ints, 2.0], {})[2].dtype == np.float64
+    assert op._run_with_constants([ints, 2], {})[2].dtype == np.int64
+    assert op._run_with_constants([singles, 2.0], {})[2].dtype == np.float32
 
 
 def test_strided_arrays_beside_a_number_are_not_cached_as_contiguous_ones():
@@ -72,16 +72,16 @@ def test_strided_arrays_beside_a_number_are_not_cached_as_contiguous_ones():
     op._run_cache.clear()
     x = np.arange(12.0).reshape(3, 4)
     for values in ([x, 3.0], [x[:, ::2], 3.0], [x.T, 3.0], [x, 3.0]):
-        assert_same_run(op.run_with_constants(list(values), {}), general(op, values))
+        assert_same_run(op._run_with_constants(list(values), {}), general(op, values))
 
 
 def test_an_out_of_range_number_raises_on_a_hit_as_on_a_miss():
     op = REGISTRY["add"]
     op._run_cache.clear()
     x = np.arange(3)
-    op.run_with_constants([x, 1], {})  # fills the (int, int64 array) entry
+    op._run_with_constants([x, 1], {})  # fills the (int, int64 array) entry
     with pytest.raises(OverflowError):
-        op.run_with_constants([x, 2**70], {})
+        op._run_with_constants([x, 2**70], {})
 
 
 @pytest.mark.parametrize("shapes", [((3, 1), (3, 2)), ((1, 2), (3, 1)), ((2, 3), (3,))])
@@ -91,10 +91,10 @@ def test_broadcast_runs_read_their_cached_layout(shapes):
     rng = np.random.default_rng(0)
     for _ in range(3):
         values = [rng.standard_normal(s) for s in shapes]
-        assert_same_run(op.run(list(values), {}), general(op, values))
+        assert_same_run(op._run(list(values), {}), general(op, values))
         # the same shapes with other strides: a different entry
         strided = [np.repeat(v, 2, axis=-1)[..., ::2] for v in values]
-        assert_same_run(op.run(list(strided), {}), general(op, strided))
+        assert_same_run(op._run(list(strided), {}), general(op, strided))
 
 
 # -- through Tensors --------------------------------------------------------------------------
@@ -168,7 +168,7 @@ def test_concatenate_hits_give_what_misses_give():
                          ([a, a, row], 0), ([a.T, a.T], 1)]:
         expected = np.concatenate(values, axis=axis)
         for _ in range(2):
-            arrays, attrs, out = op.run(list(values), {"axis": axis})
+            arrays, attrs, out = op._run(list(values), {"axis": axis})
             assert out.flags.c_contiguous and out.dtype == expected.dtype
             np.testing.assert_array_equal(out, expected)
 
@@ -178,9 +178,9 @@ def test_concatenate_bool_and_numpy_int_axes_are_not_keyed_as_ints():
     op = REGISTRY["concatenate"]
     op._run_cache.clear()
     a = np.arange(6.0).reshape(3, 2)
-    op.run([a, a], {"axis": 1})
+    op._run([a, a], {"axis": 1})
     for axis in (True, np.int64(1)):
-        _, _, out = op.run([a, a], {"axis": axis})
+        _, _, out = op._run([a, a], {"axis": axis})
         np.testing.assert_array_equal(out, np.concatenate([a, a], axis=1))
     assert len(op._run_cache) == 1  # prepared afresh each time, never cached
 
@@ -211,11 +211,11 @@ def test_slices_hit_the_cache_as_numpy_indexes(index):
 def test_a_number_beside_an_array_skips_prepare_once_cached(monkeypatch):
     op = REGISTRY["multiply"]
     op._run_cache.clear()
-    op.run_with_constants([2.0, np.ones((2, 3))], {})
-    op.run_with_constants([np.ones((2, 3)), 2], {})
+    op._run_with_constants([2.0, np.ones((2, 3))], {})
+    op._run_with_constants([np.ones((2, 3)), 2], {})
     monkeypatch.setattr(op, "prepare", lambda *args: pytest.fail("prepare ran again"))
     x = np.arange(6.0).reshape(2, 3)
-    (scalar, _), _, out = op.run_with_constants([3.0, x], {})
+    (scalar, _), _, out = op._run_with_constants([3.0, x], {})
     assert scalar.shape == () and scalar.dtype == x.dtype
     np.testing.assert_array_equal(out, 3.0 * x)
-    np.testing.assert_array_equal(op.run_with_constants([x, 5], {})[2], x * 5)
+    np.testing.assert_array_equal(op._run_with_constants([x, 5], {})[2], x * 5)

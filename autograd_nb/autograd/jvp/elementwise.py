@@ -77,7 +77,7 @@ def elementwise_rule(op):
             if tangent is None or k in op.non_differentiable:
                 continue
             if k in op.not_implemented:
-                raise op.not_implemented_error(k)
+                raise op._not_implemented_error(k)
             if names is None:
                 names = _namespace(op, primals, output, attrs)
             tangent = aligned(tangent, primals[k], output.ndim)

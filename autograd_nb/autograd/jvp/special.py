@@ -36,7 +36,7 @@ def special_jvp(op):
             if tangent is None:
                 continue
             if k in op.not_implemented:
-                raise op.not_implemented_error(k)
+                raise op._not_implemented_error(k)
             if not op.is_differentiable(k):
                 continue
             if tuple(tangent.shape) != shape:
