@@ -22,7 +22,7 @@ The loop's op has one result, ``outputs``: the last carry, then the ``ys``, one 
 other; the carry and ``ys`` handed back are views of it (basic indexing and reshapes, which a
 program reads in place). Behind it, in the same buffer, lie the carries and arenas of every
 trip that the backward reads. Its VJP adds into every input's gradient in one pass (a JOINT
-step with a target per input, ``Op.split_vjp``).
+step with a target per input, the split VJP of ``VJPStrategy``).
 
 Bits: the body's table gives eager's bits (the tests of ``anb.compile`` hold it), and so does
 its backward: each trip's gradients are added in the order eager adds them (a carry's
@@ -42,7 +42,7 @@ from .. import engine, tape
 from ..engine import backward as backward_module
 from ..engine import executor, machine
 from ..ops import _pointers
-from ..ops.registry import DerivativeNotImplemented, ExecSpec, Op
+from ..ops.registry import DerivativeNotImplemented, ExecSpec, Op, VJPStrategy
 from ..tensor import Tensor
 from . import program as program_module
 from . import tracer
@@ -201,6 +201,21 @@ def backward_driver(operands, ints, floats, like):
 # -- the loop's op ------------------------------------------------------------------------
 
 
+class _LoopVJPs(VJPStrategy):
+    """A loop's VJPs into every input's gradient in one run of the body's backward table."""
+
+    def split(self, op, node):
+        return op.backward_parts is not None
+
+    def exec_split_spec(self, op, node, overwrites):
+        return op.backward_parts.spec(node, range(len(node.edges)), overwrites)
+
+    def vjp_split(self, op, grad_output, saved, attrs, grad_inputs):
+        op._backward_into(grad_output, saved, range(len(grad_inputs)), grad_inputs)
+
+    vjp_split_numpy = vjp_split
+
+
 class Loop(Op):
     """A loop recorded once (see the module docstring): not registered, one per recording.
     Its node's edges are the differentiable tensors among the first carry, ``xs`` and the
@@ -209,7 +224,7 @@ class Loop(Op):
     family = "replay"
     n_inputs = None
     saves = (0,)
-    has_split_vjp = True
+    vjp_strategy = _LoopVJPs()
 
     def __init__(self, name, forward, backward):
         self.name = name
@@ -219,33 +234,21 @@ class Loop(Op):
     def forward_spec(self, arrays, attrs, output):
         return forward_driver, self.forward_parts[2], ()
 
-    # The backward (the same driver for the compiled executor and the Python walk).
-
-    def split_vjp(self, node):
-        return self.backward_parts is not None
-
-    def exec_split_spec(self, node, overwrites):
-        return self.backward_parts.spec(node, range(len(node.edges)), overwrites)
+    # The backward (the same driver for the compiled executor and the Python walk); the
+    # VJP into all targets at once is the split strategy's (``_LoopVJPs``).
 
     def exec_spec(self, k, node):
         return self.backward_parts.spec(node, (k,), (False,))
 
-    sets_first_writes = True
-
     def exec_set_spec(self, k, node):
         return self.backward_parts.spec(node, (k,), (True,))
 
-    def vjp_split(self, grad_output, saved, attrs, grad_inputs):
-        self._run(grad_output, saved, range(len(grad_inputs)), grad_inputs)
-
-    vjp_split_numpy = vjp_split
-
     def vjp(self, k, grad_output, saved, attrs, grad_input):
-        self._run(grad_output, saved, (k,), [grad_input])
+        self._backward_into(grad_output, saved, (k,), [grad_input])
 
     vjp_numpy = vjp
 
-    def _run(self, grad_output, saved, ks, grad_inputs):
+    def _backward_into(self, grad_output, saved, ks, grad_inputs):
         parts = self.backward_parts
         dtype = parts.dtype
         g = np.ascontiguousarray(grad_output, dtype=dtype).reshape(-1)
