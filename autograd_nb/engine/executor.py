@@ -318,8 +318,11 @@ class Lowering:
         self.builder.zero(self.slot_values[slot], self.slot_rows[slot] * self.dtype.itemsize)
 
     def entry(self, driver):
-        index = self.entry_index[driver] = self.builder.entry(
-            _pointers.entry_address(driver, self.dtype))
+        try:
+            address = _pointers.entry_address(driver, self.dtype)
+        except _pointers.NoComplexDriver as error:  # (a real VJP's driver: no complex case)
+            raise Unsupported(str(error)) from error
+        index = self.entry_index[driver] = self.builder.entry(address)
         return index
 
 

@@ -18,7 +18,16 @@ import numpy as np
 from numba import njit
 
 from .. import config
-from . import _broadcast, _fastmath_numpy, _kernels, _libm_numpy, _numpy_vjp, _scalar, registry
+from . import (
+    _broadcast,
+    _fastmath_numpy,
+    _kernels,
+    _libm_numpy,
+    _numpy_vjp,
+    _pointers,
+    _scalar,
+    registry,
+)
 from ._parallel import use_threads
 from ._pointers import array_at
 from .registry import ExecSpec, Op, call, cuda_twin, public
@@ -147,33 +156,94 @@ from cmath import cos, cosh, exp, log, log10, sin, sinh, sqrt, tan, tanh
 from numba import njit
 from numpy import conj
 
+from autograd_nb.ops._pointers import array_at
+
 """
 
 
 def _complex_source(inputs, forward, vjps, conjugated):
-    """The flat complex kernels of an op (``forward`` and ``vjp{k}``, the real kernels'
-    calling convention: operands, then the output, then ``params``), or None where a formula
-    calls a function outside ``_COMPLEX_KERNEL_NAMES``. ``conjugated``: the VJP formulas are
-    the real ones, evaluated as ``conj(vjp(conj(g)))`` (torch's ``g * conj(f'(z))``)."""
+    """The complex kernels of an op (the real kernels' calling convention: operands, then the
+    output, then ``params``), or None where a formula calls a function outside
+    ``_COMPLEX_KERNEL_NAMES``: ``forward`` and ``vjp{k}`` over operands of the result's
+    shape, and their scalar variants ``forward_s{mask}`` and ``vjp{k}_s{mask}``, where the
+    operands of ``mask`` (``_kernels.scalar_masks``) are one element; each with its drivers
+    (``_complex_drivers``). ``conjugated``: the VJP formulas are the real ones, evaluated as
+    ``conj(vjp(conj(g)))`` (torch's ``g * conj(f'(z))``)."""
     formulas = (forward, *vjps.values())
     names = set().union(*(_kernels._used_names(f) for f in formulas))
     if not names - set(inputs) - {"g", "y"} <= _COMPLEX_KERNEL_NAMES:
         return None
-    indexed = {name: f"{name}[i]" for name in (*inputs, "y")}
-    lines = [_COMPLEX_HEADER, _kernels.JIT, f"def forward({', '.join(inputs)}, out, params):",
-             "    for i in range(out.shape[0]):",
-             f"        out[i] = {_kernels.rename(forward, indexed)}", ""]
+    lines = [_COMPLEX_HEADER]
+    for mask in (0, *_kernels.scalar_masks(len(inputs), False)):
+        kernel = f"forward_s{mask}" if mask else "forward"
+        indexed = _complex_indexed(inputs, mask)
+        lines += [_kernels.JIT, f"def {kernel}({', '.join(inputs)}, out, params):",
+                  "    for i in range(out.shape[0]):",
+                  f"        out[i] = {_kernels.rename(forward, indexed)}", ""]
+        lines += _complex_drivers(kernel, [*inputs, "out"], inputs, mask, True)
     for k, formula in vjps.items():
         used, reads_g, reads_y = _kernels.vjp_arguments(inputs, (), formula)
-        args = (["g"] if reads_g else []) + [inputs[i] for i in used] + (["y"] if reads_y else [])
-        expression = _kernels.rename(
-            formula, dict(indexed, g="conj(g[i])" if conjugated else "g[i]")
-        )
-        if conjugated:
-            expression = f"conj({expression})"
-        lines += [_kernels.JIT, f"def vjp{k}({', '.join(args)}, out, params):",
-                  "    for i in range(out.shape[0]):", f"        out[i] += {expression}", ""]
+        reads = [inputs[i] for i in used]
+        args = (["g"] if reads_g else []) + reads + (["y"] if reads_y else [])
+        target = used.index(k) if k in used else None
+        for mask in (0, *_kernels.scalar_masks(len(used), True, target)):
+            kernel = f"vjp{k}_s{mask}" if mask else f"vjp{k}"
+            indexed = dict(_complex_indexed(reads, mask), y="y[i]",
+                           g="conj(g[i])" if conjugated else "g[i]")
+            expression = _kernels.rename(formula, indexed)
+            if conjugated:
+                expression = f"conj({expression})"
+            lines += [_kernels.JIT, f"def {kernel}({', '.join(args)}, out, params):",
+                      "    for i in range(out.shape[0]):", f"        out[i] += {expression}", ""]
+            lines += _complex_drivers(kernel, ["g", *reads, *(["y"] if reads_y else []), "out"],
+                                      reads, mask, reads_g)
     return "\n".join(lines)
+
+
+def _complex_indexed(names, mask):
+    """Each of ``names`` read at ``i``, or at 0 where ``mask`` makes it one element."""
+    return {name: f"{name}[0]" if mask >> j & 1 else f"{name}[i]" for j, name in enumerate(names)}
+
+
+def _complex_drivers(kernel, operands, may_be_real, mask, reads_g):
+    """Drivers (``ops._pointers``' convention, ``n = ints[0]``) calling the complex ``kernel``
+    on ``operands`` (for a VJP the gradient first, read or not, and the target last), with
+    the operands of ``mask`` one element: ``{kernel}_exec_r{real}``, one per set ``real`` of
+    the names ``may_be_real`` that are real arrays of the complex dtype's precision
+    (``like.real``), as eager may hand them (``_complex_kernel``); a VJP's gradient and
+    target are complex, and so is one operand of a forward at least."""
+    scalar = {name for j, name in enumerate(may_be_real) if mask >> j & 1}
+    lines = []
+    for real_mask in range(2 ** len(may_be_real)):
+        if real_mask == 2 ** len(may_be_real) - 1 and kernel.startswith("forward"):
+            continue  # (an all-real forward is the real kernel's)
+        real = {name for j, name in enumerate(may_be_real) if real_mask >> j & 1}
+        lines += [_kernels.JIT,
+                  f"def {kernel}_exec_r{real_mask}(operands, ints, floats, like):",
+                  "    n = ints[0]", "    params = floats[:0]"]
+        args = []
+        for j, name in enumerate(operands):
+            if name == "g" and not reads_g:
+                continue
+            like = "like.real" if name in real else "like"
+            length = "1" if name in scalar else "n"
+            lines.append(f"    a{j} = array_at(operands[{j}], {length}, {like})")
+            args.append(f"a{j}")
+        lines += [f"    {kernel}({', '.join(args)}, params)", ""]
+    return lines
+
+
+def _mark_complex_drivers(module):
+    """Mark the drivers of a complex kernel module as computing the complex case."""
+    for name in dir(module):
+        if "_exec_r" in name:
+            _pointers.serves_complex(getattr(module, name))
+    return module
+
+
+def _real_mask(arrays):
+    """Which of ``arrays`` are real (bit ``j`` for array ``j``): the complex drivers' ``r``."""
+    return sum(1 << j for j, a in enumerate(arrays) if a.dtype.kind != "c")
 
 
 #: The real dtype of each complex dtype's parts.
@@ -184,7 +254,7 @@ _REAL_PARTS = {np.dtype(np.complex128): np.dtype(np.float64),
 def _cast_to_complex(prepared, value):
     """Whether ``prepare`` made ``prepared`` of the real array ``value`` by casting it to the
     complex dtype of its precision alone: then ``run`` may hand the compiled complex kernels
-    ``value`` as it is (``_complex_flat``), and save it so."""
+    ``value`` as it is (``_complex_kernel``), and save it so."""
     return (type(value) is np.ndarray and _REAL_PARTS.get(prepared.dtype) == value.dtype
             and value.shape == prepared.shape and value.flags.c_contiguous)
 
@@ -360,22 +430,23 @@ class ElementwiseOp(Op):
 
     @property
     def complex_kernels(self):
-        """The compiled complex case, flat layout only (``_complex_source``; written and
+        """The compiled complex case, flat and scalar layouts (``_complex_source``; written and
         imported on first use, numba compiling each dtype at its first call), or None where
         the formulas call a function it has no complex kernel for."""
         if self._complex_module is None:
             source = _complex_source(self.input_names, self._complex_forward,
                                      self._complex_vjps, self._complex_conjugated)
-            self._complex_module = source is not None and _kernels.load_module(
-                f"{self.name}_complex", source)
+            self._complex_module = source is not None and _mark_complex_drivers(
+                _kernels.load_module(f"{self.name}_complex", source))
         return self._complex_module or None
 
-    def _complex_flat(self, arrays, attrs):
-        """The compiled complex kernels where they serve these operands (the flat layout, no
-        parameters, one complex dtype, the last operand's or the first's, and any real one of
-        its precision: numba computes ``z * x`` as NumPy computes it of ``x`` cast to
-        complex), else None."""
-        if not attrs["flat"] or self.params:
+    def _complex_kernel(self, name, arrays, attrs, mask):
+        """The compiled complex kernel ``name`` (``forward``, ``vjp{k}``) in its variant for
+        the scalar ``mask`` (``_kernels.scalar_mask``; 0: the flat layout; None: neither, no
+        kernel) where it serves these operands (no parameters, one complex dtype, the last
+        operand's or the first's, and any real one of its precision: numba computes ``z * x``
+        as NumPy computes it of ``x`` cast to complex), else None."""
+        if mask is None or self.params:
             return None
         dtype = arrays[-1].dtype
         if dtype.kind != "c":
@@ -384,7 +455,23 @@ class ElementwiseOp(Op):
         for a in arrays:
             if a.dtype != dtype and a.dtype != real:
                 return None
-        return self.complex_kernels
+        kernels = self.complex_kernels
+        if kernels is None:
+            return None
+        return getattr(kernels, f"{name}_s{mask}" if mask else name)
+
+    def _complex_forward_kernel(self, arrays, attrs):
+        """:meth:`_complex_kernel` of the forward on these prepared ``arrays``."""
+        mask = 0 if attrs["flat"] else attrs["mask"]
+        return self._complex_kernel("forward", arrays, attrs, mask)
+
+    def _complex_vjp_mask(self, k, attrs):
+        """The scalar mask of complex VJP ``k``'s kernel for these attributes, or None where
+        the gradient is summed back to a broadcast input or an operand is broadcast."""
+        shapes, shape = attrs["shapes"], attrs["shape"]
+        if shapes[k] != shape:
+            return None
+        return _kernels.scalar_mask(shapes, shape, self._complex_vjp_args[k][0])
 
     def result_dtype(self, values):
         # NumPy's promotion; ops that keep integers keep bools too (True + True is True).
@@ -557,21 +644,20 @@ class ElementwiseOp(Op):
         operands.append(grad_input)
         if grad_input.shape != attrs["shape"]:
             return False
-        kernels = self._complex_flat(operands, attrs)
-        if kernels is None:
+        kernel = self._complex_kernel(f"vjp{k}", operands, attrs, self._complex_vjp_mask(k, attrs))
+        if kernel is None:
             return False
-        flat = [a.reshape(-1) for a in operands]
-        getattr(kernels, f"vjp{k}")(*flat, attrs["params"])
+        kernel(*[a.reshape(-1) for a in operands], attrs["params"])
         return True
 
     def forward(self, arrays, attrs):
         shape = attrs["shape"]
         if arrays[-1].dtype.kind == "c":
-            kernels = self._complex_flat(arrays, attrs)
-            if kernels is None:
+            kernel = self._complex_forward_kernel(arrays, attrs)
+            if kernel is None:
                 return self._forward_complex(arrays, attrs)
             out = np.empty(shape, dtype=arrays[-1].dtype)
-            kernels.forward(*[a.ravel() for a in arrays], out.ravel(), attrs["params"])
+            kernel(*[a.ravel() for a in arrays], out.ravel(), attrs["params"])
             return out
         out = np.empty(shape, dtype=arrays[-1].dtype)
         # ``ravel``: the arrays are C-contiguous, so it is a view (and cheaper than reshape).
@@ -691,9 +777,9 @@ class ElementwiseOp(Op):
     def _run_kernel(self, arrays, attrs):
         """The forward kernel that ``run`` may call for these prepared arrays, and its
         strides where it is the strided one; None where there is none to remember."""
-        if arrays[-1].dtype.kind == "c":  # (the compiled complex case, flat only)
-            kernels = self._complex_flat(arrays, attrs)
-            return None if kernels is None else (kernels.forward, None)
+        if arrays[-1].dtype.kind == "c":  # (the compiled complex case, flat or scalar)
+            kernel = self._complex_forward_kernel(arrays, attrs)
+            return None if kernel is None else (kernel, None)
         if attrs["flat"]:
             return self.kernels.forward, None
         if attrs["mask"] is not None:
@@ -817,6 +903,10 @@ class ElementwiseOp(Op):
 
     def exec_spec(self, k, node, overwrite=False):
         # (``overwrite``: ``exec_set_spec``'s driver, kept beside the adding one)
+        if node.dtype.kind == "c" or any(
+            a is not None and a.dtype.kind == "c" for a in node.saved_inputs
+        ):
+            return None if overwrite else self._complex_exec_spec(k, node)
         used, reads_g, reads_y = self._vjp_args[k]
         attrs = node.attrs
         shape, shapes = attrs["shape"], attrs["shapes"]
@@ -835,6 +925,27 @@ class ElementwiseOp(Op):
         if found is None:
             found = self._exec_cache[key] = self._exec_ints(k, shape, shapes)
         return ExecSpec(found[2 if overwrite else 0], operands, found[1], attrs["params"])
+
+    def _complex_exec_spec(self, k, node):
+        """VJP ``k`` of a complex ``node`` as the driver of the compiled complex kernel, where
+        eager runs that kernel (``_vjp_complex_kernel``: the flat layout, an input of the
+        result's shape, the gradients of the node's complex dtype), else None."""
+        attrs = node.attrs
+        if node.dtype.kind != "c" or k not in self._complex_vjp_args:
+            return None
+        used, _, reads_y = self._complex_vjp_args[k]
+        saved = node.saved_inputs
+        operands = [saved[i] for i in used]
+        if reads_y:
+            operands.append(node.saved_output)
+        gradient = np.empty(0, dtype=node.dtype)
+        kernel = self._complex_kernel(f"vjp{k}", [gradient, *operands, gradient], attrs,
+                                      self._complex_vjp_mask(k, attrs))
+        if kernel is None:
+            return None
+        driver = getattr(self.complex_kernels, f"{kernel.py_func.__name__}_exec_r"
+                                               f"{_real_mask(operands[:len(used)])}")
+        return ExecSpec(driver, operands, (_size(attrs["shape"]),), ())
 
     sets_first_writes = True
 
@@ -917,8 +1028,17 @@ class ElementwiseOp(Op):
         # forward that converts the kernel's result is not the kernel's alone.
         if self.integer_check is not None and output.dtype.kind in "iu":
             return None
-        if output.dtype != arrays[-1].dtype or output.dtype.kind == "c":
-            return None  # (complex: NumPy's formula, no kernel; the program runs eagerly)
+        if output.dtype != arrays[-1].dtype:
+            return None
+        if output.dtype.kind == "c":
+            # The compiled complex kernel where eager ran it (``forward``), else NumPy's
+            # formula, which no driver gives bit for bit: the program runs eagerly.
+            kernel = self._complex_forward_kernel(arrays, attrs)
+            if kernel is None:
+                return None
+            driver = getattr(self.complex_kernels,
+                             f"{kernel.py_func.__name__}_exec_r{_real_mask(arrays)}")
+            return driver, (_size(attrs["shape"]),), ()
         # (laid out once per shapes where the attributes are shared: "exec", as ``exec_spec``
         # keeps its VJPs'; a program records the op once per use)
         per_shape = attrs.get("exec")
