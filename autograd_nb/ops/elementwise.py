@@ -241,6 +241,12 @@ def _mark_complex_drivers(module):
     return module
 
 
+def _in_complex(arrays):
+    """Whether an elementwise op computes in complex on these prepared arrays (a complex one
+    is first or last: ``prepare`` keeps a real operand of a binary op as it is)."""
+    return arrays[-1].dtype.kind == "c" or arrays[0].dtype.kind == "c"
+
+
 def _real_mask(arrays):
     """Which of ``arrays`` are real (bit ``j`` for array ``j``): the complex drivers' ``r``."""
     return sum(1 << j for j, a in enumerate(arrays) if a.dtype.kind != "c")
@@ -497,6 +503,11 @@ class ElementwiseOp(Op):
             arrays = [np.asarray(v, dtype=dtype, order="C") for v in values]
             if dtype.kind in "biu":
                 self._refuse(dtype, arrays)
+            elif dtype.kind == "c" and not self.params and self.complex_kernels is not None:
+                # A real array of the complex precision as it is: the complex kernels read it
+                # so, as ``run`` hands it them (``_cast_to_complex``), and a program then
+                # reads the tensor's own buffer.
+                arrays = [v if _cast_to_complex(a, v) else a for a, v in zip(arrays, values)]
         shapes = tuple(a.shape for a in arrays)
         shape = shapes[0]
         for other in shapes:
@@ -573,7 +584,7 @@ class ElementwiseOp(Op):
         # The formula over the arrays (floats only: integer arithmetic and its errors stay
         # the kernels'), written into a result of the kernel's shape and dtype.
         dtype = arrays[-1].dtype
-        if dtype.kind == "c":
+        if _in_complex(arrays):
             return self._forward_complex(arrays, attrs)  # (NumPy's complex formula)
         kinds = self.input_kinds or ("like",) * len(arrays)
         if any(a.dtype.kind != "f" for a, kind in zip(arrays, kinds) if kind != "bool"):
@@ -652,11 +663,12 @@ class ElementwiseOp(Op):
 
     def forward(self, arrays, attrs):
         shape = attrs["shape"]
-        if arrays[-1].dtype.kind == "c":
+        dtype = arrays[-1].dtype
+        if dtype.kind == "c" or arrays[0].dtype.kind == "c":
             kernel = self._complex_forward_kernel(arrays, attrs)
             if kernel is None:
                 return self._forward_complex(arrays, attrs)
-            out = np.empty(shape, dtype=arrays[-1].dtype)
+            out = np.empty(shape, dtype=dtype if dtype.kind == "c" else arrays[0].dtype)
             kernel(*[a.ravel() for a in arrays], out.ravel(), attrs["params"])
             return out
         out = np.empty(shape, dtype=arrays[-1].dtype)
@@ -777,7 +789,7 @@ class ElementwiseOp(Op):
     def _run_kernel(self, arrays, attrs):
         """The forward kernel that ``run`` may call for these prepared arrays, and its
         strides where it is the strided one; None where there is none to remember."""
-        if arrays[-1].dtype.kind == "c":  # (the compiled complex case, flat or scalar)
+        if _in_complex(arrays):  # (the compiled complex case, flat or scalar)
             kernel = self._complex_forward_kernel(arrays, attrs)
             return None if kernel is None else (kernel, None)
         if attrs["flat"]:
@@ -1028,7 +1040,7 @@ class ElementwiseOp(Op):
         # forward that converts the kernel's result is not the kernel's alone.
         if self.integer_check is not None and output.dtype.kind in "iu":
             return None
-        if output.dtype != arrays[-1].dtype:
+        if output.dtype.kind != "c" and output.dtype != arrays[-1].dtype:
             return None
         if output.dtype.kind == "c":
             # The compiled complex kernel where eager ran it (``forward``), else NumPy's
