@@ -1170,6 +1170,52 @@ class WhereOp(ElementwiseOp):
 
 
 @cuda_twin("elementwise", "ComplexPart")
+# The drivers of the parts (``Op.forward_spec``'s convention; ``like`` is the result's dtype):
+# a complex value is two reals of its precision, so the real result reads its operand as
+# ``2 n`` of them.
+
+
+@_pointers.serves_complex
+@njit(cache=True, nogil=True)
+def _real_exec(operands, ints, floats, like):
+    n = ints[0]
+    pairs = array_at(operands[0], 2 * n, like)
+    out = array_at(operands[1], n, like)
+    for i in range(n):
+        out[i] = pairs[2 * i]
+
+
+@_pointers.serves_complex
+@njit(cache=True, nogil=True)
+def _imag_exec(operands, ints, floats, like):
+    n = ints[0]
+    pairs = array_at(operands[0], 2 * n, like)
+    out = array_at(operands[1], n, like)
+    for i in range(n):
+        out[i] = pairs[2 * i + 1]
+
+
+@_pointers.serves_complex
+@njit(cache=True, nogil=True)
+def _conj_exec(operands, ints, floats, like):
+    n = ints[0]
+    x = array_at(operands[0], n, like)
+    out = array_at(operands[1], n, like)
+    for i in range(n):
+        out[i] = x[i].conjugate()
+
+
+@_pointers.serves_complex
+@njit(cache=True, nogil=True)
+def _conj_vjp_exec(operands, ints, floats, like):
+    """``target += conj(g)`` (the VJP of ``conj``: the executor's convention)."""
+    n = ints[0]
+    g = array_at(operands[0], n, like)
+    target = array_at(operands[1], n, like)
+    for i in range(n):
+        target[i] += g[i].conjugate()
+
+
 class ComplexPartOp(Op):
     """``real``, ``imag``, ``conj`` and ``angle`` of a complex tensor: complex operands only
     (the public functions give real ones to other ops), NumPy's function forward, and the VJP
@@ -1181,13 +1227,26 @@ class ComplexPartOp(Op):
     complex = True
     params = ()
 
-    def __init__(self, name, forward, vjp):
+    def __init__(self, name, forward, vjp, drivers=(None, None)):
         self.name = name
         self.formula = vjp
         self._forward = forward
         self._code = compile(vjp, f"<{name} vjp>", "eval")
         self.saves = (0,) if "x" in self._code.co_names else ()
+        # (a compiled program's forward and VJP drivers, where they give NumPy's bits: the
+        # parts and the conjugate move or negate bits, no rounding)
+        self._forward_driver, self._vjp_driver = drivers
         super().__init__()
+
+    def forward_spec(self, arrays, attrs, output):
+        if self._forward_driver is None:
+            return None
+        return self._forward_driver, (output.size,), ()
+
+    def exec_spec(self, k, node):
+        if self._vjp_driver is None:
+            return None
+        return ExecSpec(self._vjp_driver, (), (_size(node.shape),), ())
 
     def prepare(self, values, attrs):
         x = np.asarray(values[0])
@@ -1368,9 +1427,9 @@ RoundingOp("floor", "x", "floor(x)", {0: "0 * g"}, keeps_int=True)
 # The parts of a complex number, each VJP in torch's convention (for a real loss L of the
 # result, dL/dx + i dL/dy of the operand x + iy): the real part passes g on, the imaginary
 # part gives i g, the conjugate conj(g), the angle atan2(y, x) i g z / |z|^2 (0 at 0, as torch).
-ComplexPartOp("_real", np.real, "g")
-ComplexPartOp("_imag", np.imag, "1j * g")
-ComplexPartOp("_conj", np.conj, "conj(g)")
+ComplexPartOp("_real", np.real, "g", (_real_exec, None))
+ComplexPartOp("_imag", np.imag, "1j * g", (_imag_exec, None))
+ComplexPartOp("_conj", np.conj, "conj(g)", (_conj_exec, _conj_vjp_exec))
 ComplexPartOp("_angle", np.angle, "where(x == 0, 0, 1j * g * x / where(x == 0, 1, abs(x) ** 2))")
 # NumPy's rint gives floats for integers, as for floats: half to even, gradient 0.
 ElementwiseOp("rint", "x", "rint(x)", {0: "0 * g"})

@@ -91,6 +91,34 @@ def test_shape_indexing_and_assembly_of_complex_values(dtype):
     assert_compiles_as_eager(fn, lambda rng: (complex_leaf(rng, (6,), dtype),), wrt=(0,))
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_conj_records_forward_and_backward(dtype):
+    def fn(z, w):
+        return anb.conj(z) * w + anb.conj(z * 2.0) * z
+
+    assert_compiles_as_eager(
+        fn, lambda rng: (complex_leaf(rng, (2, 3), dtype), complex_leaf(rng, (2, 3), dtype)),
+        wrt=(0, 1))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_the_parts_of_complex_values_record_where_no_gradient_goes_through_them(dtype):
+    # Real results of complex values: a backward through them would have two dtypes.
+    def fn(z):
+        return anb.real(z * z) * anb.imag(z) - (z * 1j).real
+
+    rng = np.random.default_rng(3)
+    compiled = anb.compile(fn)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CompileWarning)
+        for _ in range(3):
+            z = anb.tensor(draw(rng, (2, 3), dtype))
+            got, expected = compiled(z), fn(z)
+            assert got.dtype == REAL[dtype]
+            assert_same_bits(got.numpy(), expected.numpy())
+    assert compiled.cache_info().programs == 1
+
+
 @settings(max_examples=6, deadline=None)
 @given(shape=st.lists(st.integers(1, 4), min_size=0, max_size=3).map(tuple),
        dtype=st.sampled_from(DTYPES), seed=st.integers(0, 2**16))
@@ -169,3 +197,35 @@ def test_a_real_drivers_complex_entry_is_refused():
     expected = np.empty(2, complex)
     multiply.complex_kernels.forward(a, b, expected, np.empty(0))
     assert_same_bits(out, expected)
+
+
+SPECIAL = np.array([0j, complex(-0.0, -0.0), complex(np.inf, -1.0), complex(np.nan, 2.0),
+                    complex(1.5, -np.inf), complex(-3.25, 0.0)])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", ["_real", "_imag", "_conj"])
+def test_the_parts_drivers_give_numpys_bits_at_special_values(name, dtype):
+    op = REGISTRY[name]
+    x = SPECIAL.astype(dtype)
+    arrays, attrs = op.prepare([x], {})
+    expected = op.forward(arrays, attrs)
+    driver, ints, floats = op.forward_spec(arrays, attrs, expected)
+    out = np.full_like(expected, 7)
+    _pointers.call_driver(driver, arrays, out, ints, floats)
+    assert_same_bits(out, expected)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_conjs_vjp_driver_adds_as_eager_adds(dtype):
+    op = REGISTRY["_conj"]
+    z = anb.tensor(SPECIAL.astype(dtype), requires_grad=True)
+    node = anb.conj(z).grad_fn
+    grad_output = SPECIAL[::-1].astype(dtype)
+    start = draw(np.random.default_rng(4), SPECIAL.shape, dtype)
+    expected = start.copy()
+    op.vjp(0, grad_output, [None], {}, expected)
+    spec = op.exec_spec(0, node)
+    got = start.copy()
+    _pointers.call_driver(spec.driver, [grad_output, *spec.saved], got, spec.ints, spec.floats)
+    assert_same_bits(got, expected)
