@@ -79,6 +79,7 @@ def test_the_complex_chain_is_fused_in_the_executor(monkeypatch):
     assert ran and made and max(made) >= 2
 
 
+@pytest.mark.compiled_only  # (tier 0's complex VJPs are NumPy's functions: docs/complex.rst)
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_a_compiled_programs_fused_backward_gives_eagers_unfused_bits(dtype, unfused):
     rng = np.random.default_rng(3)
