@@ -506,11 +506,6 @@ class ElementwiseOp(Op):
             arrays = [np.asarray(v, dtype=dtype, order="C") for v in values]
             if dtype.kind in "biu":
                 self._refuse(dtype, arrays)
-            elif dtype.kind == "c" and not self.params and self.complex_kernels is not None:
-                # A real array of the complex precision as it is: the complex kernels read it
-                # so, as ``run`` hands it them (``_cast_to_complex``), and a program then
-                # reads the tensor's own buffer.
-                arrays = [v if _cast_to_complex(a, v) else a for a, v in zip(arrays, values)]
         shapes = tuple(a.shape for a in arrays)
         shape = shapes[0]
         for other in shapes:
@@ -770,6 +765,12 @@ class ElementwiseOp(Op):
         ``prepare`` did: it took the arrays as they are, and made any Python scalar a 0-d array
         of their dtype."""
         arrays, attrs = self.prepare(values, attrs)
+        if _in_complex(arrays) and not self.params and self.complex_kernels is not None:
+            # A real array of the complex precision as it is: the complex kernels read it so,
+            # as ``run_pair`` hands it them later (``_cast_to_complex``), and a program reads
+            # the tensor's own buffer. (Not in ``prepare``: the CUDA twin casts the device
+            # arrays to what it returns.)
+            arrays = [v if _cast_to_complex(a, v) else a for a, v in zip(arrays, values)]
         out = self.forward(arrays, attrs)
         if key is None or not self._runs_cached or "exec" not in attrs:
             return arrays, attrs, out
@@ -1179,7 +1180,6 @@ class WhereOp(ElementwiseOp):
         return out if out.dtype == arrays[1].dtype else out.astype(arrays[1].dtype)
 
 
-@cuda_twin("elementwise", "ComplexPart")
 # The drivers of the parts (``Op.forward_spec``'s convention; ``like`` is the result's dtype):
 # a complex value is two reals of its precision, so the real result reads its operand as
 # ``2 n`` of them.
@@ -1226,6 +1226,7 @@ def _conj_vjp_exec(operands, ints, floats, like):
         target[i] += g[i].conjugate()
 
 
+@cuda_twin("elementwise", "ComplexPart")
 class ComplexPartOp(Op):
     """``real``, ``imag``, ``conj`` and ``angle`` of a complex tensor: complex operands only
     (the public functions give real ones to other ops), NumPy's function forward, and the VJP
