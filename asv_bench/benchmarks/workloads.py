@@ -1837,6 +1837,76 @@ def _(autograd, **_):
     return step
 
 
+# -- issue 43's complex chain: an elementwise chain of complex128 ops, as a compiled program -----
+
+COMPLEX_STEPS = 8
+
+complex_chain = Workload(
+    "complex_chain",
+    "8 steps of psi = 0.5 sin(psi * phase) + kick * psi over complex128 arrays (4,096 or 65,536 "
+    "points), forward and the VJP of ones (torch's convention; JAX's result conjugated)",
+    params={"size": (4_096, 65_536)},
+    compare=[{"size": 4_096}, {"size": 65_536}],
+)
+
+
+def _complex_data(size):
+    def draw(seed):
+        return seeded(size, seed=seed, scale=0.3) + 1j * seeded(size, seed=seed + 1, scale=0.3)
+
+    return draw(70), np.exp(1j * seeded(size, seed=72)), 0.1 * draw(73)
+
+
+def _complex_steps(sin, psi, phase, kick):
+    for _ in range(COMPLEX_STEPS):
+        psi = 0.5 * sin(psi * phase) + kick * psi  # (bounded: |psi| stays below 1)
+    return psi
+
+
+@complex_chain.eager_and_compiled
+def _(anb, trace, size):
+    psi0, phase, kick = _complex_data(size)
+    psi = anb.tensor(psi0, requires_grad=True)
+    phase, kick, ones = anb.tensor(phase), anb.tensor(kick), anb.tensor(np.ones(size, complex))
+    forward = trace(lambda psi, phase, kick: _complex_steps(anb.sin, psi, phase, kick))
+
+    def step():
+        return [anb.grad(forward(psi, phase, kick), psi, grad_outputs=ones)[0].numpy()]
+
+    return step
+
+
+@complex_chain.variant("torch")
+def _(torch, size):
+    psi0, phase, kick = (torch.tensor(a) for a in _complex_data(size))
+    psi = psi0.requires_grad_(True)
+    ones = torch.ones(size, dtype=torch.complex128)
+
+    def step():
+        out = _complex_steps(torch.sin, psi, phase, kick)
+        return [torch.autograd.grad(out, psi, grad_outputs=ones)[0].numpy()]
+
+    return step
+
+
+@complex_chain.variant("jax")
+def _(jax, size):
+    import jax.numpy as jnp
+
+    psi0, phase, kick = (jnp.asarray(a) for a in _complex_data(size))
+
+    def vjp_of_ones(psi):
+        out, pullback = jax.vjp(lambda p: _complex_steps(jnp.sin, p, phase, kick), psi)
+        return jnp.conj(pullback(jnp.ones_like(out))[0])  # (torch's convention: conjugated)
+
+    run = jax.jit(vjp_of_ones)
+
+    def step():
+        return [np.asarray(jax.block_until_ready(run(psi0)))]
+
+    return step
+
+
 # -- forward mode (issue 46): a tall Jacobian, an HVP, a PINN Laplacian ------------------------
 
 TALL_IN, TALL_HIDDEN, TALL_OUT = 8, 64, 4096

@@ -773,7 +773,9 @@ def _cumprod_kernel(dtype, threads):
 @cuda.jit(cache=True)
 def _cumprod_vjp_kernel(g, x, y, gx):
     # One thread per (batch, row), walking it from the end as the CPU kernel does:
-    # gx[j] += y[j - 1] * tail(j), tail(j) = g[j] + x[j + 1] * tail(j + 1).
+    # gx[j] += conj(y[j - 1]) * tail(j), tail(j) = g[j] + conj(x[j + 1]) * tail(j + 1), the
+    # conjugates being torch's convention on complex values and the identity on real ones
+    # (numba types ``tail`` and ``before`` complex where the arrays are).
     batch, outer, n, inner = gx.shape
     rows = outer * inner
     for i in range(cuda.grid(1), batch * rows, cuda.blockDim.x * cuda.gridDim.x):
@@ -784,27 +786,7 @@ def _cumprod_vjp_kernel(g, x, y, gx):
         tail = 0.0
         for j in range(n - 1, -1, -1):
             tail += g[b, o, j, k]
-            before = y[o, j - 1, k] if j > 0 else 1.0
-            gx[b, o, j, k] += before * tail
-            tail *= x[o, j, k]
-
-
-@cuda.jit(cache=True)
-def _cumprod_vjp_complex_kernel(g, x, y, gx):
-    # The recurrence of ``_cumprod_vjp_kernel`` with the derivatives conjugated (torch's
-    # convention): gx[j] += conj(y[j - 1]) * tail(j), tail(j) = g[j] + conj(x[j + 1]) *
-    # tail(j + 1).
-    batch, outer, n, inner = gx.shape
-    rows = outer * inner
-    for i in range(cuda.grid(1), batch * rows, cuda.blockDim.x * cuda.gridDim.x):
-        b = i // rows
-        row = i - b * rows
-        o = row // inner
-        k = row - o * inner
-        tail = 0j
-        for j in range(n - 1, -1, -1):
-            tail += g[b, o, j, k]
-            before = y[o, j - 1, k].conjugate() if j > 0 else 1 + 0j
+            before = y[o, j - 1, k].conjugate() if j > 0 else 1.0
             gx[b, o, j, k] += before * tail
             tail *= x[o, j, k].conjugate()
 
@@ -827,5 +809,5 @@ class Cumprod(AxisKernels):
     def run_vjp(op, g, x3, y, gx, attrs):
         threads = block_size()
         rows = gx.shape[0] * gx.shape[1] * gx.shape[3]
-        kernel = _cumprod_vjp_complex_kernel if x3.dtype.kind == "c" else _cumprod_vjp_kernel
-        _kernels.launch_grid(kernel, _blocks(rows, threads), threads, g, x3, y, gx)
+        _kernels.launch_grid(_cumprod_vjp_kernel, _blocks(rows, threads), threads, g, x3, y,
+                             gx)

@@ -466,7 +466,7 @@ def real_part_for(edge, contribution):
     """``contribution`` to the gradient of ``edge``, its real part where ``edge`` is real and
     it is complex (torch's ``handle_r_to_c``: a real input of an op that computed in complex,
     ``x * 1j``, has the real part of the complex gradient, ``dL/dx``). The kernels' walk keeps
-    the same part in :func:`_vjp`; the compiled executor runs no complex plan."""
+    the same part in :func:`_vjp`; the compiled executor runs plans of one dtype only."""
     if contribution.dtype.kind == "c" and edge.dtype.kind != "c":
         return call("_real", contribution)
     return contribution

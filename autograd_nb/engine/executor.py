@@ -45,7 +45,11 @@ from ..ops._blas import hold_blas_threads, release_blas_threads
 from ..ops.registry import ExecSpec, defines
 from . import fusion, machine, schedule
 
-_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+#: The dtypes of a plan the executor runs, one per plan: a complex plan lowers where every
+#: driver it needs computes the complex case (``_pointers.serves_complex``), else the
+#: Python walk runs it.
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64),
+           np.dtype(np.complex64), np.dtype(np.complex128))
 
 #: Makes a new arena or result buffer, ``uninitialised(shape, dtype)``, left as it comes: the
 #: table clears each slot, or writes it whole, before it reads it (``Lowering.first_write``).
@@ -320,8 +324,11 @@ class Lowering:
         self.builder.zero(self.slot_values[slot], self.slot_rows[slot] * self.dtype.itemsize)
 
     def entry(self, driver):
-        index = self.entry_index[driver] = self.builder.entry(
-            _pointers.entry_address(driver, self.dtype))
+        try:
+            address = _pointers.entry_address(driver, self.dtype)
+        except _pointers.NoComplexDriver as error:  # (a real VJP's driver: no complex case)
+            raise Unsupported(str(error)) from error
+        index = self.entry_index[driver] = self.builder.entry(address)
         return index
 
 
@@ -352,7 +359,8 @@ def plan_schedule(plan, seeds, targets, all_leaves, batch=None):
             raise Unsupported
     groups = None
     if config.FUSE_BACKWARD:
-        groups = fusion.groups(plan, targets, all_leaves, {id(edge) for edge, _ in seeds})
+        groups = fusion.groups(plan, targets, all_leaves, {id(edge) for edge, _ in seeds},
+                               complex_values=True)
     return schedule.schedule(plan, seeds, targets, all_leaves, groups, joint=True)
 
 
@@ -412,7 +420,7 @@ def run_batched_tables(table, object_ids, floats, arena_size, dtype, batch):
 
 
 def plan_dtype(plan, seeds):
-    """The one float dtype of ``plan``'s nodes and ``seeds``' edges, or None."""
+    """The one float or complex dtype of ``plan``'s nodes and ``seeds``' edges, or None."""
     dtype = None
     for node in plan.nodes:
         if dtype is None:

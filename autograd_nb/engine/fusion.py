@@ -11,6 +11,11 @@ length, ``config.FUSION_MIN_ELEMENTS`` nor tier 0's unfused NumPy walk
 (:mod:`autograd_nb.tiering`) changes a gradient. (The rounding still vectorises: a float32
 chain of 18 nodes over 10**6 elements took as long as without it, docs/compiled-backward.rst.)
 
+A chain of complex values fuses too (``groups(..., complex_values=True)``, the CPU executor's):
+each stage is the op's complex kernel's formula, ``conj(vjp(conj(g)))``
+(:func:`fused_complex_source`), rounded to the gradient's complex type as its kernel stores
+it, so the bits are again the unfused ones.
+
 A *group* is a run of nodes ``n1 -> n2 -> ... -> nm`` in backward order where every ``ni``
 is an :class:`~autograd_nb.ops.elementwise.ElementwiseOp` whose gradient flows to exactly
 one input (the next node of the chain, or for ``nm`` the group's target), every operand its
@@ -30,9 +35,9 @@ driver of the compiled executor like any op's.
 from numba.np.ufunc.parallel import _launch_threads
 
 from .. import config, tape
-from ..ops import _kernels
+from ..ops import _kernels, _pointers
 from ..ops._parallel import use_threads
-from ..ops.elementwise import ElementwiseOp
+from ..ops.elementwise import COMPLEX_IMPORTS, ElementwiseOp
 from ..ops.registry import ExecSpec
 
 #: And at most this many operand arrays: a size limit of the fused loop, below the one cap on
@@ -88,16 +93,23 @@ class Group:
                 (node.op, k, kinds)
                 for node, k, kinds in zip(self.nodes, self.positions, self.kinds, strict=True)
             )
-            module = _modules.get(stages)
+            in_complex = self.head.dtype.kind == "c"
+            module = _modules.get((stages, in_complex))
             if module is None:
                 # The loop may run in parallel; its C entry is loaded from numba's cache as
                 # plain machine code, which needs the threading layer's symbols
                 # (allocate_sched, ...) registered: numba does that only for its dispatchers.
                 _launch_threads()
-                module = _kernels.load_module("fused", fused_source(stages))
+                if in_complex:
+                    module = _kernels.load_module("fused_complex",
+                                                  fused_complex_source(stages))
+                    _pointers.serves_complex(module.driver)
+                    _pointers.serves_complex(module.driver_parallel)
+                else:
+                    module = _kernels.load_module("fused", fused_source(stages))
                 if len(_modules) > 1024:
                     _modules.clear()
-                _modules[stages] = module
+                _modules[(stages, in_complex)] = module
             self._module = module
         return self._module
 
@@ -121,11 +133,17 @@ def _is_complex(node):
     )
 
 
-def _link(node, needed, targets, all_leaves):
+def _link(node, needed, targets, all_leaves, complex_values=False):
     """The one input position through which ``node``'s gradient flows, and the kinds
-    ("full"/"scalar") of the operands its VJP reads; None if the node cannot be fused."""
+    ("full"/"scalar", then " real" for a real operand of a complex node) of the operands its
+    VJP reads; None if the node cannot be fused. A complex node fuses only with
+    ``complex_values`` (the compiled executor's chains, on the CPU), where its complex VJP
+    runs a compiled kernel (``ElementwiseOp.fuses_complex``)."""
     op = node.op
-    if not isinstance(op, ElementwiseOp) or op.input_kinds is not None or _is_complex(node):
+    if not isinstance(op, ElementwiseOp) or op.input_kinds is not None:
+        return None
+    in_complex = _is_complex(node)
+    if in_complex and not (complex_values and node.dtype.kind == "c"):
         return None
     attrs = node.attrs
     shape = attrs["shape"]
@@ -141,26 +159,40 @@ def _link(node, needed, targets, all_leaves):
             position = k
     if position is None or attrs["shapes"][position] != shape:
         return None
-    used, _, _ = op.vjp_reads(position)
+    if in_complex and not op.fuses_complex(position, node):
+        return None
+    kinds = _operand_kinds(node, position, in_complex)
+    return None if kinds is None else (position, kinds)
+
+
+def _operand_kinds(node, position, in_complex):
+    """``_link``'s kinds of the operands VJP ``position`` of ``node`` reads, or None."""
+    attrs = node.attrs
+    shape = attrs["shape"]
+    used, _, _ = node.op.vjp_reads(position)
     kinds = []
     for i in used:
         operand_shape = attrs["shapes"][i]
         if operand_shape == shape:
-            kinds.append("full")
+            kind = "full"
         elif _size(operand_shape) == 1:
-            kinds.append("scalar")
+            kind = "scalar"
         else:
             return None
-    return position, tuple(kinds)
+        if in_complex and node.saved_inputs[i].dtype.kind != "c":
+            kind += " real"
+        kinds.append(kind)
+    return tuple(kinds)
 
 
-def groups(plan, targets, all_leaves, roots, minimum=None):
+def groups(plan, targets, all_leaves, roots, minimum=None, complex_values=False):
     """The fused groups of ``plan``, by ``id`` of every node they contain (``roots``: ``id``
     of the seeded edges, which cannot be inside a chain), over buffers of at least
-    ``minimum`` elements (default ``config.FUSION_MIN_ELEMENTS``)."""
+    ``minimum`` elements (default ``config.FUSION_MIN_ELEMENTS``); chains of complex values
+    too with ``complex_values`` (the CPU's loops; the GPU's fused kernels are real)."""
     if minimum is None:
         minimum = config.FUSION_MIN_ELEMENTS
-    candidates = _candidates(plan, targets, all_leaves, minimum)
+    candidates = _candidates(plan, targets, all_leaves, minimum, complex_values)
     if len(candidates) < 2:
         return {}
     consumers = _consumer_counts(plan)
@@ -178,12 +210,12 @@ def groups(plan, targets, all_leaves, roots, minimum=None):
     return found
 
 
-def _candidates(plan, targets, all_leaves, minimum):
+def _candidates(plan, targets, all_leaves, minimum, complex_values):
     """``_link`` of each node of ``plan`` that can be fused, by ``id``."""
     candidates = {}
     for node in plan.nodes:
         if _size(node.shape) >= minimum and isinstance(node.op, ElementwiseOp):
-            link = _link(node, plan.needed, targets, all_leaves)
+            link = _link(node, plan.needed, targets, all_leaves, complex_values)
             if link is not None:
                 candidates[id(node)] = link
     return candidates
@@ -223,6 +255,7 @@ def _chain_from(node, candidates, consumers, found, targets, roots):
             or following_key in roots
             or following.retained
             or following.shape != current.shape
+            or following.dtype != current.dtype
             or operands + _operand_count(following, candidates[following_key][0])
             > MAX_OPERANDS
         ):
@@ -316,3 +349,64 @@ def fused_source(stages):
     return "\n".join(lines)
 
 
+
+
+_COMPLEX_ROUNDING = """
+@intrinsic
+def _as_complex_result(typingctx, value, like):
+    # ``value`` rounded to ``like``'s complex type, as a store into a buffer of it rounds.
+    def codegen(context, builder, signature, args):
+        return context.cast(builder, args[0], signature.args[0], signature.return_type)
+
+    return like(value, like), codegen
+
+"""
+
+
+def fused_complex_source(stages):
+    """:func:`fused_source` of a chain of complex values: each stage the complex kernel's
+    formula (``conj(vjp(conj(g)))``, ``ElementwiseOp.fuses_complex``), rounded to the
+    target's complex type but for the last, real operands read as reals of its precision
+    (``like.real``)."""
+    lines = ["# Generated by autograd_nb.engine.fusion (a complex chain); do not edit.",
+             "from numba.extending import intrinsic", COMPLEX_IMPORTS, _COMPLEX_ROUNDING]
+    arguments = []  # (array, kind) after ``g``, in the driver's order
+    loads, body = [], []
+    for stage, (op, position, kinds) in enumerate(stages):
+        used, _, reads_y = op.vjp_reads(position)
+        rename = {name: f"{name}_{stage}" for name in op.input_names}
+        rename.update(g="conj(g_)", y=f"y_{stage}")
+        for i, kind in zip(used, kinds, strict=True):
+            array = f"o{len(arguments)}"
+            arguments.append((array, kind))
+            at = "i_" if kind.startswith("full") else "0"
+            loads.append(f"{rename[op.input_names[i]]} = {array}[{at}]")
+        if reads_y:
+            array = f"o{len(arguments)}"
+            arguments.append((array, "full"))
+            loads.append(f"{rename['y']} = {array}[i_]")
+        expression = f"conj({_kernels.rename(op.vjp_formulas[position], rename)})"
+        if stage < len(stages) - 1:
+            expression = f"_as_complex_result({expression}, target[i_])"
+        body.append(f"g_ = {expression}")
+    names = ", ".join(["g"] + [a for a, _ in arguments] + ["target"])
+    for suffix, parallel, loop in (("", "", "range"), ("_parallel", ", parallel=True", "prange")):
+        lines.append(_LOOP_JIT.format(parallel=parallel))
+        lines.append(f"def loop{suffix}({names}):")
+        lines.append(f"    for i_ in {loop}(target.shape[0]):")
+        lines.extend(f"        {line}" for line in ["g_ = g[i_]", *loads, *body])
+        lines.append("        target[i_] += g_")
+        lines.append("")
+    for suffix in ("", "_parallel"):
+        lines.append(_LOOP_JIT.format(parallel=""))
+        lines.append(f"def driver{suffix}(operands, ints, floats, like):")
+        lines.append("    n = ints[0]")
+        lines.append("    g = array_at(operands[0], n, like)")
+        for j, (array, kind) in enumerate(arguments):
+            length = "n" if kind.startswith("full") else 1
+            element = "like.real" if kind.endswith("real") else "like"
+            lines.append(f"    {array} = array_at(operands[{j + 1}], {length}, {element})")
+        lines.append(f"    target = array_at(operands[{len(arguments) + 1}], n, like)")
+        lines.append(f"    loop{suffix}({names})")
+        lines.append("")
+    return "\n".join(lines)

@@ -130,13 +130,40 @@ def entry(operands, ints, floats):
 
 _entries = {}
 
+#: The drivers whose entry for a complex dtype computes the complex case: those that move,
+#: gather or add elements whatever their type, and the complex elementwise kernels' drivers
+#: (:func:`serves_complex`). Any other driver was written for real values (a VJP without the
+#: conjugate, a real GEMM), so :func:`entry_address` refuses it a complex dtype.
+_COMPLEX_DRIVERS = set()
+
+
+class NoComplexDriver(TypeError):
+    """A driver written for real values asked for a complex entry (:func:`entry_address`):
+    the program or backward that wanted it runs eagerly, or as a Python walk, instead."""
+
+
+def serves_complex(driver):
+    """Mark ``driver`` (an ``@njit`` driver) as computing the complex case when its ``like``
+    is complex; returns it (a decorator)."""
+    _COMPLEX_DRIVERS.add(driver)
+    return driver
+
+
+def complex_capable(driver):
+    """Whether ``driver`` computes the complex case (:func:`serves_complex`)."""
+    return driver in _COMPLEX_DRIVERS
+
 
 def entry_address(driver, dtype):
     """Address of the C entry point calling ``driver`` (an ``@njit`` function of a module) for
-    gradients of ``dtype``; compiled (or loaded from numba's cache) on first use."""
+    gradients of ``dtype``; compiled (or loaded from numba's cache) on first use. Raises
+    :class:`NoComplexDriver` for a complex ``dtype`` and a driver not marked
+    :func:`serves_complex`."""
     key = (driver, dtype)
     address = _entries.get(key)
     if address is None:
+        if np.dtype(dtype).kind == "c" and driver not in _COMPLEX_DRIVERS:
+            raise NoComplexDriver(f"{driver.__name__} has no complex case")
         function = driver.py_func
         # numba's cache of the entry does not see edits to the driver's module: key on it.
         digest = hashlib.sha1(inspect.getsource(inspect.getmodule(function)).encode())

@@ -13,7 +13,7 @@ import numpy as np
 from numba import njit
 
 from . import _broadcast
-from ._pointers import array_at
+from ._pointers import array_at, serves_complex
 
 
 @njit(cache=True, nogil=True)
@@ -145,6 +145,7 @@ def strided_scatter_add(values, shape, strides, target, offset=0):
 # -- drivers of the compiled executor and of compiled forwards (``_pointers``'s convention) ---
 
 
+@serves_complex
 @njit(cache=True, nogil=True)
 def accumulate_driver(operands, ints, floats, like):
     """``target += values`` over ``ints[0]`` elements (seeds, the VJP of a reshape)."""
@@ -152,6 +153,7 @@ def accumulate_driver(operands, ints, floats, like):
     accumulate(array_at(operands[0], n, like), array_at(operands[1], n, like))
 
 
+@serves_complex
 @njit(cache=True, nogil=True)
 def scatter_add_driver(operands, ints, floats, like):
     """:func:`scatter_add` of ``values`` (``ints``: ``[n, size, offset, nd, shape.., strides..]``)
@@ -161,6 +163,7 @@ def scatter_add_driver(operands, ints, floats, like):
                 array_at(operands[1], size, like))
 
 
+@serves_complex
 @njit(cache=True, nogil=True)
 def gather_add_driver(operands, ints, floats, like):
     """``target += source[offset + position . strides]`` (``ints`` as :func:`scatter_add_driver`
@@ -173,6 +176,7 @@ def gather_add_driver(operands, ints, floats, like):
 _INDEX = np.empty(0, dtype=np.int64)
 
 
+@serves_complex
 @njit(cache=True, nogil=True)
 def put_add_driver(operands, ints, floats, like):
     """:func:`put_add` of ``ints[0]`` values through a flat int64 index map into a target of
@@ -182,6 +186,7 @@ def put_add_driver(operands, ints, floats, like):
             array_at(operands[2], size, like))
 
 
+@serves_complex
 @njit(cache=True, nogil=True)
 def take_add_driver(operands, ints, floats, like):
     """``target[i] += source[index[i]]`` over ``ints[0]`` elements of the target, from a
@@ -198,6 +203,7 @@ def take_add_driver(operands, ints, floats, like):
 # they write in full.
 
 
+@serves_complex
 @njit(cache=True, nogil=True)
 def copy_driver(operands, ints, floats, like):
     """``out = source`` over ``ints[0]`` elements (a reshape's copy)."""
@@ -205,6 +211,7 @@ def copy_driver(operands, ints, floats, like):
     array_at(operands[1], n, like)[:] = array_at(operands[0], n, like)
 
 
+@serves_complex
 @njit(cache=True, nogil=True)
 def gather_driver(operands, ints, floats, like):
     """``out = source[offset + position . strides]`` (:func:`gather`; ``ints`` as
@@ -214,6 +221,7 @@ def gather_driver(operands, ints, floats, like):
            array_at(operands[1], n, like))
 
 
+@serves_complex
 @njit(cache=True, nogil=True)
 def take_driver(operands, ints, floats, like):
     """``out[i] = source[offsets[i]]`` (:func:`take`): ``ints`` is ``[n, size, offsets..]``,
@@ -222,6 +230,7 @@ def take_driver(operands, ints, floats, like):
     take(array_at(operands[0], size, like), ints[2:2 + n], array_at(operands[1], n, like))
 
 
+@serves_complex
 @njit(cache=True, nogil=True)
 def scatter_driver(operands, ints, floats, like):
     """Zeros, then :func:`scatter_add` of the values through a strided layout (``ints`` as
@@ -233,6 +242,7 @@ def scatter_driver(operands, ints, floats, like):
                 target)
 
 
+@serves_complex
 @njit(cache=True, nogil=True)
 def put_driver(operands, ints, floats, like):
     """Zeros, then :func:`put_add` of ``n`` values at flat offsets (``ints``: ``[n, size,
@@ -243,6 +253,7 @@ def put_driver(operands, ints, floats, like):
     put_add(array_at(operands[0], n, like), ints[2:2 + n], target)
 
 
+@serves_complex
 @njit(cache=True, nogil=True)
 def assign_strided_driver(operands, ints, floats, like):
     """``out = x`` then :func:`assign` of ``v`` (``x[index] = v`` for a basic index):
@@ -254,6 +265,7 @@ def assign_strided_driver(operands, ints, floats, like):
            ints[4:4 + nd], ints[4 + nd:4 + 2 * nd])
 
 
+@serves_complex
 @njit(cache=True, nogil=True)
 def assign_offsets_driver(operands, ints, floats, like):
     """``out = x`` then ``out[targets[i]] = v[sources[i]]`` (``x[index] = v`` for an advanced

@@ -11,7 +11,7 @@ import numpy as np
 from numba import njit
 
 from . import _broadcast, _numpy_vjp, _strided, registry
-from ._pointers import array_at
+from ._pointers import array_at, serves_complex
 from .registry import IDENTITY, ExecSpec, Op, call, cuda_twin, public, run_key
 
 
@@ -408,6 +408,7 @@ def _add_block(grad_output, start, grad_piece):
             grad_piece[o, j] += grad_output[o, start + j]
 
 
+@serves_complex
 @njit(cache=True, nogil=True)
 def _join_driver(operands, ints, floats, like):
     """The forward driver of ``concatenate`` and ``stack``: ``ints`` is ``[count, outer, total,

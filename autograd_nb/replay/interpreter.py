@@ -19,6 +19,7 @@ run = machine.run
 
 _BYTES = np.empty(0, dtype=np.uint8)
 
+@_pointers.serves_complex
 @njit(cache=True, nogil=True)
 def backward_driver(operands, ints, floats, like):
     """The VJP of a replayed output as one driver (``ReplayOutput``'s ``exec_spec``).
@@ -34,6 +35,7 @@ def backward_driver(operands, ints, floats, like):
     _backward(operands, ints)
 
 
+@_pointers.serves_complex
 @njit(cache=True, nogil=True)
 def backward_set_driver(operands, ints, floats, like):
     """:func:`backward_driver` where it is the first to write the gradient buffer
@@ -60,6 +62,7 @@ def _backward(operands, ints):
                  _pointers.float_view(operands[3]))
 
 
+@_pointers.serves_complex
 @njit(cache=True, nogil=True)
 def copy_driver(operands, ints, floats, like):
     """``ints[0]`` bytes from operand 0 to operand 1 (in-place writes, returned aliases)."""
@@ -67,6 +70,7 @@ def copy_driver(operands, ints, floats, like):
     _pointers.array_at(operands[1], n, _BYTES)[:] = _pointers.array_at(operands[0], n, _BYTES)
 
 
+@_pointers.serves_complex
 @njit(cache=True, nogil=True)
 def slice_accumulate_driver(operands, ints, floats, like):
     """``target += gradient[ints[0]:ints[0] + ints[1]]`` (one input's part of the gradient of
@@ -79,6 +83,7 @@ def slice_accumulate_driver(operands, ints, floats, like):
         target[i] = add_part(target[i], source[start + i])
 
 
+@_pointers.serves_complex
 @njit(cache=True, nogil=True)
 def slice_copy_driver(operands, ints, floats, like):
     """``target = gradient[ints[0]:ints[0] + ints[1]]``: :func:`slice_accumulate_driver`

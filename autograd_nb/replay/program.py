@@ -48,7 +48,10 @@ from .tree import flatten
 _ALIGN = 64
 #: Arenas of recent calls a program keeps to reuse once their outputs are gone.
 _SPARE_ARENAS = 4
-_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+#: The dtypes of a program's gradients: one of them per program (an op's complex VJP
+#: without a compiled driver makes the program's backward Unsupported: ``executor.lower``).
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64),
+           np.dtype(np.complex64), np.dtype(np.complex128))
 
 
 class Unsupported(Exception):

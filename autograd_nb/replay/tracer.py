@@ -388,7 +388,8 @@ class Trace:
                 self.refuse(f"{op.name}: a non-contiguous view")
             return
         spec = op.forward_spec(arrays, attrs, output)
-        if spec is None:
+        if spec is None or (_is_complex(arrays, output)
+                            and not _pointers.complex_capable(spec[0])):
             self.refuse(f"{op.name} ({_why_no_driver(arrays, output)})")
             return
         if not output.flags.c_contiguous:
@@ -855,11 +856,19 @@ class recording:
         return False
 
 
-def _why_no_driver(arrays, output):
-    """Why an op recorded has no forward driver, for the warning: complex operands (the
-    replay's drivers are real: docs/complex.rst), or another case of the op's."""
-    if output.dtype.kind == "c" or any(
+def _is_complex(arrays, output):
+    """Whether an op recorded computes in complex: then its driver must be one that computes
+    the complex case (``_pointers.serves_complex``)."""
+    return output.dtype.kind == "c" or any(
         getattr(a, "dtype", None) is not None and a.dtype.kind == "c" for a in arrays
-    ):
-        return "complex operands: a program with complex values runs eagerly"
+    )
+
+
+def _why_no_driver(arrays, output):
+    """Why an op recorded has no forward driver, for the warning: complex operands where the
+    op has no compiled complex driver for them (docs/complex.rst), or another case of the
+    op's."""
+    if _is_complex(arrays, output):
+        return ("complex operands it has no compiled driver for: a program with them "
+                "runs eagerly")
     return "no forward driver for this case"

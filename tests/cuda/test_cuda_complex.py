@@ -170,6 +170,15 @@ def test_reductions(case):
     assert_same_on_cuda(cpu_cases._reduction_cases()[case], [z])
 
 
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_cumprod_with_a_zero(dtype):
+    # One VJP kernel for real and complex values: the conjugates of the recurrence.
+    z = _complex(np.random.default_rng(10), (2, 4, 2), dtype)
+    z[1, 2, 0] = 0
+    rtol = 1e-5 if dtype == np.complex64 else 1e-10
+    assert_same_on_cuda(lambda t: anb.cumprod(t, axis=1), [z], rtol=rtol)
+
+
 @pytest.mark.parametrize("case", sorted(cpu_cases._product_cases()))
 @pytest.mark.parametrize("kinds", ["cc", "cr", "rc"])
 def test_products(case, kinds):
