@@ -84,7 +84,7 @@ class Places:
     builder = None
 
     def arena_bytes(self, n_bytes):
-        pass
+        """Told the arena's size once the slots are placed; only the eager arena keeps it."""
 
 
 class ArenaPlaces(Places):

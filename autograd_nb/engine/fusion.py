@@ -333,20 +333,31 @@ def fused_source(stages):
         lines += _kernels.flat_loops("target", ["g_ = g[i_]"] + loads + body, [("+=", "g_")],
                                      small, loop)
         lines.append("")
-    # Two drivers, so that an executor entry compiles only the loop it runs.
+    lines += _driver_lines(arguments, names, f"    params = floats[:{n_params}]")
+    return "\n".join(lines)
+
+
+def _driver_lines(arguments, names, params_line=None):
+    """The two drivers of a fused chain's loops (so that an executor entry compiles only the
+    loop it runs): the gradient, one array per ``arguments`` entry (``(array, kind)``: a
+    ``kind`` starting with "full" has the result's ``n`` elements, else one; one ending with
+    "real" is read as reals of ``like``'s precision) and the target, from ``operands``."""
+    lines = []
     for suffix in ("", "_parallel"):
         lines.append(_LOOP_JIT.format(parallel=""))
         lines.append(f"def driver{suffix}(operands, ints, floats, like):")
         lines.append("    n = ints[0]")
         lines.append("    g = array_at(operands[0], n, like)")
         for j, (array, kind) in enumerate(arguments):
-            length = "n" if kind == "full" else 1
-            lines.append(f"    {array} = array_at(operands[{j + 1}], {length}, like)")
+            length = "n" if kind.startswith("full") else 1
+            element = "like.real" if kind.endswith("real") else "like"
+            lines.append(f"    {array} = array_at(operands[{j + 1}], {length}, {element})")
         lines.append(f"    target = array_at(operands[{len(arguments) + 1}], n, like)")
-        lines.append(f"    params = floats[:{n_params}]")
+        if params_line is not None:
+            lines.append(params_line)
         lines.append(f"    loop{suffix}({names})")
         lines.append("")
-    return "\n".join(lines)
+    return lines
 
 
 
@@ -397,16 +408,5 @@ def fused_complex_source(stages):
         lines.extend(f"        {line}" for line in ["g_ = g[i_]", *loads, *body])
         lines.append("        target[i_] += g_")
         lines.append("")
-    for suffix in ("", "_parallel"):
-        lines.append(_LOOP_JIT.format(parallel=""))
-        lines.append(f"def driver{suffix}(operands, ints, floats, like):")
-        lines.append("    n = ints[0]")
-        lines.append("    g = array_at(operands[0], n, like)")
-        for j, (array, kind) in enumerate(arguments):
-            length = "n" if kind.startswith("full") else 1
-            element = "like.real" if kind.endswith("real") else "like"
-            lines.append(f"    {array} = array_at(operands[{j + 1}], {length}, {element})")
-        lines.append(f"    target = array_at(operands[{len(arguments) + 1}], n, like)")
-        lines.append(f"    loop{suffix}({names})")
-        lines.append("")
+    lines += _driver_lines(arguments, names)
     return "\n".join(lines)
